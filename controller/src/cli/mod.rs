@@ -1,0 +1,26 @@
+//! The `kraft-controller` command line: `format`, `run`, `quorum`, `dump-log`.
+//!
+//! Owns argument parsing and exit codes only; each subcommand lives in its own
+//! file and calls into the layers below.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// `kraft-controller`: a KRaft controller.
+#[derive(Debug, Parser)]
+#[command(name = "kraft-controller", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {}
+
+/// Parses the command line, runs the subcommand and maps its result to an
+/// exit code (0 success, 1 failure, 2 usage error as clap does).
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match cli.command {}
+}

@@ -1,0 +1,23 @@
+//! `kraft-controller`: a KRaft controller (Apache Kafka's KIP-500 metadata quorum)
+//! written in Rust.
+//!
+//! Layers, each owning one concern (see `docs/architecture.md`):
+//! - [`record`]: RecordBatch v2 and the KRaft control records (through the
+//!   `kafka-protocol` crate);
+//! - [`log`]: the metadata log on disk in Kafka's layout;
+//! - [`raft`]: the sans-IO KIP-595 consensus engine;
+//! - [`metadata`]: the state machine over committed records;
+//! - [`wire`]: Kafka framing, headers and API version negotiation;
+//! - [`admin`]: a small Kafka admin client (DescribeQuorum, AddRaftVoter, …),
+//!   shared by the CLI and the operator;
+//! - [`server`]: the tokio runtime that drives the engine;
+//! - [`cli`]: the `kraft-controller` command line.
+
+pub mod admin;
+pub mod cli;
+pub mod log;
+pub mod metadata;
+pub mod raft;
+pub mod record;
+pub mod server;
+pub mod wire;

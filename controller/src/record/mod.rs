@@ -1,0 +1,1 @@
+//! Placeholder: this layer is being built (see docs/architecture.md).

@@ -1,0 +1,1 @@
+//! `kraft-operator`: a Kubernetes operator for KRaft controller quorums.

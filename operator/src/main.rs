@@ -1,0 +1,5 @@
+//! The `kraft-operator` binary.
+
+fn main() {
+    println!("kraft-operator: not built yet");
+}
