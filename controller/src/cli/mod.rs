@@ -21,6 +21,5 @@ enum Command {}
 /// Parses the command line, runs the subcommand and maps its result to an
 /// exit code (0 success, 1 failure, 2 usage error as clap does).
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match cli.command {}
+    match Cli::parse().command {}
 }

@@ -1,0 +1,170 @@
+//! KRaft control records: the record key (version, type) and the values, whose
+//! schemas are the `kafka-protocol` crate's generated messages.
+//!
+//! Key layout (Kafka's `ControlRecordType`): int16 version (0), int16 type.
+//! Value: the message encoded at its current version (0 for all five), with
+//! no version prefix, as Kafka's `ControlRecordUtils` reads them.
+
+use bytes::{Bytes, BytesMut};
+pub use kafka_protocol::messages::{
+    KRaftVersionRecord, LeaderChangeMessage, SnapshotFooterRecord, SnapshotHeaderRecord,
+    VotersRecord,
+};
+use kafka_protocol::protocol::{Decodable, Encodable};
+
+use super::{RecordError, Result};
+
+/// Control record types used by KRaft (Kafka's `ControlRecordType`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(i16)]
+pub enum ControlRecordType {
+    /// A new leader's first record of its epoch.
+    LeaderChange = 2,
+    /// First record of a snapshot.
+    SnapshotHeader = 3,
+    /// Last record of a snapshot.
+    SnapshotFooter = 4,
+    /// The finalized `kraft.version` (KIP-853).
+    KRaftVersion = 5,
+    /// The voter set (KIP-853; Kafka's `KRAFT_VOTERS`).
+    KRaftVoters = 6,
+}
+
+impl ControlRecordType {
+    /// Maps a type id to the enum; `None` for ids KRaft does not use here.
+    pub fn from_id(id: i16) -> Option<Self> {
+        Some(match id {
+            2 => Self::LeaderChange,
+            3 => Self::SnapshotHeader,
+            4 => Self::SnapshotFooter,
+            5 => Self::KRaftVersion,
+            6 => Self::KRaftVoters,
+            _ => return None,
+        })
+    }
+
+    /// Kafka's name of the type, as `kafka-dump-log` prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::LeaderChange => "LEADER_CHANGE",
+            Self::SnapshotHeader => "SNAPSHOT_HEADER",
+            Self::SnapshotFooter => "SNAPSHOT_FOOTER",
+            Self::KRaftVersion => "KRAFT_VERSION",
+            Self::KRaftVoters => "KRAFT_VOTERS",
+        }
+    }
+}
+
+/// A decoded control record.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ControlRecord {
+    /// LeaderChangeMessage (type 2).
+    LeaderChange(LeaderChangeMessage),
+    /// SnapshotHeaderRecord (type 3).
+    SnapshotHeader(SnapshotHeaderRecord),
+    /// SnapshotFooterRecord (type 4).
+    SnapshotFooter(SnapshotFooterRecord),
+    /// KRaftVersionRecord (type 5).
+    KRaftVersion(KRaftVersionRecord),
+    /// VotersRecord (type 6).
+    Voters(VotersRecord),
+}
+
+const CONTROL_KEY_VERSION: i16 = 0;
+const VALUE_VERSION: i16 = 0;
+
+fn codec_err(action: &'static str) -> impl FnOnce(anyhow::Error) -> RecordError {
+    move |source| RecordError::Codec { action, source }
+}
+
+impl ControlRecord {
+    /// The record's type.
+    pub fn record_type(&self) -> ControlRecordType {
+        match self {
+            Self::LeaderChange(_) => ControlRecordType::LeaderChange,
+            Self::SnapshotHeader(_) => ControlRecordType::SnapshotHeader,
+            Self::SnapshotFooter(_) => ControlRecordType::SnapshotFooter,
+            Self::KRaftVersion(_) => ControlRecordType::KRaftVersion,
+            Self::Voters(_) => ControlRecordType::KRaftVoters,
+        }
+    }
+
+    /// The 4-byte key: version 0, then the type id.
+    pub fn encode_key(&self) -> Bytes {
+        let mut key = BytesMut::with_capacity(4);
+        key.extend_from_slice(&CONTROL_KEY_VERSION.to_be_bytes());
+        key.extend_from_slice(&(self.record_type() as i16).to_be_bytes());
+        key.freeze()
+    }
+
+    /// The value: the message at version 0.
+    pub fn encode_value(&self) -> Result<Bytes> {
+        let mut buf = BytesMut::new();
+        let encoded = match self {
+            Self::LeaderChange(m) => m.encode(&mut buf, VALUE_VERSION),
+            Self::SnapshotHeader(m) => m.encode(&mut buf, VALUE_VERSION),
+            Self::SnapshotFooter(m) => m.encode(&mut buf, VALUE_VERSION),
+            Self::KRaftVersion(m) => m.encode(&mut buf, VALUE_VERSION),
+            Self::Voters(m) => m.encode(&mut buf, VALUE_VERSION),
+        };
+        encoded.map_err(codec_err("encoding control record"))?;
+        Ok(buf.freeze())
+    }
+
+    /// Reads the type from a control record key.
+    ///
+    /// Errors: [`RecordError::Invalid`] for a missing or short key, an unknown
+    /// key version or type (`offset` names the record).
+    pub fn decode_type(key: Option<&[u8]>, offset: i64) -> Result<ControlRecordType> {
+        let invalid = |reason: String| RecordError::Invalid {
+            base_offset: offset,
+            reason,
+        };
+        let key = key.ok_or_else(|| invalid("control record without a key".into()))?;
+        if key.len() < 4 {
+            return Err(invalid(format!(
+                "control record key of {} bytes",
+                key.len()
+            )));
+        }
+        let version = i16::from_be_bytes([key[0], key[1]]);
+        if version != CONTROL_KEY_VERSION {
+            return Err(invalid(format!("control record key version {version}")));
+        }
+        let id = i16::from_be_bytes([key[2], key[3]]);
+        ControlRecordType::from_id(id)
+            .ok_or_else(|| invalid(format!("unknown control record type {id}")))
+    }
+
+    /// Decodes a control record from its key and value.
+    ///
+    /// Errors: as [`Self::decode_type`], or a value the schema rejects.
+    pub fn decode(key: Option<&[u8]>, value: Option<&[u8]>, offset: i64) -> Result<Self> {
+        let record_type = Self::decode_type(key, offset)?;
+        let mut value = Bytes::copy_from_slice(value.ok_or_else(|| RecordError::Invalid {
+            base_offset: offset,
+            reason: "control record without a value".into(),
+        })?);
+        let action = "decoding control record";
+        Ok(match record_type {
+            ControlRecordType::LeaderChange => Self::LeaderChange(
+                LeaderChangeMessage::decode(&mut value, VALUE_VERSION)
+                    .map_err(codec_err(action))?,
+            ),
+            ControlRecordType::SnapshotHeader => Self::SnapshotHeader(
+                SnapshotHeaderRecord::decode(&mut value, VALUE_VERSION)
+                    .map_err(codec_err(action))?,
+            ),
+            ControlRecordType::SnapshotFooter => Self::SnapshotFooter(
+                SnapshotFooterRecord::decode(&mut value, VALUE_VERSION)
+                    .map_err(codec_err(action))?,
+            ),
+            ControlRecordType::KRaftVersion => Self::KRaftVersion(
+                KRaftVersionRecord::decode(&mut value, VALUE_VERSION).map_err(codec_err(action))?,
+            ),
+            ControlRecordType::KRaftVoters => Self::Voters(
+                VotersRecord::decode(&mut value, VALUE_VERSION).map_err(codec_err(action))?,
+            ),
+        })
+    }
+}
