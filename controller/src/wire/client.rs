@@ -261,9 +261,22 @@ impl Connection {
                             // the stream is out of step with our requests.
                             break format!("response with unknown correlation id {correlation_id}");
                         };
-                        let result = decode_response(pending.api_key, pending.api_version, frame)
-                            .map(|(_, body)| body)
-                            .map_err(ClientError::from);
+                        let result =
+                            decode_response(pending.api_key, pending.api_version, frame.clone())
+                                .or_else(|e| {
+                                    // KIP-511: a server that does not support our
+                                    // ApiVersions version answers at v0.
+                                    if pending.api_key == ApiKey::ApiVersions
+                                        && pending.api_version > 0
+                                    {
+                                        decode_response(ApiKey::ApiVersions, 0, frame)
+                                            .map_err(|_| e)
+                                    } else {
+                                        Err(e)
+                                    }
+                                })
+                                .map(|(_, body)| body)
+                                .map_err(ClientError::from);
                         let _ = pending.reply.send(result);
                     }
                 }
@@ -300,11 +313,24 @@ impl Connection {
         api_version: i16,
         body: RequestKind,
     ) -> Result<ResponseKind, ClientError> {
+        self.call_with_timeout(api_version, body, self.config.request_timeout)
+            .await
+    }
+
+    /// [`Connection::call`] with its own timeout instead of the configured
+    /// request timeout (for requests that wait on the server, such as
+    /// AddRaftVoter with its `timeout_ms`).
+    pub async fn call_with_timeout(
+        &self,
+        api_version: i16,
+        body: RequestKind,
+        timeout: Duration,
+    ) -> Result<ResponseKind, ClientError> {
         let api_key = request_api_key(&body).ok_or_else(|| {
             ClientError::Wire("request body is not one of the apis this client sends".to_owned())
         })?;
         let reply = self.start(api_key, api_version, &body)?;
-        match tokio::time::timeout(self.config.request_timeout, reply).await {
+        match tokio::time::timeout(timeout, reply).await {
             Ok(Ok(result)) => result,
             Ok(Err(_)) => Err(ClientError::Disconnected {
                 addr: self.shared.addr.clone(),
@@ -315,7 +341,7 @@ impl Connection {
                 Err(ClientError::Timeout {
                     api_key,
                     addr: self.shared.addr.clone(),
-                    timeout_ms: self.config.request_timeout.as_millis(),
+                    timeout_ms: timeout.as_millis(),
                 })
             }
         }
