@@ -7,6 +7,8 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+pub mod quorum;
+
 /// `kraft-controller`: a KRaft controller.
 #[derive(Debug, Parser)]
 #[command(name = "kraft-controller", version, about)]
@@ -16,10 +18,16 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {}
+enum Command {
+    /// Describe the metadata quorum, add or remove voters (like `kafka-metadata-quorum`).
+    Quorum(quorum::QuorumArgs),
+}
 
 /// Parses the command line, runs the subcommand and maps its result to an
 /// exit code (0 success, 1 failure, 2 usage error as clap does).
 pub fn main() -> ExitCode {
-    match Cli::parse().command {}
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Quorum(args) => quorum::run(args),
+    }
 }
