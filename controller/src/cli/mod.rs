@@ -8,6 +8,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 pub mod quorum;
+pub mod run;
 
 /// `kraft-controller`: a KRaft controller.
 #[derive(Debug, Parser)]
@@ -19,6 +20,8 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Run a controller (`--config server.properties`).
+    Run(run::RunArgs),
     /// Describe the metadata quorum, add or remove voters (like `kafka-metadata-quorum`).
     Quorum(quorum::QuorumArgs),
 }
@@ -29,5 +32,19 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Quorum(args) => quorum::run(args),
+        Command::Run(args) => {
+            init_tracing();
+            run::run(args)
+        }
     }
+}
+
+/// Logs to stderr, filtered by `RUST_LOG` (default `info`).
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }

@@ -139,6 +139,34 @@ impl FramedRecord {
     }
 }
 
+impl FramedRecord {
+    /// The record value as stored in a batch: frame version 1, api key and
+    /// version as unsigned varints, then the message bytes.
+    pub fn encode(&self) -> Bytes {
+        let mut buf = BytesMut::new();
+        put_uvarint(&mut buf, FRAME_VERSION);
+        put_uvarint(&mut buf, self.api_key);
+        put_uvarint(&mut buf, self.version);
+        buf.put_slice(&self.message);
+        buf.freeze()
+    }
+}
+
+/// Kafka's `NoOpRecord` api key.
+pub const NO_OP_RECORD_API_KEY: u32 = 20;
+
+/// A framed `NoOpRecord` v0 (Kafka's `QuorumController` appends one every
+/// `metadata.max.idle.interval.ms` when idle). Bytes: `01` frame version,
+/// `14` api key 20, `00` version 0, `00` no tagged fields.
+pub fn no_op_record() -> Bytes {
+    FramedRecord {
+        api_key: NO_OP_RECORD_API_KEY,
+        version: 0,
+        message: Bytes::from_static(&[0]),
+    }
+    .encode()
+}
+
 impl FeatureLevelRecord {
     /// The record value as stored in a batch: frame version 1, api key 12,
     /// version 0, then the message.
@@ -206,6 +234,22 @@ mod tests {
         assert_eq!(
             FeatureLevelRecord::decode_message(&framed.message).expect("message"),
             record
+        );
+    }
+}
+
+#[cfg(test)]
+mod no_op_tests {
+    use super::*;
+
+    #[test]
+    fn a_no_op_record_is_four_framed_bytes() {
+        // frame version 1, api key 20 (NO_OP_RECORD), version 0, no tagged fields
+        assert_eq!(&no_op_record()[..], &[0x01, 0x14, 0x00, 0x00]);
+        let framed = FramedRecord::decode(&no_op_record()).expect("decodes");
+        assert_eq!(
+            metadata_record_type_name(framed.api_key),
+            Some("NO_OP_RECORD")
         );
     }
 }

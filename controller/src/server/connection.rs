@@ -61,23 +61,21 @@ pub async fn serve_connection(
         };
         let request = match wire::decode_request(frame) {
             Ok(request) => request,
-            Err(WireError::Unsupported(unsupported)) => {
-                match unsupported.response() {
-                    Some(answer) => {
-                        tracing::debug!(%peer, api_key = unsupported.api_key, version = unsupported.api_version,
+            Err(WireError::Unsupported(unsupported)) => match unsupported.response() {
+                Some(answer) => {
+                    tracing::debug!(%peer, api_key = unsupported.api_key, version = unsupported.api_version,
                             "answering UNSUPPORTED_VERSION");
-                        if framed.send(answer).await.is_err() {
-                            return;
-                        }
-                        continue;
-                    }
-                    None => {
-                        tracing::warn!(%peer, connection_id, api_key = unsupported.api_key,
-                            version = unsupported.api_version, "closing connection: unsupported api or version");
+                    if framed.send(answer).await.is_err() {
                         return;
                     }
+                    continue;
                 }
-            }
+                None => {
+                    tracing::warn!(%peer, connection_id, api_key = unsupported.api_key,
+                            version = unsupported.api_version, "closing connection: unsupported api or version");
+                    return;
+                }
+            },
             Err(e) => {
                 tracing::warn!(%peer, connection_id, error = %e, "closing connection: malformed request");
                 return;
