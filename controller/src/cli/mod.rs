@@ -3,6 +3,9 @@
 //! Owns argument parsing and exit codes only; each subcommand lives in its own
 //! file and calls into the layers below.
 
+pub mod dump_log;
+pub mod format;
+
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -16,10 +19,19 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {}
+enum Command {
+    /// Format a metadata log directory (meta.properties, bootstrap.checkpoint,
+    /// and the initial voters in dynamic mode).
+    Format(format::FormatArgs),
+    /// Print the batches and records of log segments and snapshot files.
+    DumpLog(dump_log::DumpLogArgs),
+}
 
 /// Parses the command line, runs the subcommand and maps its result to an
 /// exit code (0 success, 1 failure, 2 usage error as clap does).
 pub fn main() -> ExitCode {
-    match Cli::parse().command {}
+    match Cli::parse().command {
+        Command::Format(args) => format::run(&args),
+        Command::DumpLog(args) => dump_log::run(&args),
+    }
 }
