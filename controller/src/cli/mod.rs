@@ -3,12 +3,14 @@
 //! Owns argument parsing and exit codes only; each subcommand lives in its own
 //! file and calls into the layers below.
 
+pub mod dump_log;
+pub mod format;
+pub mod quorum;
+pub mod run;
+
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-
-pub mod quorum;
-pub mod run;
 
 /// `kraft-controller`: a KRaft controller.
 #[derive(Debug, Parser)]
@@ -20,22 +22,28 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Format a metadata log directory (meta.properties, bootstrap.checkpoint,
+    /// and the initial voters in dynamic mode).
+    Format(format::FormatArgs),
     /// Run a controller (`--config server.properties`).
     Run(run::RunArgs),
     /// Describe the metadata quorum, add or remove voters (like `kafka-metadata-quorum`).
     Quorum(quorum::QuorumArgs),
+    /// Print the batches and records of log segments and snapshot files.
+    DumpLog(dump_log::DumpLogArgs),
 }
 
 /// Parses the command line, runs the subcommand and maps its result to an
 /// exit code (0 success, 1 failure, 2 usage error as clap does).
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match cli.command {
-        Command::Quorum(args) => quorum::run(args),
+    match Cli::parse().command {
+        Command::Format(args) => format::run(&args),
         Command::Run(args) => {
             init_tracing();
             run::run(args)
         }
+        Command::Quorum(args) => quorum::run(args),
+        Command::DumpLog(args) => dump_log::run(&args),
     }
 }
 

@@ -39,7 +39,7 @@ pub fn parse_kafka_uuid(text: &str) -> Option<Uuid> {
         return None;
     }
     let bytes = URL_SAFE_NO_PAD.decode(text).ok()?;
-    Some(Uuid::from_slice(&bytes).ok()?)
+    Uuid::from_slice(&bytes).ok()
 }
 
 /// Whether `id` is one of Kafka's reserved directory ids (`DirectoryId`:

@@ -21,6 +21,7 @@
 //! - Every batch stored passed its CRC check; recovery on open truncates a torn,
 //!   zero-filled or corrupt tail and never serves it.
 
+pub mod bootstrap;
 pub mod epoch_cache;
 mod file;
 pub mod fs;

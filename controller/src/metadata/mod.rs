@@ -4,3 +4,4 @@
 //! records `format` and `dump-log` need. It must not make consensus decisions.
 
 pub mod records;
+pub mod version;
