@@ -181,15 +181,15 @@ pub fn request(key: ApiKey, v: i16) -> RequestKind {
             }
             RequestKind::EndQuorumEpoch(r)
         }
-        ApiKey::DescribeQuorum => RequestKind::DescribeQuorum(
-            DescribeQuorumRequest::default().with_topics(vec![
+        ApiKey::DescribeQuorum => {
+            RequestKind::DescribeQuorum(DescribeQuorumRequest::default().with_topics(vec![
                 describe_quorum_request::TopicData::default()
                     .with_topic_name(topic("__cluster_metadata"))
                     .with_partitions(vec![
                         describe_quorum_request::PartitionData::default().with_partition_index(0),
                     ]),
-            ]),
-        ),
+            ]))
+        }
         ApiKey::FetchSnapshot => {
             let mut p = fetch_snapshot_request::PartitionSnapshot::default()
                 .with_partition(0)
