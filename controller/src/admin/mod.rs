@@ -82,12 +82,15 @@ pub enum AdminError {
 }
 
 impl AdminError {
-    /// A Kafka error from a response code (`None` for 0) and message.
+    /// A Kafka error from a response code (`None` for 0) and message (an
+    /// empty message counts as none).
     pub fn from_code(code: i16, message: Option<&StrBytes>) -> Option<AdminError> {
         (code != 0).then(|| AdminError::Kafka {
             code,
             name: error_name(code),
-            message: message.map(|m| m.as_str().to_owned()),
+            message: message
+                .map(|m| m.as_str().to_owned())
+                .filter(|m| !m.is_empty()),
         })
     }
 

@@ -192,10 +192,15 @@ pub fn api_versions_response(
                 .with_max_version_level(*level)
         })
         .collect();
-    ApiVersionsResponse::default()
+    let response = ApiVersionsResponse::default()
         .with_error_code(0)
         .with_api_keys(api_version_list())
-        .with_throttle_time_ms(0)
+        .with_throttle_time_ms(0);
+    if request_version < 3 {
+        // Features are tagged fields of v3+; older versions cannot carry them.
+        return response;
+    }
+    response
         .with_supported_features(supported_features)
         .with_finalized_features_epoch(finalized.epoch)
         .with_finalized_features(finalized_features)
