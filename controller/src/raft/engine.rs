@@ -22,7 +22,7 @@ use super::{
     RaftConfig, RaftError, RaftRequest, RaftResponse, RaftStatus, ReplicaStatus, ReplyHandle,
     RequestFailure, RequestId, Result, Role,
     candidate::CandidateState,
-    follower::FollowerState,
+    follower::{FetchLoop, FollowerState},
     leader::LeaderState,
     log_is_up_to_date,
     prospective::ProspectiveState,
@@ -149,7 +149,10 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             epoch: stored.epoch,
             voted_key: stored.voted_key,
             election_deadline_ms: u64::MAX,
-            fetch: Default::default(),
+            fetch: FetchLoop {
+                next_fetch_ms: u64::MAX,
+                ..Default::default()
+            },
         });
         let mut engine = Self {
             config,
@@ -601,16 +604,21 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         voted_key: Option<ReplicaKey>,
         now_ms: u64,
     ) -> UnattachedState {
-        let election_deadline_ms = if self.is_voter() {
-            now_ms + self.random_election_timeout()
+        // A voter waits for its election timeout; an observer asks the
+        // bootstrap servers for the leader right away.
+        let (election_deadline_ms, next_fetch_ms) = if self.is_voter() {
+            (now_ms + self.random_election_timeout(), u64::MAX)
         } else {
-            u64::MAX
+            (u64::MAX, now_ms)
         };
         UnattachedState {
             epoch,
             voted_key,
             election_deadline_ms,
-            fetch: Default::default(),
+            fetch: FetchLoop {
+                next_fetch_ms,
+                ..Default::default()
+            },
         }
     }
 
@@ -644,6 +652,19 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         endpoint_hint: Option<Endpoint>,
         now_ms: u64,
     ) -> Result<bool> {
+        self.maybe_transition_from(leader_id, epoch, endpoint_hint, false, now_ms)
+    }
+
+    /// As [`Self::maybe_transition`]; `from_leader` marks a message sent by
+    /// that leader itself (BeginQuorumEpoch, or a Fetch response from it).
+    pub(crate) fn maybe_transition_from(
+        &mut self,
+        leader_id: Option<i32>,
+        epoch: i32,
+        endpoint_hint: Option<Endpoint>,
+        from_leader: bool,
+        now_ms: u64,
+    ) -> Result<bool> {
         let current = self.epoch();
         let leader_id = leader_id.filter(|l| *l >= 0);
         if epoch < current {
@@ -657,6 +678,12 @@ impl<L: ReplicatedLog> RaftEngine<L> {
                 _ => self.to_unattached(epoch, now_ms)?,
             }
             return Ok(true);
+        }
+        if let (EpochState::Prospective(p), Some(l)) = (&self.state, leader_id)
+            && p.lost_leader == Some(l)
+            && !from_leader
+        {
+            return Ok(false);
         }
         match (leader_id, self.role()) {
             (Some(l), Role::Unattached | Role::Prospective | Role::Candidate)
@@ -937,8 +964,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             && let EpochState::Unattached(u) = &self.state
             && u.voted_key.is_none()
         {
-            let mut next = self.new_unattached(self.epoch(), Some(candidate), now_ms);
-            next.fetch = Default::default();
+            let next = self.new_unattached(self.epoch(), Some(candidate), now_ms);
             self.transition(EpochState::Unattached(next), now_ms)?;
         }
         let resp = self.vote_response(None, None, granted);
@@ -1028,7 +1054,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
                 .leader_endpoints
                 .first()
                 .map(|e| Endpoint::new(e.name.as_str(), e.host.as_str(), e.port));
-            self.maybe_transition(Some(p.leader_id.0), p.leader_epoch, hint, now_ms)?;
+            self.maybe_transition_from(Some(p.leader_id.0), p.leader_epoch, hint, true, now_ms)?;
         }
         let resp = self.begin_quorum_epoch_response(None, None);
         self.reply(handle, RaftResponse::BeginQuorumEpoch(resp));

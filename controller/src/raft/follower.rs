@@ -145,7 +145,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     pub(crate) fn handle_fetch_response(
         &mut self,
         id: RequestId,
-        _inflight: Inflight,
+        inflight: Inflight,
         r: FetchResponse,
         now_ms: u64,
     ) -> Result<()> {
@@ -165,7 +165,14 @@ impl<L: ReplicatedLog> RaftEngine<L> {
                         .ok()
                         .map(|port| Endpoint::new("", e.host.as_str(), port))
                 });
-            if self.maybe_transition(Some(leader), p.current_leader.leader_epoch, hint, now_ms)? {
+            let from_leader = inflight.node_id == leader;
+            if self.maybe_transition_from(
+                Some(leader),
+                p.current_leader.leader_epoch,
+                hint,
+                from_leader,
+                now_ms,
+            )? {
                 return Ok(());
             }
         }

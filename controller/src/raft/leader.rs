@@ -160,6 +160,10 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             return Ok(());
         };
         let epoch = l.epoch;
+        // A new leader does not keep the high watermark it knew as a follower:
+        // it exposes one only once a batch of its own epoch commits (Kafka's
+        // `QuorumState.transitionToLeader`).
+        self.high_watermark = None;
         let message = LeaderChangeMessage::default()
             .with_version(0)
             .with_leader_id(self.local.id.into())
@@ -235,10 +239,11 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         };
         // Check-quorum: a majority of voters (this node counts if it is one)
         // must have fetched within 1.5 × the fetch timeout.
+        // The window restarts as soon as a majority fetched (`record_fetch`),
+        // as Kafka's `LeaderState.updateCheckQuorumForFollowingVoter`.
         if now_ms >= l.check_quorum_deadline_ms {
             let heard = l.fetched_since_check.len() + usize::from(local_is_voter);
-            let alone = local_is_voter && self.voters.len() == 1;
-            if heard >= majority || alone {
+            if heard >= majority {
                 l.fetched_since_check.clear();
                 l.check_quorum_deadline_ms = now_ms + check_window;
             } else {
@@ -487,11 +492,18 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         }
         let log_end = self.log.end_offset().offset;
         let is_voter = self.voters.contains_key(&key);
+        let local_is_voter = self.is_voter();
+        let majority = self.voters.majority();
+        let check_window = self.config.check_quorum_timeout_ms();
         let EpochState::Leader(l) = &mut self.state else {
             return;
         };
         let progress = if is_voter {
             l.fetched_since_check.insert(key.id);
+            if l.fetched_since_check.len() + usize::from(local_is_voter) >= majority {
+                l.fetched_since_check.clear();
+                l.check_quorum_deadline_ms = now_ms + check_window;
+            }
             l.voters
                 .entry(key.id)
                 .or_insert_with(|| ReplicaProgress::new(key))

@@ -22,6 +22,10 @@ pub(crate) struct ProspectiveState {
     pub(crate) epoch: i32,
     /// The vote of this epoch, kept (one vote per epoch).
     pub(crate) voted_key: Option<ReplicaKey>,
+    /// The leader of this epoch that this node stopped hearing from: other
+    /// replicas naming it do not pull this node back to Follower (only a
+    /// BeginQuorumEpoch from that leader itself does).
+    pub(crate) lost_leader: Option<i32>,
     pub(crate) election_deadline_ms: u64,
     pub(crate) granted: BTreeSet<i32>,
     pub(crate) rejected: BTreeSet<i32>,

@@ -64,7 +64,12 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             .persisted()
             .voted_key
             .filter(|_| self.persisted().epoch == epoch));
-        let next = self.new_prospective(epoch, voted, now_ms);
+        let lost_leader = match &self.state {
+            super::engine::EpochState::Prospective(p) => p.lost_leader,
+            _ => self.leader_id().filter(|l| *l != self.local.id),
+        };
+        let mut next = self.new_prospective(epoch, voted, now_ms);
+        next.lost_leader = lost_leader;
         self.transition(EpochState::Prospective(next), now_ms)
     }
 
@@ -78,6 +83,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         ProspectiveState {
             epoch,
             voted_key,
+            lost_leader: None,
             election_deadline_ms: now_ms + timeout,
             granted: Default::default(),
             rejected: Default::default(),
