@@ -1,0 +1,799 @@
+//! A deterministic simulation harness for the Raft engine: a seeded RNG, a
+//! virtual clock, an in-memory network that drops, delays, reorders and
+//! partitions, nodes that crash (losing what they had not flushed, through
+//! `MemoryLog::crash`) and restart from their persisted election state.
+//!
+//! Invariants are checked after every event (see [`Sim::check`]); a failure
+//! panics with the seed so the run can be replayed with `SIM_SEED=<seed>`.
+
+#![allow(dead_code)]
+
+use std::{
+    cmp::Reverse,
+    collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap},
+};
+
+use bytes::Bytes;
+use kraft_controller::{
+    log::{MemoryLog, ReplicatedLog},
+    raft::{
+        Command, Destination, ElectionState, Endpoint, Event, RaftConfig, RaftEngine, RaftError,
+        RaftRequest, RaftResponse, ReplicaKey, ReplyHandle, RequestFailure, RequestId, Role, Voter,
+        VoterSet,
+    },
+    record::iter_batches,
+};
+use rand::{Rng, RngCore, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// Faults and shape of one simulated cluster.
+#[derive(Debug, Clone)]
+pub struct SimConfig {
+    pub seed: u64,
+    pub voters: usize,
+    pub observers: usize,
+    /// Probability that a message is lost.
+    pub drop_rate: f64,
+    /// One-way network delay range (ms).
+    pub min_delay_ms: u64,
+    pub max_delay_ms: u64,
+    /// Longest delay before the runtime executes a Flush (ms); crashes in
+    /// between lose the unflushed tail.
+    pub max_flush_delay_ms: u64,
+    /// Probability that a node crashes in the middle of executing one
+    /// command list (after a random prefix of it).
+    pub crash_mid_commands: f64,
+}
+
+impl SimConfig {
+    pub fn new(seed: u64, voters: usize, observers: usize) -> Self {
+        Self {
+            seed,
+            voters,
+            observers,
+            drop_rate: 0.0,
+            min_delay_ms: 1,
+            max_delay_ms: 10,
+            max_flush_delay_ms: 5,
+            crash_mid_commands: 0.0,
+        }
+    }
+}
+
+/// Identity of one batch: what "identical committed data" compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchSig {
+    pub base_offset: i64,
+    pub last_offset: i64,
+    pub epoch: i32,
+    pub crc: u32,
+}
+
+fn batches_of(log: &MemoryLog, from: i64) -> Vec<BatchSig> {
+    let start = from.max(log.start_offset());
+    let Ok(info) = log.read(start, usize::MAX) else {
+        return Vec::new();
+    };
+    iter_batches(&info.records, false)
+        .map(|b| {
+            let (h, _) = b.expect("stored batches parse");
+            BatchSig {
+                base_offset: h.base_offset,
+                last_offset: h.last_offset(),
+                epoch: h.partition_leader_epoch,
+                crc: h.crc,
+            }
+        })
+        .collect()
+}
+
+#[derive(Debug)]
+pub struct Node {
+    pub id: i32,
+    pub is_voter: bool,
+    pub engine: Option<RaftEngine<MemoryLog>>,
+    /// The disk of a crashed node.
+    pub disk: Option<MemoryLog>,
+    pub persisted: Option<ElectionState>,
+    pub incarnation: u64,
+    max_persisted_epoch: i32,
+    flush_scheduled: bool,
+    /// Log offsets below this were verified against the committed history.
+    verified_to: i64,
+    busy_ticks: u32,
+    last_tick_at: u64,
+}
+
+#[derive(Debug)]
+enum SimEvent {
+    Deliver {
+        from: i32,
+        from_inc: u64,
+        to: i32,
+        id: RequestId,
+        request: RaftRequest,
+    },
+    Respond {
+        to: i32,
+        to_inc: u64,
+        id: RequestId,
+        response: RaftResponse,
+    },
+    Timeout {
+        to: i32,
+        to_inc: u64,
+        id: RequestId,
+    },
+    Flush {
+        node: i32,
+        inc: u64,
+    },
+}
+
+/// The simulated cluster.
+#[derive(Debug)]
+pub struct Sim {
+    pub cfg: SimConfig,
+    pub now: u64,
+    rng: ChaCha8Rng,
+    pub nodes: BTreeMap<i32, Node>,
+    voter_ids: Vec<i32>,
+    queue: BinaryHeap<Reverse<(u64, u64)>>,
+    events: HashMap<u64, SimEvent>,
+    seq: u64,
+    /// Pairs of nodes that cannot talk (both directions).
+    blocked: BTreeSet<(i32, i32)>,
+    handles: HashMap<u64, (i32, u64, RequestId)>,
+    answered: BTreeSet<(i32, u64, RequestId)>,
+    next_handle: u64,
+    pub leaders_by_epoch: BTreeMap<i32, i32>,
+    /// The committed history: batches below `committed_hw`, by base offset.
+    pub committed: BTreeMap<i64, BatchSig>,
+    pub committed_hw: i64,
+    next_value: u64,
+    pub events_processed: u64,
+}
+
+pub fn voter_set(ids: &[i32]) -> VoterSet {
+    VoterSet::new(ids.iter().map(|id| {
+        Voter::new(
+            ReplicaKey::of(*id),
+            Some(Endpoint::new("CONTROLLER", format!("node{id}"), 9093)),
+        )
+    }))
+}
+
+impl Sim {
+    pub fn new(cfg: SimConfig) -> Self {
+        let voter_ids: Vec<i32> = (1..=cfg.voters as i32).collect();
+        let observer_ids: Vec<i32> = (0..cfg.observers as i32).map(|i| 100 + i).collect();
+        let mut sim = Self {
+            rng: ChaCha8Rng::seed_from_u64(cfg.seed),
+            cfg,
+            now: 0,
+            nodes: BTreeMap::new(),
+            voter_ids: voter_ids.clone(),
+            queue: BinaryHeap::new(),
+            events: HashMap::new(),
+            seq: 0,
+            blocked: BTreeSet::new(),
+            handles: HashMap::new(),
+            answered: BTreeSet::new(),
+            next_handle: 0,
+            leaders_by_epoch: BTreeMap::new(),
+            committed: BTreeMap::new(),
+            committed_hw: 0,
+            next_value: 0,
+            events_processed: 0,
+        };
+        for id in voter_ids.iter().chain(observer_ids.iter()) {
+            sim.nodes.insert(
+                *id,
+                Node {
+                    id: *id,
+                    is_voter: voter_ids.contains(id),
+                    engine: None,
+                    disk: Some(MemoryLog::new()),
+                    persisted: None,
+                    incarnation: 0,
+                    max_persisted_epoch: 0,
+                    flush_scheduled: false,
+                    verified_to: 0,
+                    busy_ticks: 0,
+                    last_tick_at: 0,
+                },
+            );
+        }
+        let ids: Vec<i32> = sim.nodes.keys().copied().collect();
+        for id in ids {
+            sim.restart(id);
+        }
+        sim
+    }
+
+    fn fail(&self, what: String) -> ! {
+        panic!(
+            "simulation invariant violated (seed {}, t={} ms): {what}\nreplay with SIM_SEED={}",
+            self.cfg.seed, self.now, self.cfg.seed
+        )
+    }
+
+    pub fn config_for(&self, id: i32) -> RaftConfig {
+        let mut config = RaftConfig::new(id, voter_set(&self.voter_ids));
+        config.cluster_id = Some("sim-cluster".into());
+        config.bootstrap_servers = self
+            .voter_ids
+            .iter()
+            .map(|v| Endpoint::new("CONTROLLER", format!("node{v}"), 9093))
+            .collect();
+        config
+    }
+
+    // ---- node lifecycle ---------------------------------------------------
+
+    pub fn is_up(&self, id: i32) -> bool {
+        self.nodes.get(&id).is_some_and(|n| n.engine.is_some())
+    }
+
+    pub fn crash(&mut self, id: i32) {
+        let node = self.nodes.get_mut(&id).expect("node exists");
+        if let Some(engine) = node.engine.take() {
+            let mut log = engine.into_log();
+            log.crash();
+            node.disk = Some(log);
+            node.incarnation += 1;
+            node.flush_scheduled = false;
+            node.verified_to = 0;
+        }
+    }
+
+    pub fn restart(&mut self, id: i32) {
+        if self.is_up(id) {
+            return;
+        }
+        let config = self.config_for(id);
+        let seed = self.rng.next_u64();
+        let node = self.nodes.get_mut(&id).expect("node exists");
+        let log = node.disk.take().unwrap_or_default();
+        let (engine, commands) = RaftEngine::new(
+            config,
+            log,
+            node.persisted,
+            Box::new(ChaCha8Rng::seed_from_u64(seed)),
+            self.now,
+        )
+        .unwrap_or_else(|e| panic!("engine start failed (seed {}): {e}", self.cfg.seed));
+        node.engine = Some(engine);
+        node.incarnation += 1;
+        self.execute(id, commands);
+        self.check(id);
+    }
+
+    // ---- network ------------------------------------------------------------
+
+    pub fn isolate(&mut self, id: i32) {
+        let others: Vec<i32> = self.nodes.keys().copied().filter(|o| *o != id).collect();
+        for o in others {
+            self.block(id, o);
+        }
+    }
+
+    pub fn block(&mut self, a: i32, b: i32) {
+        self.blocked.insert((a.min(b), a.max(b)));
+    }
+
+    /// Splits the cluster: nodes in `side` can talk only among themselves.
+    pub fn partition(&mut self, side: &[i32]) {
+        let all: Vec<i32> = self.nodes.keys().copied().collect();
+        for a in side {
+            for b in &all {
+                if !side.contains(b) {
+                    self.block(*a, *b);
+                }
+            }
+        }
+    }
+
+    pub fn heal(&mut self) {
+        self.blocked.clear();
+    }
+
+    fn can_talk(&self, a: i32, b: i32) -> bool {
+        !self.blocked.contains(&(a.min(b), a.max(b)))
+    }
+
+    fn schedule(&mut self, at: u64, event: SimEvent) {
+        self.seq += 1;
+        self.queue.push(Reverse((at, self.seq)));
+        self.events.insert(self.seq, event);
+    }
+
+    fn delay(&mut self) -> u64 {
+        self.rng
+            .random_range(self.cfg.min_delay_ms..=self.cfg.max_delay_ms)
+    }
+
+    fn dropped(&mut self) -> bool {
+        self.cfg.drop_rate > 0.0 && self.rng.random_bool(self.cfg.drop_rate)
+    }
+
+    fn resolve(&self, destination: &Destination) -> i32 {
+        if destination.node_id >= 0 {
+            return destination.node_id;
+        }
+        let host = destination
+            .endpoint
+            .as_ref()
+            .map(|e| e.host.clone())
+            .unwrap_or_default();
+        host.trim_start_matches("node").parse().unwrap_or(-1)
+    }
+
+    // ---- executing commands -------------------------------------------------
+
+    fn execute(&mut self, id: i32, commands: Vec<Command>) {
+        let inc = self.nodes[&id].incarnation;
+        let crash_at = if self.cfg.crash_mid_commands > 0.0
+            && !commands.is_empty()
+            && self.rng.random_bool(self.cfg.crash_mid_commands)
+        {
+            Some(self.rng.random_range(0..commands.len()))
+        } else {
+            None
+        };
+        for (i, command) in commands.into_iter().enumerate() {
+            if crash_at == Some(i) {
+                self.crash(id);
+                return;
+            }
+            match command {
+                Command::Send {
+                    id: request_id,
+                    destination,
+                    request,
+                    timeout_ms,
+                } => {
+                    let to = self.resolve(&destination);
+                    self.schedule(
+                        self.now + timeout_ms,
+                        SimEvent::Timeout {
+                            to: id,
+                            to_inc: inc,
+                            id: request_id,
+                        },
+                    );
+                    if to < 0 || !self.can_talk(id, to) || self.dropped() {
+                        continue;
+                    }
+                    let at = self.now + self.delay();
+                    self.schedule(
+                        at,
+                        SimEvent::Deliver {
+                            from: id,
+                            from_inc: inc,
+                            to,
+                            id: request_id,
+                            request,
+                        },
+                    );
+                }
+                Command::Reply { handle, response } => {
+                    let Some((to, to_inc, request_id)) = self.handles.remove(&handle.0) else {
+                        self.fail(format!("node {id} replied twice or to an unknown handle"));
+                    };
+                    if !self.can_talk(id, to) || self.dropped() {
+                        continue;
+                    }
+                    let at = self.now + self.delay();
+                    self.schedule(
+                        at,
+                        SimEvent::Respond {
+                            to,
+                            to_inc,
+                            id: request_id,
+                            response,
+                        },
+                    );
+                }
+                Command::PersistElectionState(state) => {
+                    let node = self.nodes.get_mut(&id).expect("node");
+                    if state.epoch < node.max_persisted_epoch {
+                        let max = node.max_persisted_epoch;
+                        self.fail(format!(
+                            "node {id} persisted epoch {} after {max}",
+                            state.epoch
+                        ));
+                    }
+                    node.max_persisted_epoch = state.epoch;
+                    node.persisted = Some(state);
+                }
+                Command::Flush => {
+                    let node = self.nodes.get_mut(&id).expect("node");
+                    if !node.flush_scheduled {
+                        node.flush_scheduled = true;
+                        let at = self.now + self.rng.random_range(0..=self.cfg.max_flush_delay_ms);
+                        self.schedule(at, SimEvent::Flush { node: id, inc });
+                    }
+                }
+                Command::Committed { high_watermark } => {
+                    let is_leader = self.role(id) == Some(Role::Leader);
+                    if is_leader && high_watermark > self.committed_hw {
+                        self.extend_committed(id, high_watermark);
+                    }
+                }
+                Command::RoleChanged { role, epoch, .. } => {
+                    if role == Role::Leader {
+                        self.on_new_leader(id, epoch);
+                    }
+                }
+                Command::ShutdownComplete => {}
+            }
+        }
+    }
+
+    fn on_new_leader(&mut self, id: i32, epoch: i32) {
+        if let Some(other) = self.leaders_by_epoch.insert(epoch, id)
+            && other != id
+        {
+            self.fail(format!("two leaders in epoch {epoch}: {other} and {id}"));
+        }
+        // Leader completeness: the new leader holds every committed batch.
+        let engine = self.nodes[&id].engine.as_ref().expect("up");
+        let log_batches = batches_of(engine.log(), 0);
+        for sig in self.committed.values() {
+            if !log_batches.contains(sig) {
+                self.fail(format!(
+                    "new leader {id} of epoch {epoch} lacks committed batch {sig:?}"
+                ));
+            }
+        }
+    }
+
+    fn handle(&mut self, id: i32, event: Event) {
+        let now = self.now;
+        let Some(engine) = self.nodes.get_mut(&id).and_then(|n| n.engine.as_mut()) else {
+            return;
+        };
+        let commands = match engine.handle(event, now) {
+            Ok(c) => c,
+            Err(e) => self.fail(format!("node {id} engine error: {e}")),
+        };
+        self.execute(id, commands);
+        self.events_processed += 1;
+        self.check(id);
+    }
+
+    /// Proposes one record on node `id` if it leads; returns its offset.
+    pub fn propose(&mut self, id: i32) -> Option<i64> {
+        let now = self.now;
+        self.next_value += 1;
+        let value = Bytes::from(format!("value-{}", self.next_value));
+        let engine = self.nodes.get_mut(&id)?.engine.as_mut()?;
+        match engine.propose(&[value], now) {
+            Ok((proposed, commands)) => {
+                self.execute(id, commands);
+                self.check(id);
+                Some(proposed.last_offset)
+            }
+            Err(RaftError::NotLeader { .. }) => None,
+            Err(e) => self.fail(format!("propose on {id} failed: {e}")),
+        }
+    }
+
+    // ---- the clock ------------------------------------------------------------
+
+    /// Processes the next event or timer; returns false if none is due by `limit`.
+    pub fn step(&mut self, limit: u64) -> bool {
+        let next_event = self
+            .queue
+            .peek()
+            .map(|Reverse((t, _))| *t)
+            .unwrap_or(u64::MAX);
+        let (tick_node, next_tick) = self
+            .nodes
+            .values()
+            .filter_map(|n| n.engine.as_ref().map(|e| (n.id, e.next_deadline_ms())))
+            .min_by_key(|(_, t)| *t)
+            .unwrap_or((-1, u64::MAX));
+        let t = next_event.min(next_tick);
+        if t > limit {
+            self.now = self.now.max(limit);
+            return false;
+        }
+        self.now = self.now.max(t);
+        if next_tick <= next_event {
+            let node = self.nodes.get_mut(&tick_node).expect("node");
+            if node.last_tick_at == self.now {
+                node.busy_ticks += 1;
+                if node.busy_ticks > 1000 {
+                    self.fail(format!(
+                        "node {tick_node} keeps asking for a tick at {}",
+                        self.now
+                    ));
+                }
+            } else {
+                node.busy_ticks = 0;
+                node.last_tick_at = self.now;
+            }
+            self.handle(tick_node, Event::Tick);
+            return true;
+        }
+        let Some(Reverse((_, seq))) = self.queue.pop() else {
+            return false;
+        };
+        let Some(event) = self.events.remove(&seq) else {
+            return true;
+        };
+        match event {
+            SimEvent::Deliver {
+                from,
+                from_inc,
+                to,
+                id,
+                request,
+            } => {
+                if !self.is_up(to) || !self.can_talk(from, to) {
+                    return true;
+                }
+                self.next_handle += 1;
+                let handle = self.next_handle;
+                self.handles.insert(handle, (from, from_inc, id));
+                self.handle(
+                    to,
+                    Event::Request {
+                        handle: ReplyHandle(handle),
+                        api_version: 2,
+                        request,
+                    },
+                );
+            }
+            SimEvent::Respond {
+                to,
+                to_inc,
+                id,
+                response,
+            } => {
+                if self.nodes[&to].incarnation != to_inc || !self.is_up(to) {
+                    return true;
+                }
+                if !self.answered.insert((to, to_inc, id)) {
+                    return true;
+                }
+                self.handle(to, Event::Response { id, response });
+            }
+            SimEvent::Timeout { to, to_inc, id } => {
+                if self.nodes[&to].incarnation != to_inc || !self.is_up(to) {
+                    return true;
+                }
+                if !self.answered.insert((to, to_inc, id)) {
+                    return true;
+                }
+                self.handle(
+                    to,
+                    Event::RequestFailed {
+                        id,
+                        failure: RequestFailure::Timeout,
+                    },
+                );
+            }
+            SimEvent::Flush { node, inc } => {
+                if self.nodes[&node].incarnation != inc || !self.is_up(node) {
+                    return true;
+                }
+                self.nodes.get_mut(&node).expect("node").flush_scheduled = false;
+                self.handle(node, Event::Flush);
+            }
+        }
+        true
+    }
+
+    /// Runs until virtual time `until` (ms).
+    pub fn run_until(&mut self, until: u64) {
+        while self.step(until) {}
+    }
+
+    /// Runs for `ms` more.
+    pub fn run_for(&mut self, ms: u64) {
+        let until = self.now + ms;
+        self.run_until(until);
+    }
+
+    /// Runs until `cond` holds or `ms` pass; returns whether it held.
+    pub fn run_until_cond(&mut self, ms: u64, mut cond: impl FnMut(&Sim) -> bool) -> bool {
+        let until = self.now + ms;
+        loop {
+            if cond(self) {
+                return true;
+            }
+            if !self.step(until) {
+                return cond(self);
+            }
+        }
+    }
+
+    // ---- observations --------------------------------------------------------
+
+    pub fn engine(&self, id: i32) -> Option<&RaftEngine<MemoryLog>> {
+        self.nodes.get(&id)?.engine.as_ref()
+    }
+
+    pub fn role(&self, id: i32) -> Option<Role> {
+        self.engine(id).map(|e| e.role())
+    }
+
+    /// The live leader with the highest epoch.
+    pub fn leader(&self) -> Option<i32> {
+        self.nodes
+            .values()
+            .filter_map(|n| n.engine.as_ref().map(|e| (n.id, e)))
+            .filter(|(_, e)| e.role() == Role::Leader)
+            .max_by_key(|(_, e)| e.epoch())
+            .map(|(id, _)| id)
+    }
+
+    pub fn voter_ids(&self) -> Vec<i32> {
+        self.voter_ids.clone()
+    }
+
+    /// Waits for a leader that can commit: proposes a record on it and runs
+    /// until the record is committed on the leader. Returns the leader.
+    pub fn elect_and_commit(&mut self, within_ms: u64) -> Option<i32> {
+        let deadline = self.now + within_ms;
+        while self.now < deadline {
+            if !self.run_until_cond(deadline - self.now, |s| s.leader().is_some()) {
+                return None;
+            }
+            let leader = self.leader()?;
+            let Some(offset) = self.propose(leader) else {
+                continue;
+            };
+            let epoch = self.engine(leader)?.epoch();
+            let remaining = deadline.saturating_sub(self.now).min(5_000);
+            let committed = self.run_until_cond(remaining, |s| {
+                s.engine(leader).is_some_and(|e| {
+                    e.epoch() == epoch && e.high_watermark().is_some_and(|hw| hw > offset)
+                })
+            });
+            if committed {
+                return Some(leader);
+            }
+        }
+        None
+    }
+
+    // ---- invariants ------------------------------------------------------------
+
+    /// Checks the invariants that involve node `id` after it handled an event.
+    pub fn check(&mut self, id: i32) {
+        let Some(engine) = self.engine(id) else {
+            return;
+        };
+        let role = engine.role();
+        let epoch = engine.epoch();
+        // At most one leader per epoch.
+        if role == Role::Leader {
+            match self.leaders_by_epoch.get(&epoch) {
+                Some(l) if *l != id => {
+                    self.fail(format!("two leaders in epoch {epoch}: {l} and {id}"))
+                }
+                _ => {}
+            }
+        }
+        // Only voters lead, vote for themselves or campaign.
+        if !self.nodes[&id].is_voter
+            && matches!(role, Role::Prospective | Role::Candidate | Role::Leader)
+        {
+            self.fail(format!("observer {id} became {role}"));
+        }
+        let hw = engine.high_watermark().unwrap_or(0);
+        if role == Role::Leader
+            && let Some(leader_hw) = engine.high_watermark()
+        {
+            // No high watermark before a batch of the leader's own epoch commits.
+            let epoch_start = engine.log().end_offset_for_epoch(epoch - 1).offset;
+            if leader_hw <= epoch_start {
+                self.fail(format!(
+                    "leader {id} of epoch {epoch} exposes high watermark {leader_hw} at or below its epoch start {epoch_start}"
+                ));
+            }
+        }
+        if role == Role::Leader && hw > self.committed_hw {
+            self.extend_committed(id, hw);
+        }
+        // Committed data is identical everywhere: this node's log below its
+        // high watermark matches the committed history.
+        let verified_to = self.nodes[&id].verified_to;
+        if hw > verified_to {
+            if hw > self.committed_hw {
+                self.fail(format!(
+                    "node {id} has high watermark {hw} above the committed {}",
+                    self.committed_hw
+                ));
+            }
+            let engine = self.engine(id).expect("up");
+            for sig in batches_of(engine.log(), verified_to) {
+                if sig.base_offset >= hw {
+                    break;
+                }
+                if self.committed.get(&sig.base_offset) != Some(&sig) {
+                    self.fail(format!(
+                        "node {id} holds {sig:?} below its high watermark {hw}, committed is {:?}",
+                        self.committed.get(&sig.base_offset)
+                    ));
+                }
+            }
+            self.nodes.get_mut(&id).expect("node").verified_to = hw;
+        }
+    }
+
+    fn extend_committed(&mut self, leader: i32, hw: i64) {
+        let engine = self.engine(leader).expect("up");
+        let from = self.committed_hw;
+        let mut next = self.committed_hw;
+        let mut added = Vec::new();
+        for sig in batches_of(engine.log(), self.committed_hw) {
+            if sig.base_offset >= hw {
+                break;
+            }
+            if sig.base_offset != next {
+                self.fail(format!("committed history has a hole at {next}: {sig:?}"));
+            }
+            next = sig.last_offset + 1;
+            added.push(sig);
+        }
+        if next != hw {
+            self.fail(format!(
+                "leader {leader} high watermark {hw} is not on a batch boundary ({next})"
+            ));
+        }
+        for sig in added {
+            self.committed.insert(sig.base_offset, sig);
+        }
+        self.committed_hw = hw;
+        // A majority of voters hold (flushed) every newly committed batch.
+        let new_sigs: Vec<BatchSig> = self.committed.range(from..).map(|(_, s)| *s).collect();
+        let mut holders = 0;
+        for node in self.nodes.values().filter(|n| n.is_voter) {
+            let log = match (&node.engine, &node.disk) {
+                (Some(e), _) => e.log(),
+                (None, Some(d)) => d,
+                (None, None) => continue,
+            };
+            if log.flushed_end_offset() < hw {
+                continue;
+            }
+            let sigs = batches_of(log, from);
+            if new_sigs.iter().all(|c| sigs.contains(c)) {
+                holders += 1;
+            }
+        }
+        let majority = self.voter_ids.len() / 2 + 1;
+        if holders < majority {
+            self.fail(format!(
+                "high watermark {hw} on leader {leader} but only {holders} voters hold it flushed"
+            ));
+        }
+    }
+
+    /// Ends a run: heals the network, restarts every node, stops dropping,
+    /// and requires a leader that commits a new record within `within_ms`.
+    pub fn assert_recovers(&mut self, within_ms: u64) -> i32 {
+        self.heal();
+        self.cfg.drop_rate = 0.0;
+        self.cfg.crash_mid_commands = 0.0;
+        let ids: Vec<i32> = self.nodes.keys().copied().collect();
+        for id in ids {
+            self.restart(id);
+        }
+        match self.elect_and_commit(within_ms) {
+            Some(l) => l,
+            None => self.fail(format!(
+                "no leader committed within {within_ms} ms after healing: {:?}",
+                self.nodes
+                    .values()
+                    .map(|n| (n.id, n.engine.as_ref().map(|e| (e.role(), e.epoch()))))
+                    .collect::<Vec<_>>()
+            )),
+        }
+    }
+}
