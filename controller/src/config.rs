@@ -244,6 +244,16 @@ impl ControllerConfig {
     /// Errors: [`ConfigError::Read`] when the file cannot be read or parsed,
     /// otherwise as [`Self::from_properties`].
     pub fn load(path: &Path) -> Result<Self> {
+        Self::load_with_overrides(path, &[])
+    }
+
+    /// Reads a properties file, then applies `overrides` (`key=value`, as
+    /// Kafka's `kafka-server-start --override`; later ones win), then
+    /// validates.
+    ///
+    /// Errors: as [`Self::load`]; [`ConfigError::Invalid`] for an override
+    /// without `=`.
+    pub fn load_with_overrides(path: &Path, overrides: &[String]) -> Result<Self> {
         let file = std::fs::File::open(path).map_err(|e| ConfigError::Read {
             path: path.to_owned(),
             reason: e.to_string(),
@@ -254,7 +264,14 @@ impl ControllerConfig {
                 reason: e.to_string(),
             }
         })?;
-        Self::from_properties(map.into_iter().collect())
+        let mut map: BTreeMap<String, String> = map.into_iter().collect();
+        for o in overrides {
+            let (key, value) = o
+                .split_once('=')
+                .ok_or_else(|| invalid("--override", o, "expected key=value"))?;
+            map.insert(key.trim().to_owned(), value.trim().to_owned());
+        }
+        Self::from_properties(map)
     }
 
     /// Validates a map of properties.
@@ -531,5 +548,17 @@ mod tests {
         )))
         .expect_err("invalid");
         assert!(err.to_string().contains("OTHER"), "{err}");
+    }
+
+    #[test]
+    fn overrides_replace_file_values_and_must_be_key_value() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("server.properties");
+        std::fs::write(&path, MINIMAL).expect("write");
+        let c = ControllerConfig::load_with_overrides(&path, &["node.id=7".into()]).expect("valid");
+        assert_eq!(c.node_id, 7);
+        let err =
+            ControllerConfig::load_with_overrides(&path, &["node.id".into()]).expect_err("invalid");
+        assert!(err.to_string().contains("--override"), "{err}");
     }
 }

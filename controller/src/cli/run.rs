@@ -12,9 +12,10 @@ pub struct RunArgs {
     /// The controller's `server.properties`.
     #[arg(long, short = 'c')]
     config: PathBuf,
-    /// Override `node.id` of the file (e.g. from a StatefulSet pod ordinal).
-    #[arg(long)]
-    node_id: Option<i32>,
+    /// Override a property of the file, `key=value` (repeatable; as Kafka's
+    /// `kafka-server-start --override`), e.g. `--override node.id=2`.
+    #[arg(long = "override", value_name = "KEY=VALUE")]
+    overrides: Vec<String>,
     /// Refuse to start unless meta.properties holds this cluster id.
     #[arg(long)]
     cluster_id: Option<String>,
@@ -23,16 +24,13 @@ pub struct RunArgs {
 /// Runs the controller until SIGTERM or SIGINT; exit code 1 on any error,
 /// with a one-line message.
 pub fn run(args: RunArgs) -> ExitCode {
-    let mut config = match ControllerConfig::load(&args.config) {
+    let config = match ControllerConfig::load_with_overrides(&args.config, &args.overrides) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("kraft-controller run: {e}");
             return ExitCode::FAILURE;
         }
     };
-    if let Some(id) = args.node_id {
-        config.node_id = id;
-    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
