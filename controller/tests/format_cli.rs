@@ -169,6 +169,26 @@ fn no_initial_controllers_mode_writes_no_voters() {
 }
 
 #[test]
+fn a_cluster_id_starting_with_a_dash_is_accepted_after_an_equals_sign() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("dash");
+    let out = format(&[
+        "--metadata-log-dir",
+        dir.to_str().expect("utf-8"),
+        "--node-id",
+        "0",
+        "--cluster-id=-AAAAAAAAAAAAAAAAAAAAA",
+        "--no-initial-controllers",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let meta = std::fs::read_to_string(dir.join("meta.properties")).expect("read");
+    assert!(
+        meta.contains("cluster.id=-AAAAAAAAAAAAAAAAAAAAA\n"),
+        "{meta}"
+    );
+}
+
+#[test]
 fn formatting_again_with_the_same_ids_leaves_the_directory_alone() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let dir = tmp.path().join("c1");

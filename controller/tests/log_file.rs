@@ -248,6 +248,12 @@ fn a_log_starting_above_zero_without_a_snapshot_refuses_to_open() {
     let log = FileLog::open(dir.path(), config()).expect("opens");
     assert_eq!(log.start_offset(), bases[1]);
     assert!(log.read(0, 100).is_err());
+    // An epoch older than the log: the snapshot at the log start (KIP-595
+    // divergence falls back to it).
+    assert_eq!(
+        log.end_offset_for_epoch(0),
+        OffsetAndEpoch::new(bases[1], 1)
+    );
 }
 
 fn segment_path(dir: &Path, base: i64) -> std::path::PathBuf {

@@ -500,7 +500,18 @@ impl ReplicatedLog for FileLog {
     fn end_offset_for_epoch(&self, epoch: i32) -> OffsetAndEpoch {
         self.epochs
             .end_offset_for(epoch, self.end())
-            .unwrap_or_else(|| OffsetAndEpoch::new(self.start_offset(), self.snapshot_epoch()))
+            .unwrap_or_else(|| {
+                // Older than every epoch in the log: the snapshot at the log
+                // start offset, as Kafka's `KafkaMetadataLog.endOffsetForEpoch`.
+                let start = self.start_offset();
+                let epoch = self
+                    .snapshots
+                    .iter()
+                    .rev()
+                    .find(|s| s.offset == start)
+                    .map_or(0, |s| s.epoch);
+                OffsetAndEpoch::new(start, epoch)
+            })
     }
 
     fn latest_snapshot_id(&self) -> Option<OffsetAndEpoch> {
