@@ -123,7 +123,7 @@ fn standalone_mode_takes_the_endpoint_from_the_config_file() {
         "--standalone",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let (text, ok) = dump_log::dump(&[dir.clone()]);
+    let (text, ok) = dump_log::dump(std::slice::from_ref(&dir));
     assert!(ok, "{text}");
     assert!(
         text.contains(&format!(
