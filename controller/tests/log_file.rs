@@ -353,3 +353,53 @@ fn damage_in_an_older_segment_drops_every_later_segment() {
         assert!(!segment_path(dir.path(), *gone).exists());
     }
 }
+
+/// A `MakeWriter` that keeps what the subscriber writes.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("not poisoned").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Self;
+    fn make_writer(&'a self) -> Self {
+        self.clone()
+    }
+}
+
+/// Policy: every truncation by recovery is reported with a warning naming
+/// the segment file and the offset where the log now ends.
+#[test]
+fn recovery_warns_with_the_file_and_offset_it_truncated_at() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut log = FileLog::open(dir.path(), FileLogConfig::default()).expect("open");
+    let size = fill(&mut log, 4) as u64;
+    drop(log);
+    let path = segment_path(dir.path(), 0);
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .expect("open");
+    file.set_len(size * 2 + 5).expect("tear");
+    drop(file);
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(captured.clone())
+        .with_ansi(false)
+        .finish();
+    tracing::subscriber::with_default(subscriber, || {
+        FileLog::open(dir.path(), FileLogConfig::default()).expect("reopen");
+    });
+    let text = String::from_utf8(captured.0.lock().expect("lock").clone()).expect("utf-8");
+    assert!(text.contains("WARN"), "{text}");
+    assert!(text.contains(&path.display().to_string()), "{text}");
+    assert!(text.contains("offset=4"), "{text}");
+}
