@@ -403,3 +403,58 @@ fn recovery_warns_with_the_file_and_offset_it_truncated_at() {
     assert!(text.contains(&path.display().to_string()), "{text}");
     assert!(text.contains("offset=4"), "{text}");
 }
+
+#[test]
+fn deleting_segments_before_a_snapshot_moves_the_log_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut log = FileLog::open(dir.path(), config()).expect("open");
+    fill(&mut log, 10);
+    let bases = log.segment_base_offsets();
+    assert!(bases.len() >= 3, "{bases:?}");
+    // Without a snapshot covering the prefix, nothing may go.
+    assert!(matches!(
+        log.delete_segments_before(bases[2]),
+        Err(LogError::MissingSnapshot { .. })
+    ));
+    let writer = log
+        .create_snapshot(OffsetAndEpoch::new(bases[2] + 1, 1))
+        .expect("create");
+    log.freeze_snapshot(writer).expect("freeze");
+    // Segments ending at or below the offset go; the one holding it stays.
+    assert_eq!(
+        log.delete_segments_before(bases[2] + 1).expect("delete"),
+        bases[2]
+    );
+    assert_eq!(log.segment_base_offsets(), bases[2..]);
+    assert!(!segment_path(dir.path(), bases[0]).exists());
+    drop(log);
+    let log = FileLog::open(dir.path(), config()).expect("reopen");
+    assert_eq!(log.start_offset(), bases[2]);
+    assert_eq!(offsets(&log).first(), Some(&bases[2]));
+}
+
+#[test]
+fn resetting_to_a_snapshot_beyond_the_log_starts_an_empty_log_there() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut log = FileLog::open(dir.path(), config()).expect("open");
+    fill(&mut log, 4);
+    let id = OffsetAndEpoch::new(100, 7);
+    assert!(log.reset_to_snapshot(id).is_err(), "unknown snapshot");
+    let writer = log.create_snapshot(id).expect("create");
+    log.freeze_snapshot(writer).expect("freeze");
+    log.reset_to_snapshot(id).expect("reset");
+    assert_eq!(log.start_offset(), 100);
+    assert_eq!(log.end_offset(), OffsetAndEpoch::new(100, 7));
+    assert_eq!(log.flushed_end_offset(), 100);
+    log.append_as_follower(batch(100, 7, 1))
+        .expect("append after the snapshot");
+    log.flush().expect("flush");
+    drop(log);
+    let log = FileLog::open(dir.path(), config()).expect("reopen");
+    assert_eq!(log.segment_base_offsets(), [100]);
+    assert_eq!(log.end_offset(), OffsetAndEpoch::new(101, 7));
+    assert_eq!(
+        fs::read_to_string(dir.path().join("leader-epoch-checkpoint")).expect("read"),
+        "0\n1\n7 100\n"
+    );
+}
