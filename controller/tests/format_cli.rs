@@ -123,7 +123,7 @@ fn standalone_mode_takes_the_endpoint_from_the_config_file() {
         "--standalone",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let (text, ok) = dump_log::dump(&[dir.clone()]);
+    let (text, ok) = dump_log::dump(std::slice::from_ref(&dir));
     assert!(ok, "{text}");
     assert!(
         text.contains(&format!(
@@ -166,6 +166,26 @@ fn no_initial_controllers_mode_writes_no_voters() {
         .expect("directory.id");
     assert_eq!(id.len(), 22);
     assert!(!id.starts_with('-'));
+}
+
+#[test]
+fn a_cluster_id_starting_with_a_dash_is_accepted_after_an_equals_sign() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("dash");
+    let out = format(&[
+        "--metadata-log-dir",
+        dir.to_str().expect("utf-8"),
+        "--node-id",
+        "0",
+        "--cluster-id=-AAAAAAAAAAAAAAAAAAAAA",
+        "--no-initial-controllers",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let meta = std::fs::read_to_string(dir.join("meta.properties")).expect("read");
+    assert!(
+        meta.contains("cluster.id=-AAAAAAAAAAAAAAAAAAAAA\n"),
+        "{meta}"
+    );
 }
 
 #[test]

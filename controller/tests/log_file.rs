@@ -248,6 +248,12 @@ fn a_log_starting_above_zero_without_a_snapshot_refuses_to_open() {
     let log = FileLog::open(dir.path(), config()).expect("opens");
     assert_eq!(log.start_offset(), bases[1]);
     assert!(log.read(0, 100).is_err());
+    // An epoch older than the log: the snapshot at the log start (KIP-595
+    // divergence falls back to it).
+    assert_eq!(
+        log.end_offset_for_epoch(0),
+        OffsetAndEpoch::new(bases[1], 1)
+    );
 }
 
 fn segment_path(dir: &Path, base: i64) -> std::path::PathBuf {
@@ -346,4 +352,109 @@ fn damage_in_an_older_segment_drops_every_later_segment() {
     for gone in &bases[2..] {
         assert!(!segment_path(dir.path(), *gone).exists());
     }
+}
+
+/// A `MakeWriter` that keeps what the subscriber writes.
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().expect("not poisoned").extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Self;
+    fn make_writer(&'a self) -> Self {
+        self.clone()
+    }
+}
+
+/// Policy: every truncation by recovery is reported with a warning naming
+/// the segment file and the offset where the log now ends.
+#[test]
+fn recovery_warns_with_the_file_and_offset_it_truncated_at() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut log = FileLog::open(dir.path(), FileLogConfig::default()).expect("open");
+    let size = fill(&mut log, 4) as u64;
+    drop(log);
+    let path = segment_path(dir.path(), 0);
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .open(&path)
+        .expect("open");
+    file.set_len(size * 2 + 5).expect("tear");
+    drop(file);
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(captured.clone())
+        .with_ansi(false)
+        .finish();
+    tracing::subscriber::with_default(subscriber, || {
+        FileLog::open(dir.path(), FileLogConfig::default()).expect("reopen");
+    });
+    let text = String::from_utf8(captured.0.lock().expect("lock").clone()).expect("utf-8");
+    assert!(text.contains("WARN"), "{text}");
+    assert!(text.contains(&path.display().to_string()), "{text}");
+    assert!(text.contains("offset=4"), "{text}");
+}
+
+#[test]
+fn deleting_segments_before_a_snapshot_moves_the_log_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut log = FileLog::open(dir.path(), config()).expect("open");
+    fill(&mut log, 10);
+    let bases = log.segment_base_offsets();
+    assert!(bases.len() >= 3, "{bases:?}");
+    // Without a snapshot covering the prefix, nothing may go.
+    assert!(matches!(
+        log.delete_segments_before(bases[2]),
+        Err(LogError::MissingSnapshot { .. })
+    ));
+    let writer = log
+        .create_snapshot(OffsetAndEpoch::new(bases[2] + 1, 1))
+        .expect("create");
+    log.freeze_snapshot(writer).expect("freeze");
+    // Segments ending at or below the offset go; the one holding it stays.
+    assert_eq!(
+        log.delete_segments_before(bases[2] + 1).expect("delete"),
+        bases[2]
+    );
+    assert_eq!(log.segment_base_offsets(), bases[2..]);
+    assert!(!segment_path(dir.path(), bases[0]).exists());
+    drop(log);
+    let log = FileLog::open(dir.path(), config()).expect("reopen");
+    assert_eq!(log.start_offset(), bases[2]);
+    assert_eq!(offsets(&log).first(), Some(&bases[2]));
+}
+
+#[test]
+fn resetting_to_a_snapshot_beyond_the_log_starts_an_empty_log_there() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut log = FileLog::open(dir.path(), config()).expect("open");
+    fill(&mut log, 4);
+    let id = OffsetAndEpoch::new(100, 7);
+    assert!(log.reset_to_snapshot(id).is_err(), "unknown snapshot");
+    let writer = log.create_snapshot(id).expect("create");
+    log.freeze_snapshot(writer).expect("freeze");
+    log.reset_to_snapshot(id).expect("reset");
+    assert_eq!(log.start_offset(), 100);
+    assert_eq!(log.end_offset(), OffsetAndEpoch::new(100, 7));
+    assert_eq!(log.flushed_end_offset(), 100);
+    log.append_as_follower(batch(100, 7, 1))
+        .expect("append after the snapshot");
+    log.flush().expect("flush");
+    drop(log);
+    let log = FileLog::open(dir.path(), config()).expect("reopen");
+    assert_eq!(log.segment_base_offsets(), [100]);
+    assert_eq!(log.end_offset(), OffsetAndEpoch::new(101, 7));
+    assert_eq!(
+        fs::read_to_string(dir.path().join("leader-epoch-checkpoint")).expect("read"),
+        "0\n1\n7 100\n"
+    );
 }

@@ -269,6 +269,64 @@ impl FileLog {
         Ok(())
     }
 
+    /// Replaces the whole log by snapshot `id` (Kafka's
+    /// `truncateToLatestSnapshot`, for a follower that installed a snapshot
+    /// beyond its log): every segment is deleted and an empty one starts at
+    /// `id.offset`; the epoch cache is emptied. Durable when this returns; a
+    /// crash in the middle leaves no segment, and [`Self::open`] then starts
+    /// the log at the latest snapshot.
+    ///
+    /// Errors: [`LogError::MissingSnapshot`] if snapshot `id` was not frozen
+    /// in this log; [`LogError::Io`].
+    pub fn reset_to_snapshot(&mut self, id: OffsetAndEpoch) -> Result<()> {
+        if !self.snapshots.contains(&id) {
+            return Err(LogError::MissingSnapshot {
+                dir: self.dir.clone(),
+                start_offset: id.offset,
+                latest_snapshot: self.snapshots.last().copied(),
+            });
+        }
+        for segment in self.segments.drain(..) {
+            segment.delete()?;
+        }
+        fsync_dir(&self.dir)?;
+        self.segments.push(Segment::create(&self.dir, id.offset)?);
+        fsync_dir(&self.dir)?;
+        self.epochs.truncate_from_end(i64::MIN);
+        self.epochs.write()?;
+        self.flushed_end_offset = id.offset;
+        Ok(())
+    }
+
+    /// Deletes the segments that end at or below `offset` (Kafka's
+    /// `deleteBeforeSnapshot`): the log start offset becomes the base offset
+    /// of the first segment kept. The active segment is never deleted.
+    /// Returns the new log start offset.
+    ///
+    /// Errors: [`LogError::MissingSnapshot`] unless a snapshot ends at or
+    /// above `offset` (the prefix must stay readable from a snapshot);
+    /// [`LogError::Io`].
+    pub fn delete_segments_before(&mut self, offset: i64) -> Result<i64> {
+        if !self.snapshots.iter().any(|s| s.offset >= offset) {
+            return Err(LogError::MissingSnapshot {
+                dir: self.dir.clone(),
+                start_offset: offset,
+                latest_snapshot: self.snapshots.last().copied(),
+            });
+        }
+        let mut deleted = false;
+        while self.segments.len() > 1 && self.segments[0].next_offset() <= offset {
+            // Oldest first: after a crash the log still starts at a segment
+            // boundary covered by the snapshot.
+            self.segments.remove(0).delete()?;
+            deleted = true;
+        }
+        if deleted {
+            fsync_dir(&self.dir)?;
+        }
+        Ok(self.start_offset())
+    }
+
     fn end(&self) -> i64 {
         self.segments.last().map_or(0, Segment::next_offset)
     }
@@ -500,7 +558,18 @@ impl ReplicatedLog for FileLog {
     fn end_offset_for_epoch(&self, epoch: i32) -> OffsetAndEpoch {
         self.epochs
             .end_offset_for(epoch, self.end())
-            .unwrap_or_else(|| OffsetAndEpoch::new(self.start_offset(), self.snapshot_epoch()))
+            .unwrap_or_else(|| {
+                // Older than every epoch in the log: the snapshot at the log
+                // start offset, as Kafka's `KafkaMetadataLog.endOffsetForEpoch`.
+                let start = self.start_offset();
+                let epoch = self
+                    .snapshots
+                    .iter()
+                    .rev()
+                    .find(|s| s.offset == start)
+                    .map_or(0, |s| s.epoch);
+                OffsetAndEpoch::new(start, epoch)
+            })
     }
 
     fn latest_snapshot_id(&self) -> Option<OffsetAndEpoch> {

@@ -10,16 +10,23 @@
 //!
 //! - Offsets are dense: batches are stored in offset order with no holes; the
 //!   log holds `[start_offset, end_offset)`.
-//! - Appends and truncations are visible to reads as soon as they return, but
-//!   are durable only once [`ReplicatedLog::flush`] returns: a crash may lose
-//!   any suffix that was not flushed (never a prefix, never a hole).
+//! - Appends are visible to reads as soon as they return, but are durable
+//!   only once [`ReplicatedLog::flush`] returns: a crash may lose any suffix
+//!   that was not flushed (never a prefix, never a hole).
 //!   [`ReplicatedLog::flushed_end_offset`] is the offset below which every
-//!   record survives a crash.
+//!   record survives a crash. A truncation is durable when
+//!   [`ReplicatedLog::truncate_to`] returns (a truncated suffix never comes
+//!   back after a crash).
 //! - A truncation below the flushed end offset lowers it.
 //! - Reads return whole batches only; at least one batch even if it is larger
 //!   than the byte limit (so a consumer always makes progress).
 //! - Every batch stored passed its CRC check; recovery on open truncates a torn,
-//!   zero-filled or corrupt tail and never serves it.
+//!   zero-filled or corrupt tail and never serves it (see [`FileLog`] and
+//!   `docs/log.md`).
+//!
+//! Implementations: [`MemoryLog`] (simulation) and [`FileLog`] (Kafka's
+//! on-disk layout). Beside the log: [`snapshot`] files, the [`quorum_state`]
+//! file, [`meta_properties`] and [`bootstrap`] (`bootstrap.checkpoint`).
 
 pub mod bootstrap;
 pub mod epoch_cache;

@@ -56,7 +56,10 @@ pub struct Segment {
     next_offset: i64,
     index: Vec<(i32, u32)>,
     bytes_since_index: u64,
+    /// The `.log` file has writes not yet fsynced.
     dirty: bool,
+    /// The `.index` file has writes not yet fsynced.
+    index_dirty: bool,
 }
 
 fn open_rw(path: &Path, truncate: bool) -> Result<File> {
@@ -89,6 +92,7 @@ impl Segment {
             index: Vec::new(),
             bytes_since_index: 0,
             dirty: true,
+            index_dirty: true,
         })
     }
 
@@ -124,6 +128,7 @@ impl Segment {
             index: Vec::new(),
             bytes_since_index: 0,
             dirty: false,
+            index_dirty: false,
         };
         let mut buf = Vec::new();
         let damage = loop {
@@ -299,6 +304,7 @@ impl Segment {
             self.index_file
                 .write_all_at(&bytes, at)
                 .map_err(io_err("appending to", &self.index_path))?;
+            self.index_dirty = true;
         }
         self.dirty = true;
         Ok(())
@@ -377,6 +383,7 @@ impl Segment {
         // Index entries are dense enough without recomputing the interval.
         self.bytes_since_index = 0;
         self.dirty = true;
+        self.index_dirty = true;
         self.flush()
     }
 
@@ -389,10 +396,15 @@ impl Segment {
             self.file
                 .sync_data()
                 .map_err(io_err("fsync of", &self.log_path))?;
+            self.dirty = false;
+        }
+        // The index is only a lookup aid rebuilt on open, but Kafka's tools
+        // read it too: keep it as durable as the segment.
+        if self.index_dirty {
             self.index_file
                 .sync_data()
                 .map_err(io_err("fsync of", &self.index_path))?;
-            self.dirty = false;
+            self.index_dirty = false;
         }
         Ok(())
     }
@@ -403,6 +415,7 @@ impl Segment {
     /// Errors: [`super::LogError::Io`].
     pub fn flush_all(&mut self) -> Result<()> {
         self.dirty = true;
+        self.index_dirty = true;
         self.flush()
     }
 
