@@ -3,7 +3,7 @@
 
 .PHONY: test-log bench-log
 
-TEST_TARGETS += test-log
+# test-rust already runs these; `make test-log` runs just them.
 
 test-log: ## log, format and dump-log tests (controller crate)
 	$(CARGO) test -p kraft-controller --lib --test 'log_*' --test 'format_*'
