@@ -1,5 +1,2 @@
 //! The `kraft-operator` binary.
-
-fn main() {
-    println!("kraft-operator: not built yet");
-}
+fn main() {}
