@@ -136,6 +136,7 @@ pub struct PodTemplateSpec {
     )
 )]
 #[x_kube(
+    validation = Rule::new("self.replicas >= 1 && self.replicas <= 9").message("replicas must be between 1 and 9"),
     validation = Rule::new("!has(oldSelf.clusterId) || (has(self.clusterId) && self.clusterId == oldSelf.clusterId)").message("clusterId is immutable once set"),
     validation = Rule::new("self.listenerPort == oldSelf.listenerPort").message("listenerPort is immutable: voter endpoints are recorded in the metadata log"),
     validation = Rule::new("has(self.serviceName) == has(oldSelf.serviceName) && (!has(self.serviceName) || self.serviceName == oldSelf.serviceName)").message("serviceName is immutable: voter endpoints are recorded in the metadata log")

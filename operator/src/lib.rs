@@ -18,4 +18,5 @@ pub mod lease;
 pub mod metrics;
 pub mod planner;
 pub mod quorum;
+pub mod run;
 pub mod validate;

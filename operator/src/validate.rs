@@ -45,7 +45,7 @@ pub const RESERVED_KEYS: &[&str] = &[
 
 /// Why a KraftQuorum cannot be built. Each is a spec (or identity) problem
 /// that only a change of the resource can fix.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
 pub enum Error {
     /// The resource has no namespace (the CRD is namespaced; a bug upstream).
     #[error("kraftquorum {0} has no namespace")]

@@ -36,3 +36,6 @@ pub(crate) fn fnv1a_hex(data: &[u8]) -> String {
     }
     format!("{h:016x}")
 }
+
+#[cfg(test)]
+mod tests;
