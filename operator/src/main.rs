@@ -34,6 +34,13 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        Command::Run(args) => kraft_operator::run::main(args),
+        #[cfg(feature = "admin-client")]
+        Command::Run(args) => {
+            kraft_operator::run::main(args, kraft_operator::quorum::admin::AdminQuorumClient::new)
+        }
+        #[cfg(not(feature = "admin-client"))]
+        Command::Run(args) => {
+            kraft_operator::run::main(args, |_| kraft_operator::quorum::NoAdminClient)
+        }
     }
 }
