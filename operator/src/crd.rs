@@ -111,6 +111,9 @@ pub struct PodTemplateSpec {
 }
 
 /// A quorum of KRaft controllers. `spec.replicas` is the number of voters.
+// clippy reads the repeated `type_ = "integer"` inside separate
+// `printcolumn(...)` entries as duplicated attributes; they are not.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, KubeSchema, Clone, Debug, Deserialize, Serialize, PartialEq)]
 #[kube(
     group = "kraft.krabka.io",

@@ -56,7 +56,7 @@ mod tests {
 
     #[test]
     fn a_uuid_round_trips_through_kafkas_notation() {
-        let id = Uuid::from_u128(0x2441_d8e9_aab3_418f_b6d8_fe534ed8dac5);
+        let id = Uuid::from_u128(0x2441_d8e9_aab3_418f_b6d8_fe53_4ed8_dac5);
         let s = to_string(id);
         assert_eq!(s.len(), 22);
         assert_eq!(parse(&s), Ok(id));

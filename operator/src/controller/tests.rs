@@ -75,11 +75,7 @@ struct Script {
     task: tokio::task::JoinHandle<()>,
 }
 
-fn serve(
-    mut handle: tower_test::mock::Handle<Request<Body>, Response<Body>>,
-    kq: Value,
-    steps: Vec<Step>,
-) -> Script {
+fn serve(mut handle: ApiHandle, kq: Value, steps: Vec<Step>) -> Script {
     let expected = steps.len();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let unexpected = Arc::new(Mutex::new(Vec::new()));
@@ -297,12 +293,9 @@ fn pods_json(n: i32) -> Value {
     json!({"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": items})
 }
 
-fn context(
-    quorum: Arc<FakeQuorum>,
-) -> (
-    Arc<Context<Arc<FakeQuorum>>>,
-    tower_test::mock::Handle<Request<Body>, Response<Body>>,
-) {
+type ApiHandle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
+
+fn context(quorum: Arc<FakeQuorum>) -> (Arc<Context<Arc<FakeQuorum>>>, ApiHandle) {
     let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
     let client = Client::new(service, NS);
     let reporter = Reporter {
