@@ -275,6 +275,138 @@ mod tests {
         }
     }
 
+    /// Scripted API server: answers `(method, path, status, body)` in order
+    /// (`Value::Null` body = echo the request) and returns what it was sent.
+    async fn scripted(
+        steps: Vec<(&'static str, &'static str, u16, serde_json::Value)>,
+        run: impl AsyncFnOnce(LeaderElector) -> Result<bool, Error>,
+    ) -> (Result<bool, Error>, Vec<(String, serde_json::Value)>) {
+        use http::{Request, Response};
+        use kube::client::Body;
+        let (service, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+        let n = steps.len();
+        let server = tokio::spawn(async move {
+            let mut seen = vec![];
+            for (method, path, status, reply) in steps {
+                let Some((req, send)) = handle.next_request().await else {
+                    break;
+                };
+                let got = format!("{} {}", req.method(), req.uri().path());
+                assert_eq!(got, format!("{method} {path}"));
+                let bytes = req.into_body().collect_bytes().await.expect("body");
+                let body: serde_json::Value =
+                    serde_json::from_slice(&bytes).unwrap_or(serde_json::Value::Null);
+                let out = if reply.is_null() { body.clone() } else { reply };
+                seen.push((got, body));
+                send.send_response(
+                    Response::builder()
+                        .status(status)
+                        .body(Body::from(serde_json::to_vec(&out).expect("json")))
+                        .expect("response"),
+                );
+            }
+            seen
+        });
+        let client = Client::new(service, "ns");
+        let elector =
+            LeaderElector::new(client, "ns", "kraft-operator", "a", Duration::from_secs(15));
+        let result = run(elector).await;
+        let seen = server.await.expect("server");
+        assert_eq!(seen.len(), n, "scripted calls not made: {seen:?}");
+        (result, seen)
+    }
+
+    const LEASE: &str = "/apis/coordination.k8s.io/v1/namespaces/ns/leases/kraft-operator";
+    const LEASES: &str = "/apis/coordination.k8s.io/v1/namespaces/ns/leases";
+
+    fn not_found() -> serde_json::Value {
+        serde_json::json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "NotFound", "code": 404})
+    }
+
+    fn lease(holder: &str, renewed: Timestamp) -> serde_json::Value {
+        serde_json::json!({
+            "apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+            "metadata": {"name": "kraft-operator", "namespace": "ns", "resourceVersion": "7"},
+            "spec": {"holderIdentity": holder, "leaseDurationSeconds": 15,
+                     "renewTime": MicroTime(renewed), "leaseTransitions": 2},
+        })
+    }
+
+    #[tokio::test]
+    async fn the_first_replica_creates_the_lease_and_leads() {
+        let (result, seen) = scripted(
+            vec![
+                ("GET", LEASE, 404, not_found()),
+                ("POST", LEASES, 201, serde_json::Value::Null),
+            ],
+            async |e| e.try_acquire_or_renew().await,
+        )
+        .await;
+        assert!(result.expect("no error"));
+        assert_eq!(seen[1].1["spec"]["holderIdentity"], "a");
+    }
+
+    #[tokio::test]
+    async fn a_live_lease_of_another_replica_is_not_written() {
+        let (result, _) = scripted(
+            vec![("GET", LEASE, 200, lease("b", Timestamp::now()))],
+            async |e| e.try_acquire_or_renew().await,
+        )
+        .await;
+        assert!(!result.expect("no error"));
+    }
+
+    #[tokio::test]
+    async fn an_expired_lease_is_taken_over_with_its_resource_version() {
+        let old = Timestamp::now() - SignedDuration::from_secs(60);
+        let (result, seen) = scripted(
+            vec![
+                ("GET", LEASE, 200, lease("b", old)),
+                ("PUT", LEASE, 200, serde_json::Value::Null),
+            ],
+            async |e| e.try_acquire_or_renew().await,
+        )
+        .await;
+        assert!(result.expect("no error"));
+        let body = &seen[1].1;
+        assert_eq!(body["metadata"]["resourceVersion"], "7");
+        assert_eq!(body["spec"]["holderIdentity"], "a");
+        assert_eq!(body["spec"]["leaseTransitions"], 3);
+    }
+
+    #[tokio::test]
+    async fn losing_the_write_race_is_not_leading() {
+        let old = Timestamp::now() - SignedDuration::from_secs(60);
+        let conflict = serde_json::json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "reason": "Conflict", "code": 409});
+        let (result, _) = scripted(
+            vec![
+                ("GET", LEASE, 200, lease("b", old)),
+                ("PUT", LEASE, 409, conflict),
+            ],
+            async |e| e.try_acquire_or_renew().await,
+        )
+        .await;
+        assert!(!result.expect("a lost race is not an error"));
+    }
+
+    #[tokio::test]
+    async fn release_clears_the_holder_when_it_is_us() {
+        let (result, seen) = scripted(
+            vec![
+                ("GET", LEASE, 200, lease("a", Timestamp::now())),
+                ("PUT", LEASE, 200, serde_json::Value::Null),
+            ],
+            async |e| e.release().await.map(|()| true),
+        )
+        .await;
+        assert!(result.expect("released"));
+        assert!(
+            seen[1].1["spec"].get("holderIdentity").is_none(),
+            "{}",
+            seen[1].1
+        );
+    }
+
     #[test]
     fn a_missing_lease_is_created() {
         assert_eq!(

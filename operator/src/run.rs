@@ -214,7 +214,7 @@ async fn run<Q: QuorumClient>(args: RunArgs, quorum: Q) -> ExitCode {
             Duration::from_secs(args.lease_duration_seconds.max(3)),
         )
     });
-    let mut lost = false;
+    let lost = Arc::new(AtomicBool::new(false));
     if let Some(e) = &elector {
         info!(lease = %args.lease_name, identity = %identity, "waiting for leadership");
         tokio::select! {
@@ -226,25 +226,24 @@ async fn run<Q: QuorumClient>(args: RunArgs, quorum: Q) -> ExitCode {
         }
         let keeper = e.clone();
         let lost_tx = stop_tx.clone();
+        let lost_flag = lost.clone();
         tokio::spawn(async move {
             keeper.keep().await;
+            lost_flag.store(true, Ordering::SeqCst);
             let _ = lost_tx.send(true);
         });
     }
 
     controller::run(ctx, args.namespace.as_deref(), stopped(stop_rx.clone())).await;
     info!("reconciler stopped");
-    if let Some(e) = &elector {
-        // Exit non-zero when the lease was lost, so the pod restarts and
-        // rejoins the election cleanly; release it on an orderly shutdown.
-        lost = e
-            .try_acquire_or_renew()
-            .await
-            .map(|held| !held)
-            .unwrap_or(true);
-        if !lost && let Err(err) = e.release().await {
-            warn!(error = %err, "cannot release the lease");
-        }
+    // Exit non-zero when the lease was lost, so the pod restarts and rejoins
+    // the election cleanly; release it on an orderly shutdown.
+    let lost = lost.load(Ordering::SeqCst);
+    if let Some(e) = &elector
+        && !lost
+        && let Err(err) = e.release().await
+    {
+        warn!(error = %err, "cannot release the lease");
     }
     let _ = stop_tx.send(true);
     let _ = http.await;
