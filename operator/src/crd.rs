@@ -142,6 +142,7 @@ pub struct PodTemplateSpec {
     validation = Rule::new("self.replicas >= 1 && self.replicas <= 9").message("replicas must be between 1 and 9"),
     validation = Rule::new("!has(oldSelf.clusterId) || (has(self.clusterId) && self.clusterId == oldSelf.clusterId)").message("clusterId is immutable once set"),
     validation = Rule::new("self.listenerPort == oldSelf.listenerPort").message("listenerPort is immutable: voter endpoints are recorded in the metadata log"),
+    validation = Rule::new("self.storage.size == oldSelf.storage.size && has(self.storage.storageClassName) == has(oldSelf.storage.storageClassName) && (!has(self.storage.storageClassName) || self.storage.storageClassName == oldSelf.storage.storageClassName)").message("storage.size and storage.storageClassName are immutable: a StatefulSet's volumeClaimTemplates cannot change"),
     validation = Rule::new("has(self.serviceName) == has(oldSelf.serviceName) && (!has(self.serviceName) || self.serviceName == oldSelf.serviceName)").message("serviceName is immutable: voter endpoints are recorded in the metadata log")
 )]
 #[serde(rename_all = "camelCase")]

@@ -28,6 +28,9 @@ fn the_crd_has_the_scale_and_status_subresources_and_the_cel_rules() {
         "- kq",
         "clusterId is immutable once set",
         "rule: self.listenerPort == oldSelf.listenerPort",
+        "storage.size and storage.storageClassName are immutable",
+        "serviceName is immutable",
+        "replicas must be between 1 and 9",
         "name: Leader",
         "name: Epoch",
     ] {
