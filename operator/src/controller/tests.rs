@@ -672,3 +672,64 @@ async fn the_first_leader_marks_the_quorum_bootstrapped() {
     assert_eq!(status_of(&seen[6])["bootstrapped"], true);
     assert_eq!(seen[7].body["reason"], "Bootstrapped");
 }
+
+#[tokio::test]
+async fn a_rolling_restart_deletes_a_follower_first() {
+    let kq = kq_json(3, true, bootstrapped_status(3));
+    let mut pods = pods_json(3);
+    for p in pods["items"].as_array_mut().expect("items") {
+        p["metadata"]["labels"]["controller-revision-hash"] = json!("kq-0");
+    }
+    let steps = vec![
+        step("GET", STS, Reply::Json(sts_json(3))),
+        step("GET", PODS, Reply::Json(pods)),
+        step("PATCH", SVC, Reply::Echo),
+        step("PATCH", CM, Reply::Echo),
+        step("PATCH", STS, Reply::Json(sts_json(3))),
+        step("PATCH", PDB, Reply::Echo),
+        step(
+            "DELETE",
+            "/api/v1/namespaces/ns/pods/kq-2",
+            Reply::Json(json!({})),
+        ),
+        step("POST", EVENTS, Reply::Echo),
+        step("PATCH", KQ_STATUS, Reply::KqWithStatus),
+    ];
+    let (result, seen) = pass(&kq, fake(Some(quorum(3, 0))), steps).await;
+    assert_eq!(
+        result.expect("pass succeeds"),
+        Action::requeue(BUSY_REQUEUE)
+    );
+    assert_eq!(seen[7].body["reason"], "PodRestarted");
+    assert_eq!(
+        condition(status_of(&seen[8]), "Progressing"),
+        ("True", "RollingRestart")
+    );
+}
+
+#[tokio::test]
+async fn a_scale_down_that_would_lose_the_majority_is_refused_loudly() {
+    let kq = kq_json(2, true, bootstrapped_status(3));
+    let mut q = quorum(3, 0);
+    q.voters[1].log_end_offset = 40; // node 1 lags: removing 2 leaves 1 of 2 caught up
+    let mut steps = children_steps(3, 3);
+    steps.extend([
+        step("POST", EVENTS, Reply::Echo),
+        step("PATCH", KQ_STATUS, Reply::KqWithStatus),
+    ]);
+    let quorum = fake(Some(q));
+    let (result, seen) = pass(&kq, quorum.clone(), steps).await;
+    result.expect("a refusal is not an error");
+    assert_eq!(seen[6].body["type"], "Warning");
+    assert_eq!(seen[6].body["reason"], "RemovalWouldLoseMajority");
+    assert_eq!(
+        condition(status_of(&seen[7]), "Degraded"),
+        ("True", "RemovalWouldLoseMajority")
+    );
+    assert_eq!(status_of(&seen[7])["voters"][1]["lag"], 60);
+    assert_eq!(
+        quorum.calls.lock().expect("lock").len(),
+        1,
+        "no voter change sent"
+    );
+}
