@@ -1,0 +1,61 @@
+//! The ConfigMap holding the controllers' shared `server.properties`. Pure.
+//!
+//! The file holds only what is the same for every pod; `node.id` and
+//! `advertised.listeners` differ per pod and are passed on the command line
+//! from the pod's own name and ordinal (see [`super::statefulset`]).
+
+use std::{collections::BTreeMap, fmt::Write as _};
+
+use k8s_openapi::api::core::v1::ConfigMap;
+
+use super::child_meta;
+use crate::{
+    crd::{CONTROLLER_LISTENER_NAME, DATA_DIR, SERVER_PROPERTIES_KEY},
+    validate::ValidatedQuorum,
+};
+
+/// The `server.properties` text: operator-owned keys first, then
+/// `spec.config` in key order (validation has rejected reserved keys).
+pub fn server_properties(q: &ValidatedQuorum) -> String {
+    let mut s = String::from(
+        "# Managed by kraft-operator. node.id and advertised.listeners are set per pod\n\
+         # with --override on the kraft-controller command line.\n",
+    );
+    let owned = [
+        ("process.roles", "controller".to_string()),
+        (
+            "listeners",
+            format!("{CONTROLLER_LISTENER_NAME}://0.0.0.0:{}", q.listener_port),
+        ),
+        (
+            "controller.listener.names",
+            CONTROLLER_LISTENER_NAME.to_string(),
+        ),
+        (
+            "listener.security.protocol.map",
+            format!("{CONTROLLER_LISTENER_NAME}:PLAINTEXT"),
+        ),
+        ("metadata.log.dir", DATA_DIR.to_string()),
+        ("controller.quorum.bootstrap.servers", q.bootstrap_servers()),
+    ];
+    for (k, v) in owned {
+        // Writing to a String cannot fail.
+        let _ = writeln!(s, "{k}={v}");
+    }
+    for (k, v) in &q.config {
+        let _ = writeln!(s, "{k}={v}");
+    }
+    s
+}
+
+/// Builds the ConfigMap (same name as the KraftQuorum).
+pub fn build_configmap(q: &ValidatedQuorum) -> ConfigMap {
+    ConfigMap {
+        metadata: child_meta(q, &q.name),
+        data: Some(BTreeMap::from([(
+            SERVER_PROPERTIES_KEY.to_string(),
+            server_properties(q),
+        )])),
+        ..ConfigMap::default()
+    }
+}

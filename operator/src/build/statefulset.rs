@@ -1,0 +1,275 @@
+//! The StatefulSet running the controllers. Pure.
+//!
+//! One pod template serves every ordinal, so nothing per-pod is baked in:
+//! the pod's ordinal comes from the label the StatefulSet controller sets
+//! (`apps.kubernetes.io/pod-index`) through the downward API into
+//! `POD_ORDINAL`, its name into `POD_NAME`, and Kubernetes expands `$(VAR)`
+//! in `args` (no shell). Node id = ordinal. The format mode is the same for
+//! every pod at any time (see [`ValidatedQuorum::format_mode`]): before the
+//! first bootstrap all pods are initial voters and get the same
+//! `--initial-controllers` list (each finds its own directory id in its own
+//! entry); after it, every pod gets `--no-initial-controllers`. Formatting is
+//! idempotent, so the template switching modes never touches a formatted volume.
+//!
+//! `updateStrategy: OnDelete`: the operator picks the restart order (leader
+//! last). `podManagementPolicy: Parallel`: all initial voters must start
+//! together to elect a first leader.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::{
+    api::{
+        apps::v1::{
+            StatefulSet, StatefulSetPersistentVolumeClaimRetentionPolicy, StatefulSetSpec,
+            StatefulSetUpdateStrategy,
+        },
+        core::v1::{
+            ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction,
+            ObjectFieldSelector, PersistentVolumeClaim, PersistentVolumeClaimSpec, PodSpec,
+            PodTemplateSpec, Probe, Volume, VolumeMount, VolumeResourceRequirements,
+        },
+    },
+    apimachinery::pkg::{
+        api::resource::Quantity,
+        apis::meta::v1::{LabelSelector, ObjectMeta},
+        util::intstr::IntOrString,
+    },
+};
+
+use super::{child_meta, configmap::server_properties, fnv1a_hex};
+use crate::{
+    crd::{
+        ANNOTATION_CONFIG_HASH, CONFIG_DIR, CONTROLLER_HTTP_PORT, CONTROLLER_LISTENER_NAME,
+        LABEL_POD_INDEX, SERVER_PROPERTIES_KEY,
+    },
+    validate::{FormatMode, ValidatedQuorum},
+};
+
+/// Name of the volume claim template (and of the PVCs: `data-<pod>`).
+pub const DATA_VOLUME: &str = "data";
+/// Where the data volume is mounted; `metadata.log.dir` is a directory
+/// inside it, so a fresh filesystem's `lost+found` never sits in the log dir.
+pub const DATA_MOUNT: &str = "/var/lib/kraft";
+/// Name of the init container running `kraft-controller format`.
+pub const FORMAT_CONTAINER: &str = "format";
+/// Name of the main container running `kraft-controller run`.
+pub const CONTROLLER_CONTAINER: &str = "controller";
+
+fn config_path() -> String {
+    format!("{CONFIG_DIR}/{SERVER_PROPERTIES_KEY}")
+}
+
+/// Arguments of the init container (`kraft-controller <args>`).
+pub fn format_args(q: &ValidatedQuorum) -> Vec<String> {
+    let mut args = vec![
+        "format".to_string(),
+        "--config".to_string(),
+        config_path(),
+        "--node-id".to_string(),
+        "$(POD_ORDINAL)".to_string(),
+        format!("--cluster-id={}", q.cluster_id),
+    ];
+    match q.format_mode() {
+        FormatMode::InitialControllers(list) => {
+            args.push("--initial-controllers".into());
+            args.push(list);
+        }
+        FormatMode::NoInitialControllers => args.push("--no-initial-controllers".into()),
+    }
+    args
+}
+
+/// Arguments of the main container (`kraft-controller <args>`), with Kafka's
+/// `--override key=value` for the per-pod properties.
+pub fn run_args(q: &ValidatedQuorum) -> Vec<String> {
+    vec![
+        "run".to_string(),
+        "--config".to_string(),
+        config_path(),
+        "--override".to_string(),
+        "node.id=$(POD_ORDINAL)".to_string(),
+        "--override".to_string(),
+        format!(
+            "advertised.listeners={CONTROLLER_LISTENER_NAME}://$(POD_NAME).{}.{}.svc.{}:{}",
+            q.service_name, q.namespace, q.cluster_domain, q.listener_port
+        ),
+    ]
+}
+
+fn field_env(name: &str, path: &str) -> EnvVar {
+    EnvVar {
+        name: name.to_string(),
+        value_from: Some(EnvVarSource {
+            field_ref: Some(ObjectFieldSelector {
+                field_path: path.to_string(),
+                api_version: None,
+            }),
+            ..EnvVarSource::default()
+        }),
+        value: None,
+    }
+}
+
+fn pod_env() -> Vec<EnvVar> {
+    vec![
+        field_env("POD_NAME", "metadata.name"),
+        field_env(
+            "POD_ORDINAL",
+            &format!("metadata.labels['{LABEL_POD_INDEX}']"),
+        ),
+    ]
+}
+
+fn mounts() -> Vec<VolumeMount> {
+    vec![
+        VolumeMount {
+            name: DATA_VOLUME.into(),
+            mount_path: DATA_MOUNT.into(),
+            ..VolumeMount::default()
+        },
+        VolumeMount {
+            name: "config".into(),
+            mount_path: CONFIG_DIR.into(),
+            read_only: Some(true),
+            ..VolumeMount::default()
+        },
+    ]
+}
+
+fn http_probe(path: &str, period: i32, failures: i32) -> Probe {
+    Probe {
+        http_get: Some(HTTPGetAction {
+            path: Some(path.to_string()),
+            port: IntOrString::String("http".into()),
+            ..HTTPGetAction::default()
+        }),
+        period_seconds: Some(period),
+        failure_threshold: Some(failures),
+        ..Probe::default()
+    }
+}
+
+/// Builds the StatefulSet with `q.statefulset_replicas` pods.
+pub fn build_statefulset(q: &ValidatedQuorum) -> StatefulSet {
+    let mut pod_labels: BTreeMap<String, String> = q.pod_template.labels.clone();
+    pod_labels.extend(q.labels());
+    let mut pod_annotations = q.pod_template.annotations.clone();
+    pod_annotations.insert(
+        ANNOTATION_CONFIG_HASH.to_string(),
+        fnv1a_hex(server_properties(q).as_bytes()),
+    );
+
+    let format = Container {
+        name: FORMAT_CONTAINER.into(),
+        image: Some(q.image.clone()),
+        command: Some(vec!["kraft-controller".into()]),
+        args: Some(format_args(q)),
+        env: Some(pod_env()),
+        volume_mounts: Some(mounts()),
+        // The last log lines become the termination message, so the operator
+        // can tell a cluster id mismatch (never reformatted) from other failures.
+        termination_message_policy: Some("FallbackToLogsOnError".into()),
+        ..Container::default()
+    };
+    let controller = Container {
+        name: CONTROLLER_CONTAINER.into(),
+        image: Some(q.image.clone()),
+        command: Some(vec!["kraft-controller".into()]),
+        args: Some(run_args(q)),
+        env: Some(pod_env()),
+        ports: Some(vec![
+            ContainerPort {
+                name: Some("controller".into()),
+                container_port: q.listener_port,
+                protocol: Some("TCP".into()),
+                ..ContainerPort::default()
+            },
+            ContainerPort {
+                name: Some("http".into()),
+                container_port: CONTROLLER_HTTP_PORT,
+                protocol: Some("TCP".into()),
+                ..ContainerPort::default()
+            },
+        ]),
+        readiness_probe: Some(http_probe("/readyz", 5, 3)),
+        liveness_probe: Some(http_probe("/healthz", 10, 6)),
+        resources: q.resources.clone(),
+        volume_mounts: Some(mounts()),
+        termination_message_policy: Some("FallbackToLogsOnError".into()),
+        ..Container::default()
+    };
+
+    let pod_spec = PodSpec {
+        init_containers: Some(vec![format]),
+        containers: vec![controller],
+        volumes: Some(vec![Volume {
+            name: "config".into(),
+            config_map: Some(ConfigMapVolumeSource {
+                name: q.name.clone(),
+                ..ConfigMapVolumeSource::default()
+            }),
+            ..Volume::default()
+        }]),
+        node_selector: (!q.pod_template.node_selector.is_empty())
+            .then(|| q.pod_template.node_selector.clone()),
+        tolerations: (!q.pod_template.tolerations.is_empty())
+            .then(|| q.pod_template.tolerations.clone()),
+        affinity: q.pod_template.affinity.clone(),
+        ..PodSpec::default()
+    };
+
+    let claim = PersistentVolumeClaim {
+        metadata: ObjectMeta {
+            name: Some(DATA_VOLUME.into()),
+            labels: Some(q.selector_labels()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PersistentVolumeClaimSpec {
+            access_modes: Some(vec!["ReadWriteOnce".into()]),
+            storage_class_name: q.storage.storage_class_name.clone(),
+            resources: Some(VolumeResourceRequirements {
+                requests: Some(BTreeMap::from([(
+                    "storage".to_string(),
+                    Quantity(q.storage.size.clone()),
+                )])),
+                limits: None,
+            }),
+            ..PersistentVolumeClaimSpec::default()
+        }),
+        status: None,
+    };
+
+    StatefulSet {
+        metadata: child_meta(q, &q.name),
+        spec: Some(StatefulSetSpec {
+            replicas: Some(q.statefulset_replicas),
+            service_name: Some(q.service_name.clone()),
+            selector: LabelSelector {
+                match_labels: Some(q.selector_labels()),
+                match_expressions: None,
+            },
+            pod_management_policy: Some("Parallel".into()),
+            update_strategy: Some(StatefulSetUpdateStrategy {
+                type_: Some("OnDelete".into()),
+                rolling_update: None,
+            }),
+            persistent_volume_claim_retention_policy: Some(
+                StatefulSetPersistentVolumeClaimRetentionPolicy {
+                    when_deleted: Some(q.storage.on_delete.as_str().into()),
+                    when_scaled: Some(q.storage.on_scale_down.as_str().into()),
+                },
+            ),
+            template: PodTemplateSpec {
+                metadata: Some(ObjectMeta {
+                    labels: Some(pod_labels),
+                    annotations: Some(pod_annotations),
+                    ..ObjectMeta::default()
+                }),
+                spec: Some(pod_spec),
+            },
+            volume_claim_templates: Some(vec![claim]),
+            ..StatefulSetSpec::default()
+        }),
+        status: None,
+    }
+}

@@ -1,0 +1,346 @@
+//! Tables of inline YAML → validated → built objects (STYLE: pure steps are
+//! tested without a cluster), including the format mode each pod gets
+//! before and after bootstrap.
+
+use k8s_openapi::{
+    api::{apps::v1::StatefulSet, core::v1::Container},
+    apimachinery::pkg::util::intstr::IntOrString,
+};
+
+use super::{configmap::*, pdb::*, service::*, statefulset::*};
+use crate::{
+    crd::KraftQuorum,
+    validate::{Error, FormatMode, ValidatedQuorum, validate},
+};
+
+const DIR0: &str = "AAAAAAAAAAAAAAAAAAAAAQ";
+const DIR1: &str = "AAAAAAAAAAAAAAAAAAAAAg";
+const DIR2: &str = "AAAAAAAAAAAAAAAAAAAAAw";
+const CLUSTER: &str = "MkU3OEVBNTcwNTJENDM2Qg";
+
+/// A KraftQuorum as the API server returns it: `spec` and `status` YAML
+/// bodies indented under the given keys.
+fn kq(spec: &str, status: &str) -> KraftQuorum {
+    let yaml = format!(
+        "apiVersion: kraft.krabka.io/v1alpha1\nkind: KraftQuorum\nmetadata:\n  name: kq\n  namespace: ns\n  uid: 7e5b6f5e-0000-4000-8000-000000000001\n  generation: 2\nspec:\n{}\nstatus:\n{}\n",
+        indent(spec),
+        indent(status)
+    );
+    serde_yaml::from_str(&yaml).unwrap_or_else(|e| panic!("bad test yaml: {e}\n{yaml}"))
+}
+
+fn indent(s: &str) -> String {
+    s.lines()
+        .map(|l| format!("  {l}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+const SPEC3: &str = "replicas: 3\nimage: kraft:1\nstorage:\n  size: 1Gi";
+
+fn status(bootstrapped: bool) -> String {
+    format!(
+        "clusterId: {CLUSTER}\nbootstrapped: {bootstrapped}\ninitialVoters:\n- nodeId: 0\n  directoryId: {DIR0}\n- nodeId: 1\n  directoryId: {DIR1}\n- nodeId: 2\n  directoryId: {DIR2}"
+    )
+}
+
+fn valid(spec: &str, status: &str) -> ValidatedQuorum {
+    validate(&kq(spec, status), Some(3), "cluster.local").expect("valid")
+}
+
+fn container<'a>(sts: &'a StatefulSet, name: &str, init: bool) -> &'a Container {
+    let pod = sts
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .expect("pod spec");
+    let list = if init {
+        pod.init_containers.as_ref().expect("init containers")
+    } else {
+        &pod.containers
+    };
+    list.iter().find(|c| c.name == name).expect("container")
+}
+
+#[test]
+fn invalid_specs_are_rejected_with_the_bad_value() {
+    let st = status(false);
+    let table: Vec<(&str, &str, Error)> = vec![
+        (
+            "replicas: 0\nimage: kraft:1\nstorage:\n  size: 1Gi",
+            &st,
+            Error::Replicas(0),
+        ),
+        (
+            "replicas: 10\nimage: kraft:1\nstorage:\n  size: 1Gi",
+            &st,
+            Error::Replicas(10),
+        ),
+        (
+            "replicas: 3\nimage: ''\nstorage:\n  size: 1Gi",
+            &st,
+            Error::NoImage,
+        ),
+        (
+            "replicas: 3\nimage: kraft:1\nstorage:\n  size: ''",
+            &st,
+            Error::NoStorageSize,
+        ),
+        (
+            "replicas: 3\nimage: kraft:1\nlistenerPort: 9100\nstorage:\n  size: 1Gi",
+            &st,
+            Error::ListenerPort(9100),
+        ),
+        (
+            "replicas: 3\nimage: kraft:1\nserviceName: Bad_Name\nstorage:\n  size: 1Gi",
+            &st,
+            Error::ServiceName("Bad_Name".into()),
+        ),
+        (
+            "replicas: 3\nimage: kraft:1\nconfig:\n  node.id: '7'\nstorage:\n  size: 1Gi",
+            &st,
+            Error::ReservedConfigKey("node.id".into()),
+        ),
+        (
+            "replicas: 3\nimage: kraft:1\nclusterId: not-a-uuid\nstorage:\n  size: 1Gi",
+            &st,
+            Error::ClusterId("not-a-uuid".into()),
+        ),
+        (
+            "replicas: 3\nimage: kraft:1\nclusterId: AAAAAAAAAAAAAAAAAAAAAQ\nstorage:\n  size: 1Gi",
+            &st,
+            Error::ClusterIdMismatch {
+                spec: "AAAAAAAAAAAAAAAAAAAAAQ".into(),
+                status: CLUSTER.into(),
+            },
+        ),
+        (SPEC3, "bootstrapped: false", Error::IdentityMissing),
+    ];
+    for (spec, status, want) in table {
+        let got = validate(&kq(spec, status), None, "cluster.local");
+        assert_eq!(got, Err(want.clone()), "spec:\n{spec}");
+        assert!(!want.to_string().is_empty());
+    }
+}
+
+#[test]
+fn defaults_fill_port_service_name_and_retention() {
+    let q = valid(SPEC3, &status(false));
+    assert_eq!(q.listener_port, 9093);
+    assert_eq!(q.service_name, "kq");
+    assert_eq!(q.endpoint(1), "kq-1.kq.ns.svc.cluster.local:9093");
+    assert_eq!(q.storage.on_delete.as_str(), "Retain");
+    assert_eq!(q.storage.on_scale_down.as_str(), "Retain");
+}
+
+#[test]
+fn before_bootstrap_every_pod_formats_with_the_same_initial_controllers() {
+    let q = valid(SPEC3, &status(false));
+    let list = format!(
+        "0@kq-0.kq.ns.svc.cluster.local:9093:{DIR0},1@kq-1.kq.ns.svc.cluster.local:9093:{DIR1},2@kq-2.kq.ns.svc.cluster.local:9093:{DIR2}"
+    );
+    assert_eq!(
+        q.format_mode(),
+        FormatMode::InitialControllers(list.clone())
+    );
+    let sts = build_statefulset(&q);
+    let init = container(&sts, FORMAT_CONTAINER, true);
+    assert_eq!(
+        init.args.clone().expect("args"),
+        vec![
+            "format".to_string(),
+            "--config".into(),
+            "/etc/kraft/server.properties".into(),
+            "--node-id".into(),
+            "$(POD_ORDINAL)".into(),
+            format!("--cluster-id={CLUSTER}"),
+            "--initial-controllers".into(),
+            list,
+        ]
+    );
+    // Before bootstrap the StatefulSet runs exactly the initial voters.
+    assert_eq!(sts.spec.as_ref().and_then(|s| s.replicas), Some(3));
+}
+
+#[test]
+fn after_bootstrap_every_pod_formats_with_no_initial_controllers() {
+    let q = valid(
+        "replicas: 5\nimage: kraft:1\nstorage:\n  size: 1Gi",
+        &status(true),
+    );
+    assert_eq!(q.format_mode(), FormatMode::NoInitialControllers);
+    let sts = build_statefulset(&q);
+    let args = container(&sts, FORMAT_CONTAINER, true)
+        .args
+        .clone()
+        .expect("args");
+    assert_eq!(
+        args.last().map(String::as_str),
+        Some("--no-initial-controllers")
+    );
+    assert!(!args.iter().any(|a| a.contains('@')), "{args:?}");
+    // After bootstrap the current StatefulSet size is kept; the planner moves it.
+    assert_eq!(sts.spec.as_ref().and_then(|s| s.replicas), Some(3));
+}
+
+#[test]
+fn the_statefulset_is_parallel_on_delete_with_a_data_claim_and_probes() {
+    let spec = "replicas: 3\nimage: kraft:1\nlistenerPort: 19093\nserviceName: quorum\nstorage:\n  size: 2Gi\n  storageClassName: fast\n  onScaleDown: Delete\n  onDelete: Retain\npodTemplate:\n  nodeSelector:\n    disk: ssd\n  labels:\n    team: infra\n  annotations:\n    a: b";
+    let q = valid(spec, &status(true));
+    let sts = build_statefulset(&q);
+    let s = sts.spec.as_ref().expect("spec");
+    assert_eq!(s.pod_management_policy.as_deref(), Some("Parallel"));
+    assert_eq!(
+        s.update_strategy.as_ref().and_then(|u| u.type_.as_deref()),
+        Some("OnDelete")
+    );
+    assert_eq!(s.service_name.as_deref(), Some("quorum"));
+    let retention = s
+        .persistent_volume_claim_retention_policy
+        .as_ref()
+        .expect("retention");
+    assert_eq!(retention.when_scaled.as_deref(), Some("Delete"));
+    assert_eq!(retention.when_deleted.as_deref(), Some("Retain"));
+    let claim = &s.volume_claim_templates.as_ref().expect("claims")[0];
+    assert_eq!(claim.metadata.name.as_deref(), Some("data"));
+    let claim_spec = claim.spec.as_ref().expect("claim spec");
+    assert_eq!(claim_spec.storage_class_name.as_deref(), Some("fast"));
+    assert_eq!(
+        claim_spec
+            .resources
+            .as_ref()
+            .and_then(|r| r.requests.as_ref())
+            .map(|r| r["storage"].0.clone()),
+        Some("2Gi".to_string())
+    );
+    let meta = s.template.metadata.as_ref().expect("template meta");
+    let labels = meta.labels.as_ref().expect("labels");
+    assert_eq!(labels["team"], "infra");
+    assert_eq!(labels["app.kubernetes.io/instance"], "kq");
+    assert!(
+        meta.annotations
+            .as_ref()
+            .expect("annotations")
+            .contains_key("kraft.krabka.io/config-hash")
+    );
+    let pod = s.template.spec.as_ref().expect("pod");
+    assert_eq!(pod.node_selector.as_ref().expect("selector")["disk"], "ssd");
+
+    let main = container(&sts, CONTROLLER_CONTAINER, false);
+    assert_eq!(
+        main.args.clone().expect("args"),
+        vec![
+            "run",
+            "--config",
+            "/etc/kraft/server.properties",
+            "--override",
+            "node.id=$(POD_ORDINAL)",
+            "--override",
+            "advertised.listeners=CONTROLLER://$(POD_NAME).quorum.ns.svc.cluster.local:19093",
+        ]
+    );
+    let ready = main
+        .readiness_probe
+        .as_ref()
+        .and_then(|p| p.http_get.as_ref())
+        .expect("readiness");
+    assert_eq!(ready.path.as_deref(), Some("/readyz"));
+    assert_eq!(ready.port, IntOrString::String("http".into()));
+    let live = main
+        .liveness_probe
+        .as_ref()
+        .and_then(|p| p.http_get.as_ref())
+        .expect("liveness");
+    assert_eq!(live.path.as_deref(), Some("/healthz"));
+    let ports: Vec<i32> = main
+        .ports
+        .iter()
+        .flatten()
+        .map(|p| p.container_port)
+        .collect();
+    assert_eq!(ports, vec![19093, 9100]);
+    let env = main.env.as_ref().expect("env");
+    let ordinal = env
+        .iter()
+        .find(|e| e.name == "POD_ORDINAL")
+        .expect("POD_ORDINAL");
+    assert_eq!(
+        ordinal
+            .value_from
+            .as_ref()
+            .and_then(|v| v.field_ref.as_ref())
+            .map(|f| f.field_path.as_str()),
+        Some("metadata.labels['apps.kubernetes.io/pod-index']")
+    );
+    // Every child is owned by the KraftQuorum.
+    let owner = &sts.metadata.owner_references.as_ref().expect("owner")[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str(), owner.controller),
+        ("KraftQuorum", "kq", Some(true))
+    );
+}
+
+#[test]
+fn server_properties_hold_the_operator_keys_then_the_user_config() {
+    let spec = "replicas: 3\nimage: kraft:1\nconfig:\n  controller.quorum.election.timeout.ms: '1500'\nstorage:\n  size: 1Gi";
+    let q = valid(spec, &status(false));
+    let props = server_properties(&q);
+    let body: Vec<&str> = props.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(
+        body,
+        vec![
+            "process.roles=controller",
+            "listeners=CONTROLLER://0.0.0.0:9093",
+            "controller.listener.names=CONTROLLER",
+            "listener.security.protocol.map=CONTROLLER:PLAINTEXT",
+            "metadata.log.dir=/var/lib/kraft/data",
+            "controller.quorum.bootstrap.servers=kq-0.kq.ns.svc.cluster.local:9093,kq-1.kq.ns.svc.cluster.local:9093,kq-2.kq.ns.svc.cluster.local:9093",
+            "controller.quorum.election.timeout.ms=1500",
+        ]
+    );
+    let cm = build_configmap(&q);
+    assert_eq!(cm.data.as_ref().expect("data")["server.properties"], props);
+}
+
+#[test]
+fn a_config_change_changes_the_pod_template() {
+    let a = build_statefulset(&valid(SPEC3, &status(true)));
+    let b = build_statefulset(&valid(
+        "replicas: 3\nimage: kraft:1\nconfig:\n  a.b: c\nstorage:\n  size: 1Gi",
+        &status(true),
+    ));
+    assert_ne!(a.spec.map(|s| s.template), b.spec.map(|s| s.template));
+}
+
+#[test]
+fn the_service_is_headless_and_publishes_not_ready_addresses() {
+    let svc = build_service(&valid(SPEC3, &status(false)));
+    let s = svc.spec.expect("spec");
+    assert_eq!(s.cluster_ip.as_deref(), Some("None"));
+    assert_eq!(s.publish_not_ready_addresses, Some(true));
+    assert_eq!(s.ports.expect("ports")[0].port, 9093);
+}
+
+#[test]
+fn the_pdb_keeps_a_majority_of_the_live_voters() {
+    assert_eq!(
+        (1..=7).map(max_unavailable).collect::<Vec<_>>(),
+        vec![0, 0, 1, 1, 2, 2, 3]
+    );
+    let voters5 = format!(
+        "{}\nvoters:\n{}",
+        status(true),
+        (0..5)
+            .map(|i| format!("- nodeId: {i}\n  directoryId: {DIR0}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let pdb = build_pdb(&valid(
+        "replicas: 5\nimage: kraft:1\nstorage:\n  size: 1Gi",
+        &voters5,
+    ));
+    assert_eq!(
+        pdb.spec.and_then(|s| s.max_unavailable),
+        Some(IntOrString::Int(2))
+    );
+}

@@ -1,0 +1,234 @@
+//! Observe (DESIGN 3.2 step 3): find the leader among the pods by asking
+//! each for DescribeQuorum, and map the pods and the answer into the
+//! planner's [`Input`](crate::planner::Input).
+//!
+//! [`describe`] is the only I/O here (through [`QuorumClient`]); the mappings
+//! are pure. Nothing here decides what to do.
+
+use k8s_openapi::api::{apps::v1::StatefulSet, core::v1::Pod};
+use tracing::debug;
+
+use crate::{
+    crd::{KraftQuorumStatus, LABEL_POD_INDEX},
+    kafka_uuid,
+    planner::{Input, Member, Observed, Pending, PodState},
+    quorum::{QuorumClient, QuorumDescription, QuorumError, ReplicaState},
+};
+
+/// A pod's ordinal: the `apps.kubernetes.io/pod-index` label, else the
+/// suffix of `<statefulset>-<ordinal>`.
+pub fn ordinal(pod: &Pod) -> Option<i32> {
+    let meta = &pod.metadata;
+    if let Some(i) = meta
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(LABEL_POD_INDEX))
+        .and_then(|v| v.parse().ok())
+    {
+        return Some(i);
+    }
+    meta.name.as_ref()?.rsplit_once('-')?.1.parse().ok()
+}
+
+/// Whether the pod's `Ready` condition is `True`.
+pub fn is_ready(pod: &Pod) -> bool {
+    pod.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// The pod's IP, if it has one and is not being deleted.
+pub fn pod_ip(pod: &Pod) -> Option<&str> {
+    if pod.metadata.deletion_timestamp.is_some() {
+        return None;
+    }
+    pod.status.as_ref()?.pod_ip.as_deref()
+}
+
+/// The planner's view of the pods: ordinal, readiness, and whether the pod
+/// runs the StatefulSet's update revision (OnDelete leaves old pods alone
+/// until the operator deletes them). Without a revision to compare (a new
+/// StatefulSet), pods count as current.
+pub fn pod_states(pods: &[Pod], sts: Option<&StatefulSet>) -> Vec<PodState> {
+    let update_revision = sts
+        .and_then(|s| s.status.as_ref())
+        .and_then(|s| s.update_revision.as_deref());
+    let mut out: Vec<PodState> = pods
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter_map(|p| {
+            let ordinal = ordinal(p)?;
+            let revision = p
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get("controller-revision-hash"))
+                .map(String::as_str);
+            let up_to_date = match (update_revision, revision) {
+                (Some(want), Some(have)) => want == have,
+                _ => true,
+            };
+            Some(PodState {
+                ordinal,
+                ready: is_ready(p),
+                up_to_date,
+            })
+        })
+        .collect();
+    out.sort_by_key(|p| p.ordinal);
+    out
+}
+
+/// The planner's view of a DescribeQuorum answer.
+pub fn observed(d: &QuorumDescription) -> Observed {
+    let member = |r: &ReplicaState| Member {
+        node_id: r.node_id,
+        directory_id: r.directory_id,
+        caught_up: d.is_caught_up(r),
+        fetching: d.is_fetching(r),
+    };
+    Observed {
+        leader_id: d.leader_id,
+        voters: d.voters.iter().map(member).collect(),
+        observers: d.observers.iter().map(member).collect(),
+    }
+}
+
+/// The recorded change in planner form, with its age at `now_ms` (Unix ms).
+/// A record whose directory id or time cannot be read is treated as timed out.
+pub fn pending(status: &KraftQuorumStatus, now_ms: i64) -> Option<Pending> {
+    let p = status.pending_change.as_ref()?;
+    let since = p
+        .since
+        .parse::<k8s_openapi::jiff::Timestamp>()
+        .map(|t| t.as_millisecond())
+        .unwrap_or(i64::MIN / 2);
+    Some(Pending {
+        kind: p.kind,
+        node_id: p.node_id,
+        directory_id: kafka_uuid::parse(&p.directory_id).unwrap_or_default(),
+        age_ms: now_ms.saturating_sub(since),
+    })
+}
+
+/// Builds the planner input.
+pub fn planner_input(
+    desired_replicas: i32,
+    statefulset_replicas: i32,
+    status: &KraftQuorumStatus,
+    bootstrapped: bool,
+    quorum: Option<&QuorumDescription>,
+    pods: &[PodState],
+    now_ms: i64,
+) -> Input {
+    Input {
+        desired_replicas,
+        statefulset_replicas,
+        bootstrapped,
+        pending: pending(status, now_ms),
+        quorum: quorum.map(observed),
+        pods: pods.to_vec(),
+    }
+}
+
+/// A `format` init container that stopped because its volume belongs to
+/// another cluster (DESIGN 2.3: never reformatted): the pod name and message.
+pub fn cluster_id_mismatch(pods: &[Pod]) -> Option<(String, String)> {
+    pods.iter().find_map(|p| {
+        let statuses = p.status.as_ref()?.init_container_statuses.as_ref()?;
+        statuses.iter().find_map(|s| {
+            let terminated = s
+                .state
+                .as_ref()
+                .and_then(|st| st.terminated.as_ref())
+                .or_else(|| s.last_state.as_ref().and_then(|st| st.terminated.as_ref()))?;
+            let message = terminated.message.as_deref()?;
+            (terminated.exit_code != 0 && message.to_lowercase().contains("cluster id")).then(
+                || {
+                    (
+                        p.metadata.name.clone().unwrap_or_default(),
+                        message.trim().to_string(),
+                    )
+                },
+            )
+        })
+    })
+}
+
+/// Asks the pods, in order, for DescribeQuorum at `ip:port` until the leader
+/// answers: the last known leader first, then ready pods, then the rest.
+/// Returns the answer and the leader's address, or `None` when no pod did.
+pub async fn describe<Q: QuorumClient>(
+    client: &Q,
+    pods: &[Pod],
+    port: i32,
+    last_leader: Option<i32>,
+) -> Option<(QuorumDescription, String)> {
+    let mut order: Vec<(&Pod, i32)> = pods
+        .iter()
+        .filter_map(|p| Some((p, ordinal(p)?)))
+        .filter(|(p, _)| pod_ip(p).is_some())
+        .collect();
+    order.sort_by_key(|(p, o)| (Some(*o) != last_leader, !is_ready(p), *o));
+    for (pod, _) in order {
+        let Some(ip) = pod_ip(pod) else { continue };
+        let addr = format!("{ip}:{port}");
+        match client.describe_quorum(&addr).await {
+            Ok(d) => return Some((d, addr)),
+            Err(QuorumError::NotLeader { .. }) => continue,
+            Err(e) => debug!(error = %e, "describe quorum failed"),
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pod(yaml: &str) -> Pod {
+        serde_yaml::from_str(yaml).expect("pod yaml")
+    }
+
+    #[test]
+    fn pods_are_current_when_they_run_the_update_revision() {
+        let sts: StatefulSet = serde_yaml::from_str(
+            "metadata: {name: kq}\nstatus: {replicas: 2, updateRevision: kq-new}",
+        )
+        .expect("sts");
+        let pods = [
+            pod(
+                "metadata: {name: kq-1, labels: {controller-revision-hash: kq-old}}\nstatus: {conditions: [{type: Ready, status: 'True'}]}",
+            ),
+            pod(
+                "metadata: {name: kq-0, labels: {controller-revision-hash: kq-new, apps.kubernetes.io/pod-index: '0'}}\nstatus: {conditions: [{type: Ready, status: 'False'}]}",
+            ),
+        ];
+        assert_eq!(
+            pod_states(&pods, Some(&sts)),
+            vec![
+                PodState {
+                    ordinal: 0,
+                    ready: false,
+                    up_to_date: true
+                },
+                PodState {
+                    ordinal: 1,
+                    ready: true,
+                    up_to_date: false
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn a_format_that_found_another_cluster_is_reported() {
+        let pods = [pod(
+            "metadata: {name: kq-2}\nstatus:\n  initContainerStatuses:\n  - name: format\n    image: x\n    imageID: ''\n    ready: false\n    restartCount: 3\n    state: {terminated: {exitCode: 1, message: 'cluster id in meta.properties is AAA, expected BBB'}}",
+        )];
+        let (name, message) = cluster_id_mismatch(&pods).expect("mismatch");
+        assert_eq!(name, "kq-2");
+        assert!(message.contains("expected BBB"));
+    }
+}

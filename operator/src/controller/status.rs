@@ -1,0 +1,158 @@
+//! Status (DESIGN 3.1): the complete `KraftQuorumStatus` written at the end
+//! of each pass, and the conditions Ready / Progressing / Degraded.
+//!
+//! Pure. The status is written whole with server-side apply, so every field
+//! the operator owns (identity included) is always carried over from the
+//! previous status: a field left out of an apply would be removed.
+
+use k8s_openapi::{
+    apimachinery::pkg::apis::meta::v1::{Condition, Time},
+    jiff::Timestamp,
+};
+
+use crate::{
+    crd::{KraftQuorumStatus, VoterStatus},
+    kafka_uuid,
+    quorum::{QuorumDescription, ReplicaState},
+};
+
+/// What a pass concluded, mapped onto the three conditions.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// Spec met, quorum healthy: Ready=True.
+    Ready,
+    /// Working towards the spec: Progressing=True with a reason.
+    Progressing { reason: String, message: String },
+    /// Cannot make progress without help: Degraded=True with a reason.
+    Degraded { reason: String, message: String },
+}
+
+/// Condition type names.
+pub const READY: &str = "Ready";
+/// Condition type names.
+pub const PROGRESSING: &str = "Progressing";
+/// Condition type names.
+pub const DEGRADED: &str = "Degraded";
+
+fn condition(
+    previous: &[Condition],
+    type_: &str,
+    on: bool,
+    reason: &str,
+    message: &str,
+    generation: Option<i64>,
+    now: Timestamp,
+) -> Condition {
+    let status = if on { "True" } else { "False" }.to_string();
+    // The transition time moves only when the status flips.
+    let last_transition_time = previous
+        .iter()
+        .find(|c| c.type_ == type_ && c.status == status)
+        .map(|c| c.last_transition_time.clone())
+        .unwrap_or(Time(now));
+    Condition {
+        type_: type_.to_string(),
+        status,
+        reason: reason.to_string(),
+        message: message.to_string(),
+        observed_generation: generation,
+        last_transition_time,
+    }
+}
+
+/// The three conditions for `outcome`.
+pub fn conditions(
+    previous: &[Condition],
+    outcome: &Outcome,
+    generation: Option<i64>,
+    now: Timestamp,
+) -> Vec<Condition> {
+    let c = |t, on, reason: &str, message: &str| {
+        condition(previous, t, on, reason, message, generation, now)
+    };
+    match outcome {
+        Outcome::Ready => vec![
+            c(
+                READY,
+                true,
+                "QuorumHealthy",
+                "all voters are in place and caught up",
+            ),
+            c(PROGRESSING, false, "Steady", ""),
+            c(DEGRADED, false, "Healthy", ""),
+        ],
+        Outcome::Progressing { reason, message } => vec![
+            c(READY, false, reason, message),
+            c(PROGRESSING, true, reason, message),
+            c(DEGRADED, false, "Healthy", ""),
+        ],
+        Outcome::Degraded { reason, message } => vec![
+            c(READY, false, reason, message),
+            c(PROGRESSING, false, reason, ""),
+            c(DEGRADED, true, reason, message),
+        ],
+    }
+}
+
+fn replica_status(d: &QuorumDescription, r: &ReplicaState) -> VoterStatus {
+    VoterStatus {
+        node_id: r.node_id,
+        directory_id: kafka_uuid::to_string(r.directory_id),
+        endpoint: d.endpoints.get(&r.node_id).cloned(),
+        lag: d.lag(r),
+        caught_up: d.is_caught_up(r),
+    }
+}
+
+/// Copies what DescribeQuorum said into `status` (leader, epoch, high
+/// watermark, voters, observers). Without an answer the last known voter set
+/// is kept (it is the record of identity) and the leader is cleared.
+pub fn observe_into(status: &mut KraftQuorumStatus, d: Option<&QuorumDescription>) {
+    match d {
+        Some(d) => {
+            status.leader_id = Some(d.leader_id);
+            status.leader_epoch = Some(d.leader_epoch);
+            status.high_watermark = Some(d.high_watermark);
+            status.voters = d.voters.iter().map(|r| replica_status(d, r)).collect();
+            status.observers = d.observers.iter().map(|r| replica_status(d, r)).collect();
+            status.bootstrapped = true;
+        }
+        None => {
+            status.leader_id = None;
+            status.observers.clear();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_condition_keeps_its_transition_time_until_its_status_flips() {
+        let t0: Timestamp = "2026-01-01T00:00:00Z".parse().expect("time");
+        let t1: Timestamp = "2026-01-01T00:01:00Z".parse().expect("time");
+        let first = conditions(&[], &Outcome::Ready, Some(1), t0);
+        let again = conditions(&first, &Outcome::Ready, Some(2), t1);
+        assert_eq!(again[0].last_transition_time, Time(t0));
+        assert_eq!(again[0].observed_generation, Some(2));
+        let degraded = Outcome::Degraded {
+            reason: "QuorumUnavailable".into(),
+            message: "no leader".into(),
+        };
+        let flipped = conditions(&again, &degraded, Some(2), t1);
+        assert_eq!(flipped[0].last_transition_time, Time(t1));
+        assert_eq!(
+            flipped
+                .iter()
+                .map(|c| (c.type_.as_str(), c.status.as_str()))
+                .collect::<Vec<_>>(),
+            vec![
+                ("Ready", "False"),
+                ("Progressing", "False"),
+                ("Degraded", "True")
+            ]
+        );
+        assert_eq!(flipped[2].reason, "QuorumUnavailable");
+    }
+}

@@ -1,0 +1,297 @@
+//! The `KraftQuorum` custom resource (`kraft.krabka.io/v1alpha1`, short name
+//! `kq`): its spec, its status and the constants shared by every step of the
+//! reconciler (group, field manager, label keys, ports, paths).
+//!
+//! Owns the API types only and the CEL rules the API server enforces on them.
+//! It must not do I/O or hold reconcile logic; `crds/kraftquorum.yaml` is
+//! generated from these types by `kraft-operator crd` (see `make crds`).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::{
+    api::core::v1::{Affinity, ResourceRequirements, Toleration},
+    apimachinery::pkg::apis::meta::v1::Condition,
+};
+use kube::{CustomResource, CustomResourceExt, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// The API group of every resource this operator defines.
+pub const GROUP: &str = "kraft.krabka.io";
+/// The server-side apply field manager for children and status.
+pub const FIELD_MANAGER: &str = "kraft-operator";
+/// The finalizer the reconciler puts on every `KraftQuorum`.
+pub const FINALIZER: &str = "kraft.krabka.io/cleanup";
+/// Default Raft/controller listener port (Kafka's conventional controller port).
+pub const DEFAULT_LISTENER_PORT: i32 = 9093;
+/// The controller's HTTP port (`/healthz`, `/readyz`, `/metrics`), fixed by
+/// `kraft-controller run` (DESIGN 2.1, `server`).
+pub const CONTROLLER_HTTP_PORT: i32 = 9100;
+/// Kafka's listener name for the controller listener (`controller.listener.names`).
+pub const CONTROLLER_LISTENER_NAME: &str = "CONTROLLER";
+/// Where the metadata log volume is mounted (`metadata.log.dir`).
+pub const DATA_DIR: &str = "/var/lib/kraft/data";
+/// Where the ConfigMap is mounted.
+pub const CONFIG_DIR: &str = "/etc/kraft";
+/// The ConfigMap key holding the controller's `server.properties`.
+pub const SERVER_PROPERTIES_KEY: &str = "server.properties";
+/// Largest quorum the CRD accepts (`spec.replicas`).
+pub const MAX_REPLICAS: i32 = 9;
+
+/// Label: the name of the `KraftQuorum` a child belongs to.
+pub const LABEL_INSTANCE: &str = "app.kubernetes.io/instance";
+/// Label: always `kraft-controller`.
+pub const LABEL_NAME: &str = "app.kubernetes.io/name";
+/// Label: always `kraft-operator`.
+pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
+/// Pod label the StatefulSet controller sets to the pod's ordinal
+/// (Kubernetes ≥ 1.28, `PodIndexLabel`, GA in 1.32).
+pub const LABEL_POD_INDEX: &str = "apps.kubernetes.io/pod-index";
+/// Pod template annotation: hash of `server.properties`, so a config change is
+/// a template change (and a new StatefulSet revision).
+pub const ANNOTATION_CONFIG_HASH: &str = "kraft.krabka.io/config-hash";
+
+/// What happens to a controller's volume when its pod goes away for good.
+/// Maps onto the StatefulSet's `persistentVolumeClaimRetentionPolicy`.
+#[derive(Clone, Copy, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+pub enum RetentionPolicy {
+    /// Keep the PersistentVolumeClaim (the default: data is never lost by accident).
+    #[default]
+    Retain,
+    /// Delete the PersistentVolumeClaim.
+    Delete,
+}
+
+impl RetentionPolicy {
+    /// The Kubernetes spelling (`Retain` or `Delete`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RetentionPolicy::Retain => "Retain",
+            RetentionPolicy::Delete => "Delete",
+        }
+    }
+}
+
+/// Storage of each controller's metadata log (`volumeClaimTemplates: data`).
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct StorageSpec {
+    /// Requested size of each volume, a Kubernetes quantity (e.g. `1Gi`).
+    pub size: String,
+    /// StorageClass of the volumes; the cluster default when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_class_name: Option<String>,
+    /// What happens to the volume of a pod removed by a scale-down.
+    #[serde(default)]
+    pub on_scale_down: RetentionPolicy,
+    /// What happens to the volumes when the KraftQuorum is deleted.
+    #[serde(default)]
+    pub on_delete: RetentionPolicy,
+}
+
+/// The parts of the pod template users need to set.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct PodTemplateSpec {
+    /// Node selector of the controller pods.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub node_selector: BTreeMap<String, String>,
+    /// Tolerations of the controller pods.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tolerations: Vec<Toleration>,
+    /// Affinity of the controller pods.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub affinity: Option<Affinity>,
+    /// Extra labels on the controller pods (the operator's own labels win).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub labels: BTreeMap<String, String>,
+    /// Extra annotations on the controller pods.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// A quorum of KRaft controllers. `spec.replicas` is the number of voters.
+// clippy reads the repeated `type_ = "integer"` inside separate
+// `printcolumn(...)` entries as duplicated attributes; they are not.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, KubeSchema, Clone, Debug, Deserialize, Serialize, PartialEq)]
+#[kube(
+    group = "kraft.krabka.io",
+    version = "v1alpha1",
+    kind = "KraftQuorum",
+    namespaced,
+    shortname = "kq",
+    status = "KraftQuorumStatus",
+    doc = "A quorum of KRaft controllers (Apache Kafka's metadata quorum) run by kraft-operator",
+    scale(
+        spec_replicas_path = ".spec.replicas",
+        status_replicas_path = ".status.replicas",
+        label_selector_path = ".status.selector"
+    ),
+    printcolumn(name = "Replicas", type_ = "integer", json_path = ".spec.replicas"),
+    printcolumn(name = "Ready", type_ = "integer", json_path = ".status.readyReplicas"),
+    printcolumn(name = "Leader", type_ = "integer", json_path = ".status.leaderId"),
+    printcolumn(name = "Epoch", type_ = "integer", json_path = ".status.leaderEpoch"),
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
+)]
+#[x_kube(
+    validation = Rule::new("self.replicas >= 1 && self.replicas <= 9").message("replicas must be between 1 and 9"),
+    validation = Rule::new("!has(oldSelf.clusterId) || (has(self.clusterId) && self.clusterId == oldSelf.clusterId)").message("clusterId is immutable once set"),
+    validation = Rule::new("self.listenerPort == oldSelf.listenerPort").message("listenerPort is immutable: voter endpoints are recorded in the metadata log"),
+    validation = Rule::new("self.storage.size == oldSelf.storage.size && has(self.storage.storageClassName) == has(oldSelf.storage.storageClassName) && (!has(self.storage.storageClassName) || self.storage.storageClassName == oldSelf.storage.storageClassName)").message("storage.size and storage.storageClassName are immutable: a StatefulSet's volumeClaimTemplates cannot change"),
+    validation = Rule::new("has(self.serviceName) == has(oldSelf.serviceName) && (!has(self.serviceName) || self.serviceName == oldSelf.serviceName)").message("serviceName is immutable: voter endpoints are recorded in the metadata log")
+)]
+#[serde(rename_all = "camelCase")]
+pub struct KraftQuorumSpec {
+    /// Number of voters, 1 to 9 (odd numbers tolerate the most failures per pod).
+    #[schemars(range(min = 1, max = 9))]
+    pub replicas: i32,
+    /// Container image holding the `kraft-controller` binary.
+    pub image: String,
+    /// Kafka cluster id (22-character base64 UUID); generated once when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_id: Option<String>,
+    /// Volumes of the controllers.
+    pub storage: StorageSpec,
+    /// Resources of the controller container.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resources: Option<ResourceRequirements>,
+    /// Port of the controller listener (Raft and admin RPCs).
+    #[serde(default = "default_listener_port")]
+    #[schemars(range(min = 1, max = 65535))]
+    pub listener_port: i32,
+    /// Name of the headless Service; `<name>` of the KraftQuorum when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_name: Option<String>,
+    /// Extra controller properties appended to `server.properties` (Kafka
+    /// config names, e.g. `controller.quorum.election.timeout.ms`). Keys the
+    /// operator owns (`node.id`, `process.roles`, listeners, `metadata.log.dir`,
+    /// `controller.quorum.*voters`, `controller.quorum.bootstrap.servers`) are rejected.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub config: BTreeMap<String, String>,
+    /// Pod placement and metadata.
+    #[serde(default)]
+    pub pod_template: PodTemplateSpec,
+}
+
+fn default_listener_port() -> i32 {
+    DEFAULT_LISTENER_PORT
+}
+
+/// A voter as the quorum reports it (DescribeQuorum, KIP-853).
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct VoterStatus {
+    /// `node.id` (equals the pod ordinal).
+    pub node_id: i32,
+    /// Directory id, Kafka's base64 UUID notation.
+    pub directory_id: String,
+    /// Controller endpoint `host:port`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// High watermark minus this replica's log end offset (records).
+    #[serde(default)]
+    pub lag: i64,
+    /// Whether the replica is caught up with the leader.
+    #[serde(default)]
+    pub caught_up: bool,
+}
+
+/// A voter of the initial voter set, with the directory id generated before
+/// bootstrap and handed to `kraft-controller format --initial-controllers`.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct InitialVoter {
+    /// `node.id` (pod ordinal).
+    pub node_id: i32,
+    /// Directory id, Kafka's base64 UUID notation.
+    pub directory_id: String,
+}
+
+/// What kind of membership change is in flight.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+pub enum ChangeKind {
+    /// AddRaftVoter (api key 80).
+    AddVoter,
+    /// RemoveRaftVoter (api key 81).
+    RemoveVoter,
+}
+
+/// The membership change the operator has sent and not yet seen done.
+/// Written to status before the request is sent (DESIGN 3.2).
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingChange {
+    /// AddVoter or RemoveVoter.
+    pub kind: ChangeKind,
+    /// The voter's node id.
+    pub node_id: i32,
+    /// The voter's directory id (Kafka base64 UUID).
+    pub directory_id: String,
+    /// RFC 3339 time the change was recorded.
+    pub since: String,
+}
+
+/// Observed state of a KraftQuorum.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct KraftQuorumStatus {
+    /// Ready, Progressing and Degraded, with reasons.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
+    /// The `metadata.generation` this status describes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// The cluster id in use (from spec or generated); the record of identity.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_id: Option<String>,
+    /// True once a leader was ever observed: bootstrap flags are never used again.
+    #[serde(default)]
+    pub bootstrapped: bool,
+    /// Controller pods (the StatefulSet's replicas).
+    #[serde(default)]
+    pub replicas: i32,
+    /// Ready controller pods.
+    #[serde(default)]
+    pub ready_replicas: i32,
+    /// Label selector of the pods, for the scale subresource.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selector: Option<String>,
+    /// Current leader's node id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader_id: Option<i32>,
+    /// Current leader epoch.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub leader_epoch: Option<i32>,
+    /// Leader's high watermark (offset).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub high_watermark: Option<i64>,
+    /// The voter set as last observed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub voters: Vec<VoterStatus>,
+    /// Observers (fetching, not voting) as last observed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub observers: Vec<VoterStatus>,
+    /// The initial voters, generated before bootstrap.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub initial_voters: Vec<InitialVoter>,
+    /// The membership change in flight, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_change: Option<PendingChange>,
+}
+
+/// The CRD as YAML, exactly what `crds/kraftquorum.yaml` must hold.
+///
+/// # Errors
+/// Only if serde_yaml cannot serialize the CRD (a bug).
+pub fn crd_yaml() -> Result<String, serde_yaml::Error> {
+    let crd = KraftQuorum::crd();
+    let body = serde_yaml::to_string(&crd)?;
+    Ok(format!(
+        "# Generated by `kraft-operator crd` (make crds). Do not edit.\n{body}"
+    ))
+}

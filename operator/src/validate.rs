@@ -1,0 +1,363 @@
+//! Validation: a `KraftQuorum` (spec and the identity recorded in its status)
+//! → [`ValidatedQuorum`], the only input of the build step.
+//!
+//! Pure: no I/O, no clock, no randomness. It must not decide membership (that
+//! is the planner's) nor generate identity (the reconciler does that, and
+//! writes it to status, before anything is validated). An error here is an
+//! invalid spec: the reconciler reports it and waits for the spec to change.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::{
+    api::core::v1::ResourceRequirements, apimachinery::pkg::apis::meta::v1::OwnerReference,
+};
+use kube::{Resource, ResourceExt};
+use uuid::Uuid;
+
+use crate::{
+    crd::{
+        CONTROLLER_HTTP_PORT, KraftQuorum, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME,
+        MAX_REPLICAS, PodTemplateSpec, StorageSpec,
+    },
+    kafka_uuid,
+};
+
+/// Kubernetes' default cluster DNS domain.
+pub const DEFAULT_CLUSTER_DOMAIN: &str = "cluster.local";
+
+/// Longest KraftQuorum name: a StatefulSet's pods get the label
+/// `controller-revision-hash=<name>-<10 chars>`, which must fit in 63.
+pub const MAX_NAME_LEN: usize = 52;
+
+/// Controller properties the operator owns; `spec.config` may not set them.
+pub const RESERVED_KEYS: &[&str] = &[
+    "process.roles",
+    "node.id",
+    "listeners",
+    "advertised.listeners",
+    "controller.listener.names",
+    "listener.security.protocol.map",
+    "metadata.log.dir",
+    "log.dirs",
+    "controller.quorum.voters",
+    "controller.quorum.bootstrap.servers",
+];
+
+/// Why a KraftQuorum cannot be built. Each is a spec (or identity) problem
+/// that only a change of the resource can fix.
+#[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
+pub enum Error {
+    /// The resource has no namespace (the CRD is namespaced; a bug upstream).
+    #[error("kraftquorum {0} has no namespace")]
+    NoNamespace(String),
+    /// The resource has no uid yet (not read from the API server).
+    #[error("kraftquorum {0} has no uid; it must come from the api server")]
+    NoUid(String),
+    /// `metadata.name` too long for the pods' labels.
+    #[error(
+        "name {name:?} is {len} characters; at most {MAX_NAME_LEN} fit the statefulset's pod labels"
+    )]
+    NameTooLong { name: String, len: usize },
+    /// `spec.replicas` outside 1..=9.
+    #[error("spec.replicas is {0}; it must be between 1 and {MAX_REPLICAS}")]
+    Replicas(i32),
+    /// `spec.image` empty.
+    #[error("spec.image is empty; set the image holding kraft-controller")]
+    NoImage,
+    /// `spec.storage.size` empty.
+    #[error("spec.storage.size is empty; set a quantity such as 1Gi")]
+    NoStorageSize,
+    /// `spec.listenerPort` not a usable port.
+    #[error(
+        "spec.listenerPort is {0}; it must be 1-65535 and not {CONTROLLER_HTTP_PORT} (the controller's http port)"
+    )]
+    ListenerPort(i32),
+    /// `spec.serviceName` not a DNS-1035 label.
+    #[error(
+        "spec.serviceName {0:?} is not a dns label (lower-case letters, digits, '-', at most 63)"
+    )]
+    ServiceName(String),
+    /// `spec.config` sets a key the operator owns.
+    #[error("spec.config sets {0:?}, which the operator owns; remove it")]
+    ReservedConfigKey(String),
+    /// A cluster id that is not Kafka's 22-character base64 UUID.
+    #[error("cluster id {0:?} is not a kafka uuid (22 characters of url-safe base64)")]
+    ClusterId(String),
+    /// `spec.clusterId` differs from the identity in status.
+    #[error(
+        "spec.clusterId is {spec:?} but the quorum's volumes were formatted with {status:?}; a cluster id never changes"
+    )]
+    ClusterIdMismatch { spec: String, status: String },
+    /// No cluster id in status: identity must be written before validation.
+    #[error("status.clusterId is not set; identity is generated before validation")]
+    IdentityMissing,
+    /// Initial voters in status that are not 0..n-1 with valid directory ids.
+    #[error("status.initialVoters is malformed: {0}")]
+    InitialVoters(String),
+}
+
+/// How `kraft-controller format` bootstraps a pod's volume (DESIGN 2.4).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FormatMode {
+    /// Before the first bootstrap: every initial voter gets the same list
+    /// `id@host:port:directoryId,…`; a node's own directory id is the one in
+    /// its own entry.
+    InitialControllers(String),
+    /// After bootstrap (and for every pod not in the initial set): start as an
+    /// observer; become a voter only through AddRaftVoter.
+    NoInitialControllers,
+}
+
+/// A KraftQuorum that passed validation, with everything the build step needs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValidatedQuorum {
+    /// `metadata.name`; also the StatefulSet's, ConfigMap's and PDB's name.
+    pub name: String,
+    /// `metadata.namespace`.
+    pub namespace: String,
+    /// Owner reference (controller=true) every child carries.
+    pub owner: OwnerReference,
+    /// Desired voters (`spec.replicas`).
+    pub replicas: i32,
+    /// Pods the StatefulSet should run now (decided by the reconciler: the
+    /// initial voter count before bootstrap, then the planner's choice).
+    pub statefulset_replicas: i32,
+    /// Voters the PodDisruptionBudget protects (live voter set, or the
+    /// initial voters before bootstrap).
+    pub live_voters: i32,
+    /// Controller image.
+    pub image: String,
+    /// Kafka cluster id (from status, where identity is recorded).
+    pub cluster_id: String,
+    /// Headless Service name.
+    pub service_name: String,
+    /// Controller listener port.
+    pub listener_port: i32,
+    /// Cluster DNS domain (`cluster.local` unless configured).
+    pub cluster_domain: String,
+    /// Volumes.
+    pub storage: StorageSpec,
+    /// Controller container resources.
+    pub resources: Option<ResourceRequirements>,
+    /// Extra controller properties (validated: no reserved key).
+    pub config: BTreeMap<String, String>,
+    /// Pod placement bits.
+    pub pod_template: PodTemplateSpec,
+    /// Whether a leader was ever observed.
+    pub bootstrapped: bool,
+    /// Initial voters `(node id, directory id)`, ordered by node id.
+    pub initial_voters: Vec<(i32, Uuid)>,
+}
+
+impl ValidatedQuorum {
+    /// The labels every child carries and selects on.
+    pub fn selector_labels(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            (LABEL_NAME.to_string(), "kraft-controller".to_string()),
+            (LABEL_INSTANCE.to_string(), self.name.clone()),
+        ])
+    }
+
+    /// Selector labels plus `managed-by`.
+    pub fn labels(&self) -> BTreeMap<String, String> {
+        let mut l = self.selector_labels();
+        l.insert(LABEL_MANAGED_BY.to_string(), "kraft-operator".to_string());
+        l
+    }
+
+    /// The label selector string (`k=v,k=v`) of the pods.
+    pub fn selector_string(&self) -> String {
+        self.selector_labels()
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+
+    /// Pod name of `ordinal`.
+    pub fn pod_name(&self, ordinal: i32) -> String {
+        format!("{}-{ordinal}", self.name)
+    }
+
+    /// Stable DNS name of pod `ordinal` through the headless Service.
+    pub fn pod_host(&self, ordinal: i32) -> String {
+        format!(
+            "{}.{}.{}.svc.{}",
+            self.pod_name(ordinal),
+            self.service_name,
+            self.namespace,
+            self.cluster_domain
+        )
+    }
+
+    /// `host:port` of pod `ordinal`'s controller listener: the endpoint the
+    /// voter set records for that node.
+    pub fn endpoint(&self, ordinal: i32) -> String {
+        format!("{}:{}", self.pod_host(ordinal), self.listener_port)
+    }
+
+    /// The mode `kraft-controller format` runs in for new volumes now: the
+    /// initial voter list before the first bootstrap, and
+    /// `--no-initial-controllers` forever after (so a wiped pod never starts a
+    /// second quorum, DESIGN 2.4).
+    pub fn format_mode(&self) -> FormatMode {
+        if self.bootstrapped {
+            return FormatMode::NoInitialControllers;
+        }
+        let list = self
+            .initial_voters
+            .iter()
+            .map(|(id, dir)| {
+                format!(
+                    "{id}@{}:{}:{}",
+                    self.pod_host(*id),
+                    self.listener_port,
+                    kafka_uuid::to_string(*dir)
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(",");
+        FormatMode::InitialControllers(list)
+    }
+
+    /// `controller.quorum.bootstrap.servers`: the initial voters' endpoints.
+    /// Fixed at bootstrap so that scaling never changes the config (and never
+    /// forces a rolling restart); any reachable voter or observer redirects a
+    /// fetcher to the leader.
+    pub fn bootstrap_servers(&self) -> String {
+        self.initial_voters
+            .iter()
+            .map(|(id, _)| self.endpoint(*id))
+            .collect::<Vec<_>>()
+            .join(",")
+    }
+}
+
+/// Validates `kq` into a [`ValidatedQuorum`].
+///
+/// `current_statefulset_replicas` is the StatefulSet's `spec.replicas` if it
+/// exists; after bootstrap it is kept (the planner moves it), before bootstrap
+/// the StatefulSet runs exactly the initial voters.
+///
+/// # Errors
+/// An [`Error`] naming the bad field and value.
+pub fn validate(
+    kq: &KraftQuorum,
+    current_statefulset_replicas: Option<i32>,
+    cluster_domain: &str,
+) -> Result<ValidatedQuorum, Error> {
+    let name = kq.name_any();
+    let namespace = kq
+        .namespace()
+        .ok_or_else(|| Error::NoNamespace(name.clone()))?;
+    if kq.uid().is_none() {
+        return Err(Error::NoUid(name));
+    }
+    let owner = kq
+        .controller_owner_ref(&())
+        .ok_or_else(|| Error::NoUid(name.clone()))?;
+    if name.len() > MAX_NAME_LEN {
+        return Err(Error::NameTooLong {
+            len: name.len(),
+            name,
+        });
+    }
+    let spec = &kq.spec;
+    if !(1..=MAX_REPLICAS).contains(&spec.replicas) {
+        return Err(Error::Replicas(spec.replicas));
+    }
+    if spec.image.trim().is_empty() {
+        return Err(Error::NoImage);
+    }
+    if spec.storage.size.trim().is_empty() {
+        return Err(Error::NoStorageSize);
+    }
+    if !(1..=65535).contains(&spec.listener_port) || spec.listener_port == CONTROLLER_HTTP_PORT {
+        return Err(Error::ListenerPort(spec.listener_port));
+    }
+    let service_name = spec.service_name.clone().unwrap_or_else(|| name.clone());
+    if !is_dns_label(&service_name) {
+        return Err(Error::ServiceName(service_name));
+    }
+    if let Some(key) = spec
+        .config
+        .keys()
+        .find(|k| RESERVED_KEYS.contains(&k.as_str()))
+    {
+        return Err(Error::ReservedConfigKey(key.clone()));
+    }
+    if let Some(id) = &spec.cluster_id {
+        kafka_uuid::parse(id).map_err(|_| Error::ClusterId(id.clone()))?;
+    }
+
+    let status = kq.status.clone().unwrap_or_default();
+    let cluster_id = status.cluster_id.clone().ok_or(Error::IdentityMissing)?;
+    kafka_uuid::parse(&cluster_id).map_err(|_| Error::ClusterId(cluster_id.clone()))?;
+    if let Some(id) = &spec.cluster_id
+        && *id != cluster_id
+    {
+        return Err(Error::ClusterIdMismatch {
+            spec: id.clone(),
+            status: cluster_id,
+        });
+    }
+    let mut initial_voters = Vec::with_capacity(status.initial_voters.len());
+    for (i, v) in status.initial_voters.iter().enumerate() {
+        if usize::try_from(v.node_id).ok() != Some(i) {
+            return Err(Error::InitialVoters(format!(
+                "entry {i} has node id {}, expected {i}",
+                v.node_id
+            )));
+        }
+        let dir =
+            kafka_uuid::parse(&v.directory_id).map_err(|e| Error::InitialVoters(e.to_string()))?;
+        initial_voters.push((v.node_id, dir));
+    }
+    if initial_voters.is_empty() {
+        return Err(Error::InitialVoters("no initial voters".into()));
+    }
+    let initial_count = i32::try_from(initial_voters.len())
+        .map_err(|_| Error::InitialVoters("too many initial voters".into()))?;
+
+    let statefulset_replicas = if status.bootstrapped {
+        current_statefulset_replicas.unwrap_or(spec.replicas)
+    } else {
+        initial_count
+    };
+    let live_voters = if status.bootstrapped && !status.voters.is_empty() {
+        i32::try_from(status.voters.len()).unwrap_or(MAX_REPLICAS)
+    } else {
+        initial_count
+    };
+
+    Ok(ValidatedQuorum {
+        name,
+        namespace,
+        owner,
+        replicas: spec.replicas,
+        statefulset_replicas,
+        live_voters,
+        image: spec.image.clone(),
+        cluster_id,
+        service_name,
+        listener_port: spec.listener_port,
+        cluster_domain: cluster_domain.to_string(),
+        storage: spec.storage.clone(),
+        resources: spec.resources.clone(),
+        config: spec.config.clone(),
+        pod_template: spec.pod_template.clone(),
+        bootstrapped: status.bootstrapped,
+        initial_voters,
+    })
+}
+
+/// RFC 1035 label: lower-case alphanumerics and '-', starting with a letter,
+/// ending alphanumeric, at most 63 characters.
+fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.starts_with(|c: char| c.is_ascii_lowercase())
+        && s.ends_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+}
