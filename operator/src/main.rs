@@ -34,13 +34,8 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
-        #[cfg(feature = "admin-client")]
         Command::Run(args) => {
             kraft_operator::run::main(args, kraft_operator::quorum::admin::AdminQuorumClient::new)
-        }
-        #[cfg(not(feature = "admin-client"))]
-        Command::Run(args) => {
-            kraft_operator::run::main(args, |_| kraft_operator::quorum::NoAdminClient)
         }
     }
 }

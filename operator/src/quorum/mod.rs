@@ -8,7 +8,6 @@
 //! implementation adapts `kraft_controller::admin::AdminClient`; tests use a
 //! fake that plays a quorum's answers.
 
-#[cfg(feature = "admin-client")]
 pub mod admin;
 
 use std::{collections::BTreeMap, future::Future};
@@ -155,36 +154,6 @@ pub trait QuorumClient: Send + Sync + 'static {
         node_id: i32,
         directory_id: Uuid,
     ) -> impl Future<Output = Result<(), QuorumError>> + Send;
-}
-
-/// The client used when this build links no admin client (the
-/// `admin-client` feature is off): every call fails as unreachable with a
-/// message saying so. The reconciler still creates and formats the quorum;
-/// it reports `QuorumUnavailable` and changes no membership.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct NoAdminClient;
-
-impl NoAdminClient {
-    fn unreachable(addr: &str) -> QuorumError {
-        QuorumError::Unreachable {
-            addr: addr.to_string(),
-            message:
-                "this kraft-operator build has no admin client (build with --features admin-client)"
-                    .into(),
-        }
-    }
-}
-
-impl QuorumClient for NoAdminClient {
-    async fn describe_quorum(&self, addr: &str) -> Result<QuorumDescription, QuorumError> {
-        Err(Self::unreachable(addr))
-    }
-    async fn add_voter(&self, addr: &str, _: i32, _: Uuid, _: &str) -> Result<(), QuorumError> {
-        Err(Self::unreachable(addr))
-    }
-    async fn remove_voter(&self, addr: &str, _: i32, _: Uuid) -> Result<(), QuorumError> {
-        Err(Self::unreachable(addr))
-    }
 }
 
 #[cfg(test)]
