@@ -41,13 +41,15 @@ test-helm: helm-check ## the chart's tests (see helm-check)
 HELM_RELEASE ?= kraft-operator
 HELM_NAMESPACE ?= kraft-system
 HELM_VALUES ?=
+# The chart's full name: the release name when it contains the chart name.
+HELM_DEPLOYMENT = $(if $(findstring kraft-operator,$(HELM_RELEASE)),$(HELM_RELEASE),$(HELM_RELEASE)-kraft-operator)
 
 .PHONY: helm-install helm-test helm-uninstall
 
 helm-install: helm-tools ## install or upgrade the chart in the cluster of $KUBECONFIG (HELM_VALUES=file for more values)
 	$(HELM) upgrade --install $(HELM_RELEASE) $(HELM_CHART) --namespace $(HELM_NAMESPACE) \
 	  --create-namespace --wait --timeout 5m $(if $(HELM_VALUES),-f $(HELM_VALUES))
-	$(KUBECTL) --namespace $(HELM_NAMESPACE) rollout status deployment/$(HELM_RELEASE) --timeout 2m
+	$(KUBECTL) --namespace $(HELM_NAMESPACE) rollout status deployment/$(HELM_DEPLOYMENT) --timeout 2m
 
 helm-test: helm-tools ## run the chart's `helm test` hook against the installed release
 	$(HELM) test $(HELM_RELEASE) --namespace $(HELM_NAMESPACE) --logs --timeout 3m

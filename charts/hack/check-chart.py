@@ -26,7 +26,8 @@ What is checked, each as one named test (PASS/FAIL), then one closing line
 - the chart's CRD identical to crds/kraftquorum.yaml (hack/sync-crd.sh
   --check, and the rendered object compared with the source);
 - examples/*.yaml valid against the CRD's OpenAPI schema, strictly, and a
-  copy with replicas 0 or 10 rejected by it.
+  copy with replicas 0 or 10 rejected by it;
+- the Dockerfile's stages (no Docker engine here to build them).
 """
 
 from __future__ import annotations
@@ -472,6 +473,34 @@ def the_crd_schema_check_rejects_bad_quorums():
             check(word in str(e), f"a KraftQuorum with {label} failed for another reason: {e}")
             continue
         raise CheckFailed(f"a KraftQuorum with {label} passed the CRD schema")
+
+
+@test
+def the_dockerfile_builds_both_binaries_into_non_root_images():
+    # No Docker engine here: check the Dockerfile's shape instead. Each final
+    # stage is named after its binary, copies it onto PATH, runs as a non-root
+    # user and has it as entrypoint; the binaries are the crates' [[bin]]s.
+    text = (ROOT / "Dockerfile").read_text()
+    stages = re.split(r"^FROM ", text, flags=re.M)[1:]
+    named = {}
+    for st in stages:
+        m = re.match(r"\S+ AS (\S+)", st)
+        check(m is not None, f"unnamed stage: FROM {st.splitlines()[0]}")
+        named[m.group(1)] = st
+    check(set(named) == {"builder", "kraft-controller", "kraft-operator"}, f"stages: {sorted(named)}")
+    check("--locked" in named["builder"] and "--release" in named["builder"], "release build with Cargo.lock")
+    for binary, crate in (("kraft-controller", "controller"), ("kraft-operator", "operator")):
+        cargo = (ROOT / crate / "Cargo.toml").read_text()
+        check(f'name = "{binary}"' in cargo, f"{crate}/Cargo.toml has no binary {binary}")
+        st = named[binary]
+        check(f"COPY --from=builder /out/{binary} /usr/local/bin/{binary}" in st, f"{binary} copied onto PATH")
+        user = re.findall(r"^USER (\S+)", st, flags=re.M)
+        check(user and not user[-1].startswith(("0", "root")), f"{binary} stage runs as {user}")
+        check(f'ENTRYPOINT ["/usr/local/bin/{binary}"]' in st, f"{binary} is the entrypoint")
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    check(f"EXPOSE {values['http']['port']}" in named["kraft-operator"], "the operator image exposes the chart's http.port")
+    check(values["podSecurityContext"]["runAsUser"] == 65532 and "USER 65532:65532" in named["kraft-operator"],
+          "the chart runs the operator as the image's user")
 
 
 def main() -> int:
