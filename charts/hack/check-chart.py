@@ -58,15 +58,14 @@ RELEASE, NAMESPACE = "kw", "kraft-system"
 # Exactly what the operator may do (see templates/rbac.yaml for why): a new
 # permission must be added here too, on purpose.
 WORKLOAD_RULES = {
-    ("kraft.krabka.io", "kraftquorums"): {"get", "list", "watch", "patch", "update"},
-    ("kraft.krabka.io", "kraftquorums/status"): {"get", "patch", "update"},
+    ("kraft.krabka.io", "kraftquorums"): {"get", "list", "watch", "patch"},
+    ("kraft.krabka.io", "kraftquorums/status"): {"patch"},
     ("kraft.krabka.io", "kraftquorums/finalizers"): {"update"},
     ("apps", "statefulsets"): {"get", "list", "watch", "create", "patch"},
-    ("", "services"): {"get", "list", "watch", "create", "patch"},
-    ("", "configmaps"): {"get", "list", "watch", "create", "patch"},
-    ("policy", "poddisruptionbudgets"): {"get", "list", "watch", "create", "patch"},
-    ("", "pods"): {"get", "list", "watch", "delete"},
-    ("", "persistentvolumeclaims"): {"get", "list", "watch", "delete"},
+    ("", "services"): {"list", "watch", "create", "patch"},
+    ("", "configmaps"): {"list", "watch", "create", "patch"},
+    ("policy", "poddisruptionbudgets"): {"list", "watch", "create", "patch"},
+    ("", "pods"): {"list", "watch", "delete"},
     ("events.k8s.io", "events"): {"create", "patch"},
 }
 
@@ -218,16 +217,51 @@ def the_operator_is_probed_on_healthz_and_readyz_and_runs_with_its_flags():
     check(c["ports"] == [{"name": "http", "containerPort": 8080, "protocol": "TCP"}], f"http port: {c['ports']}")
     fullname = f"{RELEASE}-kraft-operator"
     check(
-        c["args"] == ["run", "--http-port=8080", "--leader-election=true",
-                      f"--lease-name={fullname}", f"--lease-namespace={NAMESPACE}"],
+        c["args"] == ["run", "--http-addr=0.0.0.0:8080", "--cluster-domain=cluster.local",
+                      "--admin-timeout-ms=5000", f"--lease-name={fullname}",
+                      f"--lease-namespace={NAMESPACE}", "--lease-duration-seconds=15"],
         f"default args: {c['args']}",
     )
     env = {e["name"]: e for e in c["env"]}
     check(env["POD_NAME"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name", "POD_NAME from the downward API")
     ns = one(render("watchNamespace=kafka"), "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
     check("--namespace=kafka" in ns, f"watchNamespace becomes --namespace: {ns}")
+    off = one(render("leaderElection.enabled=false"), "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+    check("--no-leader-election" in off and not any(a.startswith("--lease") for a in off), f"leader election off: {off}")
+    check(not [r for r in by_kind(render("leaderElection.enabled=false"), "Role")], "no Lease Role without leader election")
     svc = one(docs, "Service")
     check(svc["spec"]["selector"] == one(docs, "Deployment")["spec"]["selector"]["matchLabels"], "Service selects the operator pods")
+
+
+def operator_run_flags() -> set[str]:
+    """The long flags of `kraft-operator run`, read from its clap derive
+    struct `RunArgs` in operator/src/run.rs (field `http_addr` with
+    `#[arg(long ...)]` is `--http-addr`; `long = "x"` is `--x`)."""
+    src = Path(os.environ.get("KRAFTWERK_OPERATOR_SRC", ROOT / "operator/src")) / "run.rs"
+    check(src.is_file(), f"{src} is missing: the chart follows `kraft-operator run`'s flags (merge the operator first)")
+    text = src.read_text()
+    m = re.search(r"pub struct RunArgs \{(.*?)\n\}", text, flags=re.S)
+    check(m is not None, f"{src}: no `pub struct RunArgs`")
+    flags = set()
+    for attr, field in re.findall(r"#\[arg\(([^\]]*)\)\]\s*(?:///[^\n]*\s*)*pub (\w+):", m.group(1)):
+        if re.search(r"\blong\b", attr):
+            explicit = re.search(r'long\s*=\s*"([^"]+)"', attr)
+            flags.add("--" + (explicit.group(1) if explicit else field.replace("_", "-")))
+    check(flags, f"{src} defines no flags of `kraft-operator run` (is the operator merged?)")
+    return flags
+
+
+@test
+def the_chart_passes_only_flags_that_kraft_operator_run_has():
+    known = operator_run_flags()
+    for label, (sets, values) in CONFIGS.items():
+        if values:  # ci/all-values.yaml adds an extraArgs flag of its own on purpose
+            continue
+        args = one(render(*sets), "Deployment")["spec"]["template"]["spec"]["containers"][0]["args"]
+        check(args[0] == "run", f"[{label}] first argument {args[0]!r}")
+        for a in args[1:]:
+            flag = a.split("=", 1)[0]
+            check(flag in known, f"[{label}] the chart passes {flag}, which `kraft-operator run` does not have (it has {sorted(known)})")
 
 
 def rules_table(rules: list[dict]) -> dict:
