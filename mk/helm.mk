@@ -13,13 +13,16 @@ HELM_CHECK_PYTHON := $(KRAFTWERK_CACHE)/tools/kubernetes-validate-1.37.0/bin/pyt
 
 TEST_TARGETS += test-helm
 
-.PHONY: helm-tools helm-sync-crd helm-crd-check helm-lint helm-check helm-template test-helm
+.PHONY: helm-tools helm-docs helm-sync-crd helm-crd-check helm-lint helm-check helm-template test-helm
 
 helm-tools: ## install helm, kubectl and kubernetes-validate into $KRAFTWERK_CACHE (cached)
 	@./charts/hack/install-tools.sh
 
 helm-sync-crd: ## regenerate the chart's CRD template from crds/kraftquorum.yaml
 	./$(HELM_CHART)/hack/sync-crd.sh
+
+helm-docs: helm-tools ## regenerate the values table of charts/kraft-operator/README.md from values.yaml
+	$(HELM_CHECK_PYTHON) charts/hack/values-doc.py
 
 helm-crd-check: ## fail when the chart's CRD differs from crds/kraftquorum.yaml
 	./$(HELM_CHART)/hack/sync-crd.sh --check

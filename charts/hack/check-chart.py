@@ -22,7 +22,7 @@ What is checked, each as one named test (PASS/FAIL), then one closing line
   invalid values refused;
 - every value in values.yaml commented, values.schema.json closed
   (`additionalProperties: false`) at every object level and in step with
-  values.yaml;
+  values.yaml, and the chart README's values table generated from it;
 - the chart's CRD identical to crds/kraftquorum.yaml (hack/sync-crd.sh
   --check, and the rendered object compared with the source);
 - examples/*.yaml valid against the CRD's OpenAPI schema, strictly, and a
@@ -86,14 +86,21 @@ def helm(*args: str, expect_ok: bool = True) -> subprocess.CompletedProcess:
     return p
 
 
+_RENDERED: dict[tuple, str] = {}
+
+
 def render(*sets: str, values: Path | None = None) -> list[dict]:
-    args = ["template", RELEASE, str(CHART), "--namespace", NAMESPACE]
-    if values:
-        args += ["-f", str(values)]
-    for s in sets:
-        args += ["--set", s]
-    out = helm(*args).stdout
-    return [d for d in yaml.safe_load_all(out) if d]
+    """`helm template` with these --set values (and values file); fresh
+    objects on every call, the helm output cached per arguments."""
+    key = (sets, values)
+    if key not in _RENDERED:
+        args = ["template", RELEASE, str(CHART), "--namespace", NAMESPACE]
+        if values:
+            args += ["-f", str(values)]
+        for s in sets:
+            args += ["--set", s]
+        _RENDERED[key] = helm(*args).stdout
+    return [d for d in yaml.safe_load_all(_RENDERED[key]) if d]
 
 
 def by_kind(docs: list[dict], kind: str) -> list[dict]:
@@ -426,6 +433,12 @@ def every_value_in_values_yaml_is_commented():
                 check(covered, f"values.yaml line {n}: {s!r} has no comment")
             stack.append((indent, covered))
         prev_comment = False
+
+
+@test
+def the_charts_readme_lists_every_value():
+    p = subprocess.run([sys.executable, str(ROOT / "charts/hack/values-doc.py"), "--check"], capture_output=True, text=True)
+    check(p.returncode == 0, p.stderr.strip() or p.stdout.strip())
 
 
 def crd_schema() -> dict:
