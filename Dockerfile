@@ -19,7 +19,8 @@ FROM docker.io/library/rust:${RUST_VERSION}-slim-${DEBIAN_RELEASE} AS builder
 WORKDIR /src
 COPY . .
 # The cache mounts keep the registry and target/ between builds; the binaries
-# are copied out of the cached target/ into the image layer.
+# are copied out of the cached target/ into the image layer. The C parts of
+# the compression crates (lz4-sys, zstd-sys) build with the image's gcc.
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
     cargo build --release --locked -p kraft-controller -p kraft-operator \
