@@ -16,6 +16,8 @@ ARG RUST_VERSION=1.89
 ARG DEBIAN_RELEASE=bookworm
 
 FROM docker.io/library/rust:${RUST_VERSION}-slim-${DEBIAN_RELEASE} AS builder
+# Extra Cargo features, e.g. --build-arg CARGO_FEATURES=kraft-operator/admin-client.
+ARG CARGO_FEATURES=""
 WORKDIR /src
 COPY . .
 # The cache mounts keep the registry and target/ between builds; the binaries
@@ -24,6 +26,7 @@ COPY . .
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
     cargo build --release --locked -p kraft-controller -p kraft-operator \
+      ${CARGO_FEATURES:+--features "$CARGO_FEATURES"} \
  && mkdir -p /out \
  && cp target/release/kraft-controller target/release/kraft-operator /out/
 
