@@ -59,3 +59,8 @@ helm-test: helm-tools ## run the chart's `helm test` hook against the installed 
 
 helm-uninstall: helm-tools ## uninstall the release (the CRD, and so every KraftQuorum, is kept)
 	$(HELM) uninstall $(HELM_RELEASE) --namespace $(HELM_NAMESPACE) --wait
+
+.PHONY: helm-check-server
+
+helm-check-server: helm-tools ## the chart, the CRD's CEL rules and the examples against a real API server ($KUBECONFIG, default the local cluster's)
+	HELM=$(HELM) KUBECTL=$(KUBECTL) ./charts/hack/server-check.sh
