@@ -16,7 +16,10 @@
 #  3. each example passes `kubectl apply --dry-run=server`;
 #  4. replicas 0 and 10 are rejected, naming replicas;
 #  5. a KraftQuorum's clusterId, once set, cannot be changed (CEL transition
-#     rule), and its listenerPort neither.
+#     rule), and its listenerPort neither;
+#  6. installed by Helm, the operator's ServiceAccount may do what the
+#     reconciler does and no more (`kubectl auth can-i` against the server's
+#     RBAC authorizer), in namespaced and in cluster-wide mode.
 # Prints `N passed, N failed` at the end.
 set -euo pipefail
 
@@ -40,6 +43,10 @@ fail() { failed=$((failed + 1)); echo "FAIL $1"; shift; printf '    %s\n' "$@"; 
 cleanup() { "$KUBECTL" delete namespace "$ns" --wait=false >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 "$KUBECTL" create namespace "$ns" >/dev/null
+# Pods need their ServiceAccount to exist at admission. A cluster's controller
+# manager creates `default` in every namespace soon after; a bare API server
+# never does, so create it (AlreadyExists when the controller was first).
+"$KUBECTL" create serviceaccount default --namespace "$ns" >/dev/null 2>&1 || true
 
 # 1. The chart's objects, namespaced mode (so the dry run touches no other
 #    namespace) and cluster-wide mode.
@@ -77,7 +84,7 @@ quorum() { # quorum REPLICAS [EXTRA_SPEC_LINES]
 for r in 0 10; do
   if out="$(quorum "$r" | "$KUBECTL" apply --dry-run=server --namespace "$ns" -f - 2>&1)"; then
     fail "replicas $r is rejected" "accepted: $out"
-  elif grep -q replicas <<<"$out"; then
+  elif grep -q "replicas must be between 1 and 9" <<<"$out"; then
     pass "replicas $r is rejected"
   else
     fail "replicas $r is rejected" "rejected for another reason: $out"
@@ -106,6 +113,70 @@ if out="$(quorum 3 "  clusterId: $id1"$'\n' | "$KUBECTL" apply --namespace "$ns"
   fi
 else
   fail "a KraftQuorum with a clusterId is created" "$out"
+fi
+
+# 6. RBAC as the API server's authorizer sees it: install the chart (no
+#    pod needs to run) and ask what its ServiceAccount may do. The CRD is
+#    already there (step 2), so these releases leave it alone.
+can() { # can yes|no NAMESPACE SA_NAMESPACE VERB RESOURCE [--subresource=…]
+  local want="$1" where="$2" sa="system:serviceaccount:$3:kw-kraft-operator"
+  shift 3
+  local got
+  got="$("$KUBECTL" auth can-i "$@" --namespace "$where" --as "$sa" 2>/dev/null || true)"
+  [[ "$got" == "$want" ]] || { echo "can-i $* in $where as $sa: $got, expected $want"; return 1; }
+}
+rbac_check() { # rbac_check LABEL CHECK…: each CHECK is "yes|no NS VERB RESOURCE [FLAGS]"
+  local label="$1" errors="" line
+  shift
+  for line in "$@"; do
+    # shellcheck disable=SC2086 # split the check into words on purpose
+    errors+="$(can $line)" || true
+  done
+  if [[ -z "$errors" ]]; then pass "$label"; else fail "$label" "$errors"; fi
+}
+other="kw-chart-other-$$"
+"$KUBECTL" create namespace "$other" >/dev/null
+trap 'cleanup; "$KUBECTL" delete namespace "$other" --wait=false >/dev/null 2>&1 || true' EXIT
+
+if out="$("$HELM" install kw "$chart" --namespace "$ns" --set watchNamespace="$ns" \
+  --set crds.enabled=false 2>&1)"; then
+  rbac_check "namespaced mode grants what the operator needs in its namespace, and nothing outside" \
+    "yes $ns $ns watch kraftquorums.kraft.krabka.io" \
+    "yes $ns $ns patch kraftquorums.kraft.krabka.io" \
+    "yes $ns $ns patch kraftquorums.kraft.krabka.io --subresource=status" \
+    "yes $ns $ns update kraftquorums.kraft.krabka.io --subresource=finalizers" \
+    "yes $ns $ns create statefulsets.apps" \
+    "yes $ns $ns patch statefulsets.apps" \
+    "yes $ns $ns patch services" \
+    "yes $ns $ns patch configmaps" \
+    "yes $ns $ns patch poddisruptionbudgets.policy" \
+    "yes $ns $ns delete pods" \
+    "yes $ns $ns create events.events.k8s.io" \
+    "yes $ns $ns create leases.coordination.k8s.io" \
+    "yes $ns $ns update leases.coordination.k8s.io/kw-kraft-operator" \
+    "no $ns $ns update leases.coordination.k8s.io/someone-else" \
+    "no $ns $ns delete statefulsets.apps" \
+    "no $ns $ns delete persistentvolumeclaims" \
+    "no $ns $ns get secrets" \
+    "no $ns $ns update kraftquorums.kraft.krabka.io" \
+    "no $other $ns list kraftquorums.kraft.krabka.io" \
+    "no $other $ns list pods"
+  "$HELM" uninstall kw --namespace "$ns" >/dev/null 2>&1 || true
+else
+  fail "the chart installs in namespaced mode" "$out"
+fi
+
+if out="$("$HELM" install kw "$chart" --namespace "$ns" --set crds.enabled=false 2>&1)"; then
+  rbac_check "cluster-wide mode reaches KraftQuorums in every namespace, the Lease only in its own" \
+    "yes $other $ns list kraftquorums.kraft.krabka.io" \
+    "yes $other $ns patch statefulsets.apps" \
+    "yes $other $ns delete pods" \
+    "no $other $ns create leases.coordination.k8s.io" \
+    "no $other $ns get secrets" \
+    "no $other $ns delete statefulsets.apps"
+  "$HELM" uninstall kw --namespace "$ns" >/dev/null 2>&1 || true
+else
+  fail "the chart installs in cluster-wide mode" "$out"
 fi
 
 echo "$passed passed, $failed failed"
