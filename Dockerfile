@@ -16,7 +16,7 @@ ARG RUST_VERSION=1.89
 ARG DEBIAN_RELEASE=bookworm
 
 FROM docker.io/library/rust:${RUST_VERSION}-slim-${DEBIAN_RELEASE} AS builder
-# Extra Cargo features, e.g. --build-arg CARGO_FEATURES=kraft-operator/admin-client.
+# Extra Cargo features, if any: --build-arg CARGO_FEATURES=...
 ARG CARGO_FEATURES=""
 WORKDIR /src
 COPY . .
