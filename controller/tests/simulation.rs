@@ -310,7 +310,7 @@ fn random_run(seed: u64) {
         let target = ids[rng.random_range(0..ids.len())];
         match rng.random_range(0..10) {
             0 | 1 => sim.crash(target),
-            2 | 3 | 4 => {
+            2..=4 => {
                 for id in &ids {
                     if !sim.is_up(*id) && rng.random_bool(0.5) {
                         sim.restart(*id);

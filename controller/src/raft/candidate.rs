@@ -67,7 +67,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             return Ok(());
         };
         if now_ms >= s.election_deadline_ms {
-            return self.to_prospective(now_ms);
+            return self.become_prospective(now_ms);
         }
         let due: Vec<i32> = s
             .retry_at

@@ -622,12 +622,12 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         }
     }
 
-    pub(crate) fn to_unattached(&mut self, epoch: i32, now_ms: u64) -> Result<()> {
+    pub(crate) fn become_unattached(&mut self, epoch: i32, now_ms: u64) -> Result<()> {
         let next = self.new_unattached(epoch, None, now_ms);
         self.transition(EpochState::Unattached(next), now_ms)
     }
 
-    pub(crate) fn to_follower(
+    pub(crate) fn become_follower(
         &mut self,
         epoch: i32,
         leader_id: i32,
@@ -673,9 +673,9 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         if epoch > current {
             match leader_id {
                 Some(l) if l != self.local.id => {
-                    self.to_follower(epoch, l, endpoint_hint, now_ms)?
+                    self.become_follower(epoch, l, endpoint_hint, now_ms)?
                 }
-                _ => self.to_unattached(epoch, now_ms)?,
+                _ => self.become_unattached(epoch, now_ms)?,
             }
             return Ok(true);
         }
@@ -689,7 +689,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             (Some(l), Role::Unattached | Role::Prospective | Role::Candidate)
                 if l != self.local.id =>
             {
-                self.to_follower(epoch, l, endpoint_hint, now_ms)?;
+                self.become_follower(epoch, l, endpoint_hint, now_ms)?;
                 Ok(true)
             }
             (Some(l), Role::Follower) if self.leader_id() != Some(l) => {
@@ -948,7 +948,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             return Ok(());
         }
         if p.replica_epoch > self.epoch() && !p.pre_vote {
-            self.to_unattached(p.replica_epoch, now_ms)?;
+            self.become_unattached(p.replica_epoch, now_ms)?;
         }
         let up_to_date = log_is_up_to_date(
             OffsetAndEpoch::new(p.last_offset, p.last_offset_epoch),

@@ -106,7 +106,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         };
         if now_ms >= s.fetch_deadline_ms {
             if is_voter {
-                return self.to_prospective(now_ms);
+                return self.become_prospective(now_ms);
             }
             s.use_bootstrap = !self.config.bootstrap_servers.is_empty();
             s.fetch_deadline_ms = now_ms + fetch_timeout;

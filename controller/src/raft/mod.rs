@@ -310,3 +310,6 @@ pub(crate) fn log_is_up_to_date(candidate: OffsetAndEpoch, local: OffsetAndEpoch
 pub(crate) fn proposal_bytes(records: &[Bytes]) -> usize {
     records.iter().map(Bytes::len).sum()
 }
+
+#[cfg(test)]
+mod tests;

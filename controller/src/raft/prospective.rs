@@ -125,7 +125,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         };
         if now_ms >= s.election_deadline_ms {
             // A new pre-vote round, with a fresh randomised timeout.
-            return self.to_prospective(now_ms);
+            return self.become_prospective(now_ms);
         }
         let due: Vec<i32> = s
             .retry_at

@@ -96,7 +96,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             && self.is_voter()
             && self.shutdown_deadline_ms.is_none()
         {
-            return self.to_prospective(now_ms);
+            return self.become_prospective(now_ms);
         }
         self.resigned_send_due(now_ms);
         Ok(())

@@ -38,7 +38,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         };
         if self.is_voter() {
             if now_ms >= s.election_deadline_ms {
-                self.to_prospective(now_ms)?;
+                self.become_prospective(now_ms)?;
             }
             return Ok(());
         }
@@ -58,7 +58,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
 
     /// Unattached/Follower/Candidate/Resigned(e) → Prospective(e), keeping
     /// the vote of the epoch and the last known leader.
-    pub(crate) fn to_prospective(&mut self, now_ms: u64) -> Result<()> {
+    pub(crate) fn become_prospective(&mut self, now_ms: u64) -> Result<()> {
         let epoch = self.epoch();
         let voted = self.voted_key().or(self
             .persisted()

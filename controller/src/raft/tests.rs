@@ -1,0 +1,589 @@
+//! Engine unit tests: each handler's exact command list, in order. Commands
+//! are rendered as one short line each so that a list reads as a script.
+
+use bytes::Bytes;
+use kafka_protocol::messages::{
+    BeginQuorumEpochRequest, FetchRequest, VoteRequest, VoteResponse, begin_quorum_epoch_request,
+    fetch_request, vote_request, vote_response,
+};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+
+use super::*;
+use crate::{
+    log::{MemoryLog, ReplicatedLog},
+    record::encode_data_batch,
+};
+
+fn config(node_id: i32) -> RaftConfig {
+    let mut c = RaftConfig::new(node_id, VoterSet::from_ids([1, 2, 3]));
+    c.cluster_id = Some("test".into());
+    c
+}
+
+fn engine_with(
+    node_id: i32,
+    log: MemoryLog,
+    stored: Option<ElectionState>,
+) -> (RaftEngine<MemoryLog>, Vec<String>) {
+    let (e, commands) = RaftEngine::new(
+        config(node_id),
+        log,
+        stored,
+        Box::new(ChaCha8Rng::seed_from_u64(7)),
+        0,
+    )
+    .expect("engine starts");
+    (e, render(&commands))
+}
+
+fn render(commands: &[Command]) -> Vec<String> {
+    commands.iter().map(render_one).collect()
+}
+
+fn render_one(c: &Command) -> String {
+    match c {
+        Command::Send {
+            destination,
+            request,
+            ..
+        } => {
+            let what = match request {
+                RaftRequest::Vote(r) => {
+                    let p = &r.topics[0].partitions[0];
+                    format!(
+                        "vote epoch={} pre_vote={} last=({}, {})",
+                        p.replica_epoch, p.pre_vote, p.last_offset, p.last_offset_epoch
+                    )
+                }
+                RaftRequest::BeginQuorumEpoch(r) => {
+                    format!(
+                        "begin_quorum_epoch epoch={}",
+                        r.topics[0].partitions[0].leader_epoch
+                    )
+                }
+                RaftRequest::EndQuorumEpoch(r) => {
+                    let p = &r.topics[0].partitions[0];
+                    format!(
+                        "end_quorum_epoch epoch={} successors={:?}",
+                        p.leader_epoch, p.preferred_successors
+                    )
+                }
+                RaftRequest::Fetch(r) => {
+                    let p = &r.topics[0].partitions[0];
+                    format!(
+                        "fetch epoch={} offset={} last_epoch={}",
+                        p.current_leader_epoch, p.fetch_offset, p.last_fetched_epoch
+                    )
+                }
+                other => format!("{other:?}"),
+            };
+            format!("send {} {what}", destination.node_id)
+        }
+        Command::Reply { response, .. } => match response {
+            RaftResponse::Vote(r) => {
+                let p = &r.topics[0].partitions[0];
+                format!(
+                    "reply vote error={}/{} granted={} leader={} epoch={}",
+                    r.error_code, p.error_code, p.vote_granted, p.leader_id.0, p.leader_epoch
+                )
+            }
+            RaftResponse::BeginQuorumEpoch(r) => {
+                let p = &r.topics[0].partitions[0];
+                format!(
+                    "reply begin_quorum_epoch error={} leader={} epoch={}",
+                    p.error_code, p.leader_id.0, p.leader_epoch
+                )
+            }
+            RaftResponse::Fetch(r) => {
+                let p = &r.responses[0].partitions[0];
+                let batches = p
+                    .records
+                    .as_ref()
+                    .map_or(0, |b| crate::record::iter_batches(b, false).count());
+                format!(
+                    "reply fetch error={} hw={} diverging=({}, {}) batches={}",
+                    p.error_code,
+                    p.high_watermark,
+                    p.diverging_epoch.end_offset,
+                    p.diverging_epoch.epoch,
+                    batches
+                )
+            }
+            other => format!("reply {other:?}"),
+        },
+        Command::PersistElectionState(s) => format!(
+            "persist epoch={} leader={:?} voted={:?}",
+            s.epoch,
+            s.leader_id,
+            s.voted_key.map(|k| k.id)
+        ),
+        Command::Flush => "flush".into(),
+        Command::Committed { high_watermark } => format!("committed hw={high_watermark}"),
+        Command::RoleChanged {
+            role,
+            epoch,
+            leader_id,
+        } => format!("role {role} epoch={epoch} leader={leader_id:?}"),
+        Command::ShutdownComplete => "shutdown complete".into(),
+    }
+}
+
+fn vote(to: i32, candidate: i32, epoch: i32, last: (i64, i32), pre_vote: bool) -> Event {
+    Event::Request {
+        handle: ReplyHandle(1),
+        api_version: 2,
+        request: RaftRequest::Vote(
+            VoteRequest::default()
+                .with_cluster_id(Some("test".into()))
+                .with_voter_id(to.into())
+                .with_topics(vec![vote_request::TopicData::default().with_partitions(
+                    vec![
+                        vote_request::PartitionData::default()
+                            .with_replica_epoch(epoch)
+                            .with_replica_id(candidate.into())
+                            .with_last_offset(last.0)
+                            .with_last_offset_epoch(last.1)
+                            .with_pre_vote(pre_vote),
+                    ],
+                )]),
+        ),
+    }
+}
+
+fn vote_granted(id: u64, epoch: i32) -> Event {
+    Event::Response {
+        id: RequestId(id),
+        response: RaftResponse::Vote(VoteResponse::default().with_topics(vec![
+            vote_response::TopicData::default().with_partitions(vec![
+                vote_response::PartitionData::default()
+                    .with_leader_id((-1).into())
+                    .with_leader_epoch(epoch)
+                    .with_vote_granted(true),
+            ]),
+        ])),
+    }
+}
+
+fn fetch(replica: i32, epoch: i32, offset: i64, last_epoch: i32, max_wait_ms: i32) -> Event {
+    Event::Request {
+        handle: ReplyHandle(9),
+        api_version: 17,
+        request: RaftRequest::Fetch(
+            FetchRequest::default()
+                .with_cluster_id(Some("test".into()))
+                .with_replica_id(replica.into())
+                .with_max_wait_ms(max_wait_ms)
+                .with_topics(vec![fetch_request::FetchTopic::default().with_partitions(
+                    vec![
+                    fetch_request::FetchPartition::default()
+                        .with_current_leader_epoch(epoch)
+                        .with_fetch_offset(offset)
+                        .with_last_fetched_epoch(last_epoch)
+                        .with_partition_max_bytes(1 << 20),
+                ],
+                )]),
+        ),
+    }
+}
+
+fn log_with_epochs(epochs: &[i32]) -> MemoryLog {
+    let mut log = MemoryLog::new();
+    for (i, epoch) in epochs.iter().enumerate() {
+        let batch =
+            encode_data_batch(i as i64, *epoch, 0, &[Bytes::from_static(b"x")]).expect("encodes");
+        log.append_as_follower(batch).expect("appends");
+    }
+    log.flush().expect("flushes");
+    log
+}
+
+/// Node 1 elected leader of epoch 1 with votes of 2 and 3 (request ids: 1, 2
+/// pre-votes; 3, 4 votes).
+fn leader(log: MemoryLog) -> RaftEngine<MemoryLog> {
+    let (mut e, _) = engine_with(1, log, None);
+    let deadline = e.next_deadline_ms();
+    e.handle(Event::Tick, deadline).expect("tick");
+    assert_eq!(e.role(), Role::Prospective);
+    e.handle(vote_granted(1, e.epoch()), deadline)
+        .expect("pre-vote");
+    assert_eq!(e.role(), Role::Candidate);
+    e.handle(vote_granted(3, e.epoch()), deadline)
+        .expect("vote");
+    assert_eq!(e.role(), Role::Leader);
+    e
+}
+
+#[test]
+fn a_new_voter_starts_unattached_and_persists_nothing() {
+    let (e, commands) = engine_with(2, MemoryLog::new(), None);
+    assert_eq!(commands, ["role unattached epoch=0 leader=None"]);
+    assert!(e.next_deadline_ms() >= 1_000 && e.next_deadline_ms() < 2_000);
+}
+
+#[test]
+fn a_vote_is_granted_only_after_the_vote_is_persisted() {
+    // KIP-595: one vote per epoch, durable before the reply.
+    let (mut e, _) = engine_with(2, MemoryLog::new(), None);
+    let commands = e.handle(vote(2, 1, 1, (0, 0), false), 10).expect("handles");
+    assert_eq!(
+        render(&commands),
+        [
+            "persist epoch=1 leader=None voted=None",
+            "role unattached epoch=1 leader=None",
+            "persist epoch=1 leader=None voted=Some(1)",
+            "reply vote error=0/0 granted=true leader=-1 epoch=1",
+        ]
+    );
+    // A second candidate of the same epoch is refused.
+    let commands = e.handle(vote(2, 3, 1, (0, 0), false), 11).expect("handles");
+    assert_eq!(
+        render(&commands),
+        ["reply vote error=0/0 granted=false leader=-1 epoch=1"]
+    );
+}
+
+#[test]
+fn a_vote_is_rejected_for_a_candidate_with_a_stale_log() {
+    let (mut e, _) = engine_with(
+        2,
+        log_with_epochs(&[1, 1]),
+        Some(ElectionState {
+            epoch: 1,
+            leader_id: None,
+            voted_key: None,
+        }),
+    );
+    // Candidate's last epoch 0 < local last epoch 1: not up to date.
+    let commands = e.handle(vote(2, 3, 2, (5, 0), false), 10).expect("handles");
+    assert_eq!(
+        render(&commands),
+        [
+            "persist epoch=2 leader=None voted=None",
+            "role unattached epoch=2 leader=None",
+            "reply vote error=0/0 granted=false leader=-1 epoch=2",
+        ]
+    );
+}
+
+#[test]
+fn a_vote_from_an_older_epoch_is_fenced() {
+    let stored = ElectionState {
+        epoch: 4,
+        leader_id: None,
+        voted_key: None,
+    };
+    let (mut e, _) = engine_with(2, MemoryLog::new(), Some(stored));
+    let commands = e.handle(vote(2, 3, 3, (0, 0), false), 10).expect("handles");
+    assert_eq!(
+        render(&commands),
+        ["reply vote error=0/74 granted=false leader=-1 epoch=4"]
+    );
+}
+
+#[test]
+fn a_pre_vote_is_granted_without_persisting_or_raising_the_epoch() {
+    // KIP-996: a pre-vote grants nothing persistent.
+    let (mut e, _) = engine_with(2, MemoryLog::new(), None);
+    let commands = e.handle(vote(2, 1, 0, (0, 0), true), 10).expect("handles");
+    assert_eq!(
+        render(&commands),
+        ["reply vote error=0/0 granted=true leader=-1 epoch=0"]
+    );
+    assert_eq!(e.epoch(), 0);
+}
+
+#[test]
+fn a_follower_that_heard_from_its_leader_recently_rejects_a_pre_vote() {
+    let stored = ElectionState {
+        epoch: 1,
+        leader_id: Some(1),
+        voted_key: None,
+    };
+    let (mut e, commands) = engine_with(2, MemoryLog::new(), Some(stored));
+    assert_eq!(
+        commands,
+        [
+            "role follower epoch=1 leader=Some(1)",
+            "send 1 fetch epoch=1 offset=0 last_epoch=0"
+        ]
+    );
+    let ok = Event::Response {
+        id: RequestId(1),
+        response: RaftResponse::Fetch(
+            kafka_protocol::messages::FetchResponse::default().with_responses(vec![
+                kafka_protocol::messages::fetch_response::FetchableTopicResponse::default()
+                    .with_partitions(vec![
+                    kafka_protocol::messages::fetch_response::PartitionData::default()
+                        .with_high_watermark(-1)
+                        .with_current_leader(
+                            kafka_protocol::messages::fetch_response::LeaderIdAndEpoch::default()
+                                .with_leader_id(1.into())
+                                .with_leader_epoch(1),
+                        ),
+                ]),
+            ]),
+        ),
+    };
+    let commands = e.handle(ok, 100).expect("fetch response");
+    assert_eq!(
+        render(&commands),
+        ["send 1 fetch epoch=1 offset=0 last_epoch=0"]
+    );
+    let commands = e
+        .handle(vote(2, 3, 1, (0, 0), true), 200)
+        .expect("pre-vote");
+    assert_eq!(
+        render(&commands),
+        ["reply vote error=0/0 granted=false leader=1 epoch=1"]
+    );
+    // After the fetch timeout without a fetch, the follower becomes Prospective.
+    let commands = e.handle(Event::Tick, 2_100).expect("tick");
+    assert_eq!(
+        render(&commands),
+        [
+            "role prospective epoch=1 leader=None",
+            "send 1 vote epoch=1 pre_vote=true last=(0, 0)",
+            "send 3 vote epoch=1 pre_vote=true last=(0, 0)",
+        ]
+    );
+}
+
+#[test]
+fn an_election_goes_prospective_then_candidate_then_leader() {
+    let (mut e, _) = engine_with(1, MemoryLog::new(), None);
+    let t = e.next_deadline_ms();
+    let commands = e.handle(Event::Tick, t).expect("tick");
+    assert_eq!(
+        render(&commands),
+        [
+            "role prospective epoch=0 leader=None",
+            "send 2 vote epoch=0 pre_vote=true last=(0, 0)",
+            "send 3 vote epoch=0 pre_vote=true last=(0, 0)",
+        ]
+    );
+    let commands = e.handle(vote_granted(1, 0), t + 1).expect("pre-vote");
+    assert_eq!(
+        render(&commands),
+        [
+            "persist epoch=1 leader=None voted=Some(1)",
+            "role candidate epoch=1 leader=None",
+            "send 2 vote epoch=1 pre_vote=false last=(0, 0)",
+            "send 3 vote epoch=1 pre_vote=false last=(0, 0)",
+        ]
+    );
+    let commands = e.handle(vote_granted(4, 1), t + 2).expect("vote");
+    assert_eq!(
+        render(&commands),
+        [
+            "persist epoch=1 leader=Some(1) voted=Some(1)",
+            "role leader epoch=1 leader=Some(1)",
+            "flush",
+            "send 2 begin_quorum_epoch epoch=1",
+            "send 3 begin_quorum_epoch epoch=1",
+        ]
+    );
+    // The LeaderChange batch is the first batch of the epoch.
+    assert_eq!(e.log().end_offset(), crate::log::OffsetAndEpoch::new(1, 1));
+    // No high watermark until it is committed by a majority.
+    let commands = e.handle(Event::Flush, t + 3).expect("flush");
+    assert!(render(&commands).is_empty());
+    assert_eq!(e.high_watermark(), None);
+}
+
+#[test]
+fn the_high_watermark_waits_for_a_majority_of_flushed_offsets() {
+    let mut e = leader(MemoryLog::new());
+    e.handle(Event::Flush, 2_000).expect("flush");
+    let commands = e.handle(fetch(2, 1, 1, 1, 0), 2_001).expect("fetch");
+    assert_eq!(
+        render(&commands),
+        [
+            "committed hw=1",
+            "reply fetch error=0 hw=1 diverging=(-1, -1) batches=0",
+        ]
+    );
+}
+
+#[test]
+fn a_fetch_with_a_diverging_epoch_names_the_end_of_that_epoch() {
+    // Leader log: offsets 0, 1 of epoch 1 then its LeaderChange at 2 (epoch 2
+    // after the election from a stored epoch 1).
+    let stored = ElectionState {
+        epoch: 1,
+        leader_id: None,
+        voted_key: None,
+    };
+    let (mut e, _) = engine_with(1, log_with_epochs(&[1, 1]), Some(stored));
+    let t = e.next_deadline_ms();
+    e.handle(Event::Tick, t).expect("tick");
+    e.handle(vote_granted(1, 1), t).expect("pre-vote");
+    e.handle(vote_granted(3, 2), t).expect("vote");
+    assert_eq!(e.role(), Role::Leader);
+    // A follower that wrote offsets 2..4 in epoch 1 as a stale leader... no:
+    // one that claims epoch 1 up to offset 4 must truncate to 2.
+    let commands = e.handle(fetch(2, 2, 4, 1, 0), t + 1).expect("fetch");
+    assert_eq!(
+        render(&commands),
+        ["reply fetch error=0 hw=-1 diverging=(2, 1) batches=0"]
+    );
+    // A fetch at a fenced epoch learns the current leader.
+    let commands = e.handle(fetch(2, 1, 2, 1, 0), t + 2).expect("fetch");
+    assert_eq!(
+        render(&commands),
+        ["reply fetch error=74 hw=-1 diverging=(-1, -1) batches=0"]
+    );
+}
+
+#[test]
+fn an_empty_fetch_is_parked_and_answered_when_a_proposal_arrives() {
+    let mut e = leader(MemoryLog::new());
+    e.handle(Event::Flush, 2_000).expect("flush");
+    let commands = e.handle(fetch(2, 1, 1, 1, 500), 2_001).expect("fetch");
+    assert_eq!(render(&commands), ["committed hw=1"]);
+    let (proposed, commands) = e
+        .propose(&[Bytes::from_static(b"record")], 2_002)
+        .expect("leader accepts");
+    assert_eq!(
+        proposed,
+        Proposed {
+            last_offset: 1,
+            epoch: 1
+        }
+    );
+    assert_eq!(
+        render(&commands),
+        ["reply fetch error=0 hw=1 diverging=(-1, -1) batches=1"]
+    );
+    // Its flush waits for the append linger (25 ms).
+    assert_eq!(e.next_deadline_ms(), 2_027);
+}
+
+#[test]
+fn a_parked_fetch_is_answered_empty_at_its_deadline() {
+    let mut e = leader(MemoryLog::new());
+    e.handle(Event::Flush, 2_000).expect("flush");
+    e.handle(fetch(2, 1, 1, 1, 500), 2_001).expect("fetch");
+    let commands = e.handle(Event::Tick, 2_501).expect("tick");
+    assert_eq!(
+        render(&commands),
+        ["reply fetch error=0 hw=1 diverging=(-1, -1) batches=0"]
+    );
+}
+
+#[test]
+fn begin_quorum_epoch_makes_an_unattached_voter_follow_and_fetch() {
+    let (mut e, _) = engine_with(2, MemoryLog::new(), None);
+    let request = BeginQuorumEpochRequest::default()
+        .with_cluster_id(Some("test".into()))
+        .with_topics(vec![
+            begin_quorum_epoch_request::TopicData::default().with_partitions(vec![
+                begin_quorum_epoch_request::PartitionData::default()
+                    .with_leader_id(1.into())
+                    .with_leader_epoch(3),
+            ]),
+        ]);
+    let commands = e
+        .handle(
+            Event::Request {
+                handle: ReplyHandle(5),
+                api_version: 1,
+                request: RaftRequest::BeginQuorumEpoch(request),
+            },
+            10,
+        )
+        .expect("handles");
+    assert_eq!(
+        render(&commands),
+        [
+            "persist epoch=3 leader=Some(1) voted=None",
+            "role follower epoch=3 leader=Some(1)",
+            "reply begin_quorum_epoch error=0 leader=1 epoch=3",
+            "send 1 fetch epoch=3 offset=0 last_epoch=0",
+        ]
+    );
+}
+
+#[test]
+fn a_node_whose_file_says_it_led_restarts_resigned() {
+    let stored = ElectionState {
+        epoch: 5,
+        leader_id: Some(2),
+        voted_key: Some(ReplicaKey::of(2)),
+    };
+    let (e, commands) = engine_with(2, MemoryLog::new(), Some(stored));
+    assert_eq!(e.role(), Role::Resigned);
+    assert_eq!(
+        commands,
+        [
+            "role resigned epoch=5 leader=Some(2)",
+            "send 1 end_quorum_epoch epoch=5 successors=[]",
+            "send 3 end_quorum_epoch epoch=5 successors=[]",
+        ]
+    );
+}
+
+#[test]
+fn a_leader_without_a_majority_resigns_after_one_and_a_half_fetch_timeouts() {
+    let mut e = leader(MemoryLog::new());
+    // Node 2 fetched (offset 1); node 3 never did.
+    e.handle(Event::Flush, 3_000).expect("flush");
+    e.handle(fetch(2, 1, 1, 1, 0), 3_000).expect("fetch");
+    let mut resigned = Vec::new();
+    let mut now = 3_000;
+    while e.role() == Role::Leader && now < 20_000 {
+        now += 100;
+        resigned = render(&e.handle(Event::Tick, now).expect("tick"));
+    }
+    // Node 2's fetch at 3000 restarted the window: resign at 3000 + 3000.
+    assert_eq!(now, 6_000);
+    assert_eq!(
+        resigned,
+        [
+            "role resigned epoch=1 leader=Some(1)",
+            "send 2 end_quorum_epoch epoch=1 successors=[2, 3]",
+            "send 3 end_quorum_epoch epoch=1 successors=[2, 3]",
+        ]
+    );
+    assert!(matches!(
+        e.propose(&[Bytes::from_static(b"x")], now),
+        Err(RaftError::NotLeader { .. })
+    ));
+}
+
+#[test]
+fn an_observer_never_campaigns_and_asks_the_bootstrap_servers() {
+    let mut c = RaftConfig::new(9, VoterSet::from_ids([1, 2, 3]));
+    c.bootstrap_servers = vec![Endpoint::new("CONTROLLER", "a", 9093)];
+    let (mut e, commands) = RaftEngine::new(
+        c,
+        MemoryLog::new(),
+        None,
+        Box::new(ChaCha8Rng::seed_from_u64(1)),
+        0,
+    )
+    .expect("starts");
+    assert_eq!(
+        render(&commands),
+        [
+            "role unattached epoch=0 leader=None",
+            "send -1 fetch epoch=0 offset=0 last_epoch=0"
+        ]
+    );
+    for t in (1_000..30_000).step_by(1_000) {
+        e.handle(Event::Tick, t).expect("tick");
+        assert_eq!(e.role(), Role::Unattached);
+    }
+}
+
+#[test]
+fn a_vote_addressed_to_another_voter_is_refused_with_invalid_voter_key() {
+    // KIP-853: the request names the voter it is meant for.
+    let (mut e, _) = engine_with(2, MemoryLog::new(), None);
+    let commands = e.handle(vote(3, 1, 1, (0, 0), false), 10).expect("handles");
+    assert_eq!(
+        render(&commands),
+        ["reply vote error=0/125 granted=false leader=-1 epoch=0"]
+    );
+    assert_eq!(e.epoch(), 0);
+}
