@@ -25,6 +25,7 @@ use super::{
     follower::{FetchLoop, FollowerState},
     leader::LeaderState,
     log_is_up_to_date,
+    membership::VoterHistory,
     prospective::ProspectiveState,
     quorum_state::check_transition,
     resigned::ResignedState,
@@ -75,6 +76,7 @@ pub(crate) enum RequestKind {
     BeginQuorumEpoch,
     EndQuorumEpoch,
     Fetch,
+    ApiVersions,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -103,6 +105,8 @@ pub struct RaftEngine<L: ReplicatedLog> {
     pub(crate) shutdown_deadline_ms: Option<u64>,
     shutdown_done: bool,
     pub(crate) next_bootstrap: usize,
+    pub(crate) voter_history: VoterHistory,
+    pub(crate) kraft_version: i16,
 }
 
 impl<L: ReplicatedLog> std::fmt::Debug for RaftEngine<L> {
@@ -145,6 +149,8 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         };
         let stored = stored.unwrap_or_default();
         let voters = config.voters.clone();
+        let config_voters = config.voters.clone();
+        let config_kraft_version = config.kraft_version;
         let placeholder = EpochState::Unattached(UnattachedState {
             epoch: stored.epoch,
             voted_key: stored.voted_key,
@@ -171,7 +177,11 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             shutdown_deadline_ms: None,
             shutdown_done: false,
             next_bootstrap: 0,
+            voter_history: VoterHistory::new(config_voters),
+            kraft_version: config_kraft_version,
         };
+        let log_start = engine.log.start_offset();
+        engine.scan_control_records(log_start)?;
         let log_end = engine.log.end_offset();
         let is_voter = engine.is_voter();
         let initial = if stored.epoch < log_end.epoch {
@@ -272,7 +282,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
                     .iter()
                     .map(|v| l.replica_status(&v.key, self.local, &self.log))
                     .collect(),
-                l.observer_statuses(),
+                l.observer_statuses(&self.voters),
             ),
             _ => (
                 self.voters
@@ -297,6 +307,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             log_end_offset: self.log.end_offset().offset,
             flushed_end_offset: self.log.flushed_end_offset(),
             is_voter: self.is_voter(),
+            kraft_version: self.kraft_version,
             voters,
             observers,
         }
@@ -725,6 +736,9 @@ impl<L: ReplicatedLog> RaftEngine<L> {
                 self.reply(handle, RaftResponse::DescribeQuorum(response));
                 Ok(())
             }
+            RaftRequest::AddRaftVoter(r) => self.handle_add_raft_voter(handle, r, now_ms),
+            RaftRequest::RemoveRaftVoter(r) => self.handle_remove_raft_voter(handle, r, now_ms),
+            RaftRequest::UpdateRaftVoter(r) => self.handle_update_raft_voter(handle, r, now_ms),
             other => {
                 self.reply_unsupported(handle, &other);
                 Ok(())
@@ -780,6 +794,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
                 self.handle_end_quorum_epoch_response(inflight, r, now_ms)
             }
             RaftResponse::Fetch(r) => self.handle_fetch_response(id, inflight, r, now_ms),
+            RaftResponse::ApiVersions(r) => self.handle_api_versions_response(id, Some(r), now_ms),
             _ => Ok(()),
         }
     }
@@ -822,6 +837,9 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             }
             (EpochState::Leader(s), RequestKind::BeginQuorumEpoch) => {
                 s.begin_epoch_inflight.remove(&inflight.node_id);
+            }
+            (EpochState::Leader(_), RequestKind::ApiVersions) => {
+                self.on_api_versions_failed(id, now_ms)?;
             }
             _ => {}
         }
@@ -1261,6 +1279,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             });
         }
         self.log.truncate_to(offset)?;
+        self.truncate_voter_history(offset);
         Ok(())
     }
 }

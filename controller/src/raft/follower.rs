@@ -212,7 +212,8 @@ impl<L: ReplicatedLog> RaftEngine<L> {
                 let records = p.records.clone().unwrap_or_default();
                 if !records.is_empty() {
                     match self.log.append_as_follower(records) {
-                        Ok(_) => {
+                        Ok(info) => {
+                            self.scan_control_records(info.first_offset)?;
                             if let EpochState::Follower(s) = &mut self.state {
                                 s.fetch.awaiting_flush = true;
                             }

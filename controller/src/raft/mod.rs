@@ -41,6 +41,7 @@ pub mod config;
 mod engine;
 mod follower;
 mod leader;
+pub mod membership;
 mod prospective;
 pub mod quorum_state;
 mod resigned;

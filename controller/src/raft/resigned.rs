@@ -92,11 +92,15 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         let EpochState::Resigned(s) = &self.state else {
             return Ok(());
         };
-        if now_ms >= s.election_deadline_ms
-            && self.is_voter()
-            && self.shutdown_deadline_ms.is_none()
-        {
-            return self.become_prospective(now_ms);
+        if now_ms >= s.election_deadline_ms && self.shutdown_deadline_ms.is_none() {
+            if self.is_voter() {
+                return self.become_prospective(now_ms);
+            }
+            // A leader whose removal committed is an observer now: it moves to
+            // the next epoch without a vote and finds the new leader through
+            // the bootstrap servers.
+            let epoch = s.epoch + 1;
+            return self.become_unattached(epoch, now_ms);
         }
         self.resigned_send_due(now_ms);
         Ok(())
