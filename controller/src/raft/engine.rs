@@ -183,7 +183,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         let log_start = engine.log.start_offset();
         engine.scan_control_records(log_start)?;
         let log_end = engine.log.end_offset();
-        let is_voter = engine.is_voter();
+        let is_voter = engine.can_campaign();
         let initial = if stored.epoch < log_end.epoch {
             EpochState::Unattached(engine.new_unattached(log_end.epoch, None, now_ms))
         } else if stored.leader_id == Some(local.id) && is_voter {
@@ -379,6 +379,36 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     /// Whether this node is in the current voter set.
     pub fn is_voter(&self) -> bool {
         self.voters.contains_key(&self.local)
+    }
+
+    /// The voter set elections are held in: the current one, or, for a node
+    /// that an uncommitted `Voters` record removed, the set before it (a
+    /// node without that record would use it too; one-at-a-time changes keep
+    /// every majority of the two sets overlapping, KIP-853). Without this, a
+    /// removed leader that lost its leadership before the removal committed
+    /// and the only voters missing the record could wait on each other forever
+    /// (found by the membership simulation).
+    pub fn election_voters(&self) -> &VoterSet {
+        let latest = self.voter_history.latest();
+        if latest.contains_key(&self.local) {
+            return latest;
+        }
+        let uncommitted = self
+            .voter_history
+            .latest_offset()
+            .is_some_and(|o| self.high_watermark.is_none_or(|hw| o >= hw));
+        let previous = self.voter_history.previous();
+        if uncommitted && previous.contains_key(&self.local) {
+            previous
+        } else {
+            latest
+        }
+    }
+
+    /// Whether this node may become Prospective, Candidate or Leader: it is
+    /// in [`Self::election_voters`].
+    pub fn can_campaign(&self) -> bool {
+        self.election_voters().contains_key(&self.local)
     }
 
     // ---- crate-internal helpers ------------------------------------------
@@ -577,7 +607,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             self.epoch(),
             next.role(),
             next.epoch(),
-            self.is_voter(),
+            self.can_campaign(),
             same_state_vote,
         )?;
         let previous = std::mem::replace(&mut self.state, next);
@@ -617,7 +647,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     ) -> UnattachedState {
         // A voter waits for its election timeout; an observer asks the
         // bootstrap servers for the leader right away.
-        let (election_deadline_ms, next_fetch_ms) = if self.is_voter() {
+        let (election_deadline_ms, next_fetch_ms) = if self.can_campaign() {
             (now_ms + self.random_election_timeout(), u64::MAX)
         } else {
             (u64::MAX, now_ms)
@@ -972,11 +1002,11 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             OffsetAndEpoch::new(p.last_offset, p.last_offset_epoch),
             self.log.end_offset(),
         );
-        // Only voters grant, and only to voters (the candidate must be in
-        // this node's voter set).
-        let granted = self.is_voter()
-            && self.voters.contains_key(&candidate)
-            && self.can_grant_vote(candidate, up_to_date, p.pre_vote, now_ms);
+        // As Kafka 4: whoever the candidate addresses as a voter (the voter
+        // key check above) answers by the log and the role; neither side's
+        // membership is checked here, since during a voter change the two
+        // may see different sets (KIP-853).
+        let granted = self.can_grant_vote(candidate, up_to_date, p.pre_vote, now_ms);
         if granted
             && !p.pre_vote
             && let EpochState::Unattached(u) = &self.state

@@ -99,7 +99,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     }
 
     pub(crate) fn follower_poll(&mut self, now_ms: u64) -> Result<()> {
-        let is_voter = self.is_voter();
+        let is_voter = self.can_campaign();
         let fetch_timeout = self.config.fetch_timeout_ms;
         let EpochState::Follower(s) = &mut self.state else {
             return Ok(());

@@ -218,11 +218,9 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             .with_voters(
                 self.voters
                     .iter()
-                    .map(|v| {
-                        leader_change_message::Voter::default()
-                            .with_voter_id(v.key.id)
-                            .with_voter_directory_id(v.key.directory_id_or_nil())
-                    })
+                    // Version 0 of LeaderChangeMessage (what `record` encodes) has no
+                    // directory ids.
+                    .map(|v| leader_change_message::Voter::default().with_voter_id(v.key.id))
                     .collect(),
             )
             .with_granting_voters(

@@ -53,6 +53,15 @@ impl VoterHistory {
         self.entries.last().map_or(&self.bootstrap, |(_, s)| s)
     }
 
+    /// The set before the newest `Voters` record (the bootstrap set if there
+    /// is one record or none).
+    pub(crate) fn previous(&self) -> &VoterSet {
+        match self.entries.len() {
+            0 | 1 => &self.bootstrap,
+            n => &self.entries[n - 2].1,
+        }
+    }
+
     /// Offset of the newest `Voters` record, if the log has one.
     pub(crate) fn latest_offset(&self) -> Option<i64> {
         self.entries.last().map(|(o, _)| *o)

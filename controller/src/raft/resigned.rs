@@ -93,12 +93,10 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             return Ok(());
         };
         if now_ms >= s.election_deadline_ms && self.shutdown_deadline_ms.is_none() {
-            if self.is_voter() {
-                return self.become_prospective(now_ms);
-            }
-            // A leader whose removal committed is an observer now: it moves to
-            // the next epoch without a vote and finds the new leader through
-            // the bootstrap servers.
+            // As Kafka 4's `pollResigned`: move to the next epoch without a
+            // vote, so that late fetch responses of the old epoch are fenced; a
+            // voter then campaigns after its election timeout, a removed
+            // leader finds the new one through the bootstrap servers.
             let epoch = s.epoch + 1;
             return self.become_unattached(epoch, now_ms);
         }

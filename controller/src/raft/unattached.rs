@@ -36,7 +36,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         let EpochState::Unattached(s) = &self.state else {
             return Ok(());
         };
-        if self.is_voter() {
+        if self.can_campaign() {
             if now_ms >= s.election_deadline_ms {
                 self.become_prospective(now_ms)?;
             }
