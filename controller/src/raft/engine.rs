@@ -448,7 +448,14 @@ impl<L: ReplicatedLog> RaftEngine<L> {
                 leader_id: Some(self.local.id),
                 voted_key: Some(self.local),
             }),
-            EpochState::Prospective(_) | EpochState::Resigned(_) => None,
+            // Prospective keeps what was persisted, plus a vote it grants
+            // in its epoch (Kafka's `prospectiveAddVotedState`).
+            EpochState::Prospective(s) => Some(ElectionState {
+                epoch,
+                leader_id: s.lost_leader,
+                voted_key: s.voted_key,
+            }),
+            EpochState::Resigned(_) => None,
         }
     }
 
@@ -1015,6 +1022,15 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             let next = self.new_unattached(self.epoch(), Some(candidate), now_ms);
             self.transition(EpochState::Unattached(next), now_ms)?;
         }
+        if granted
+            && !p.pre_vote
+            && let EpochState::Prospective(s) = &mut self.state
+            && s.voted_key.is_none()
+        {
+            // One vote per epoch, durable before the reply.
+            s.voted_key = Some(candidate);
+            self.persist_if_changed();
+        }
         let resp = self.vote_response(None, None, granted);
         self.reply(handle, RaftResponse::Vote(resp));
         Ok(())
@@ -1033,8 +1049,11 @@ impl<L: ReplicatedLog> RaftEngine<L> {
                 _ => up_to_date,
             },
             EpochState::Prospective(s) => match s.voted_key {
-                Some(voted) if !pre_vote => voted.matches(&candidate) && voted.id == candidate.id,
-                _ => up_to_date,
+                _ if pre_vote => up_to_date,
+                Some(voted) => voted.matches(&candidate) && voted.id == candidate.id,
+                // It knew a leader in this epoch: no vote for another.
+                None if s.lost_leader.is_some() => false,
+                None => up_to_date,
             },
             EpochState::Candidate(_) => pre_vote && up_to_date,
             EpochState::Follower(s) => {

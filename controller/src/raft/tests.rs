@@ -587,3 +587,31 @@ fn a_vote_addressed_to_another_voter_is_refused_with_invalid_voter_key() {
     );
     assert_eq!(e.epoch(), 0);
 }
+
+#[test]
+fn a_prospective_voter_persists_a_vote_it_grants_before_replying() {
+    // Node 2 times out unattached at epoch 1 (no leader known), then receives
+    // a real vote of epoch 1 from node 3.
+    let stored = ElectionState {
+        epoch: 1,
+        leader_id: None,
+        voted_key: None,
+    };
+    let (mut e, _) = engine_with(2, MemoryLog::new(), Some(stored));
+    let t = e.next_deadline_ms();
+    e.handle(Event::Tick, t).expect("tick");
+    assert_eq!(e.role(), Role::Prospective);
+    let commands = e.handle(vote(2, 3, 1, (0, 0), false), t + 1).expect("vote");
+    assert_eq!(
+        render(&commands),
+        [
+            "persist epoch=1 leader=None voted=Some(3)",
+            "reply vote error=0/0 granted=true leader=-1 epoch=1",
+        ]
+    );
+    let commands = e.handle(vote(2, 1, 1, (0, 0), false), t + 2).expect("vote");
+    assert_eq!(
+        render(&commands),
+        ["reply vote error=0/0 granted=false leader=-1 epoch=1"]
+    );
+}

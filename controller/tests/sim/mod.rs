@@ -161,6 +161,10 @@ pub struct Sim {
     pub admin_replies: BTreeMap<u64, i16>,
     next_admin: u64,
     admin_handles: HashMap<u64, u64>,
+    /// Real (not pre-) vote requests being answered, by handle.
+    vote_handles: BTreeSet<u64>,
+    /// Votes granted: (voter, epoch) → candidate.
+    pub votes_granted: BTreeMap<(i32, i32), i32>,
     /// Every voter set a leader has held (KIP-853 invariant).
     pub known_voter_sets: BTreeSet<Vec<(i32, Option<uuid::Uuid>)>>,
 }
@@ -211,6 +215,8 @@ impl Sim {
             next_admin: 0,
             admin_handles: HashMap::new(),
             known_voter_sets: BTreeSet::new(),
+            vote_handles: BTreeSet::new(),
+            votes_granted: BTreeMap::new(),
         };
         if let Some(k) = sim.cfg.initial_voters {
             let bootstrap = sim.dynamic_voter_set(&(1..=k as i32).collect::<Vec<_>>());
@@ -438,6 +444,21 @@ impl Sim {
                     let Some((to, to_inc, request_id)) = self.handles.remove(&handle.0) else {
                         self.fail(format!("node {id} replied twice or to an unknown handle"));
                     };
+                    if self.vote_handles.remove(&handle.0)
+                        && let RaftResponse::Vote(r) = &response
+                        && let Some(p) = r.topics.first().and_then(|t| t.partitions.first())
+                        && p.vote_granted
+                    {
+                        // One vote per epoch, across restarts too.
+                        if let Some(other) = self.votes_granted.insert((id, p.leader_epoch), to)
+                            && other != to
+                        {
+                            self.fail(format!(
+                                "node {id} voted for {other} and {to} in epoch {}",
+                                p.leader_epoch
+                            ));
+                        }
+                    }
                     if to == ADMIN {
                         let code = match &response {
                             RaftResponse::AddRaftVoter(r) => r.error_code,
@@ -634,6 +655,14 @@ impl Sim {
                 self.next_handle += 1;
                 let handle = self.next_handle;
                 self.handles.insert(handle, (from, from_inc, id));
+                if let RaftRequest::Vote(v) = &request
+                    && v.topics
+                        .first()
+                        .and_then(|t| t.partitions.first())
+                        .is_some_and(|p| !p.pre_vote)
+                {
+                    self.vote_handles.insert(handle);
+                }
                 self.handle(
                     to,
                     Event::Request {
