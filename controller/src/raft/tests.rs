@@ -900,3 +900,44 @@ fn describe_quorum_reports_voters_and_observers_with_their_fetch_state() {
     assert_eq!(observers, [(4, dir(4), 2)]);
     assert_eq!(r.nodes.len(), 3);
 }
+
+#[test]
+fn a_leader_shutting_down_resigns_and_completes_once_the_voters_acknowledge() {
+    use kafka_protocol::messages::{EndQuorumEpochResponse, end_quorum_epoch_response};
+    let mut e = leader(MemoryLog::new());
+    let commands = e
+        .handle(Event::Shutdown { timeout_ms: 5_000 }, 2_000)
+        .expect("shutdown");
+    assert_eq!(
+        render(&commands),
+        [
+            "role resigned epoch=1 leader=Some(1)",
+            "send 2 end_quorum_epoch epoch=1 successors=[2, 3]",
+            "send 3 end_quorum_epoch epoch=1 successors=[2, 3]",
+        ]
+    );
+    let ids: Vec<RequestId> = commands
+        .iter()
+        .filter_map(|c| match c {
+            Command::Send { id, .. } => Some(*id),
+            _ => None,
+        })
+        .collect();
+    let ack = |id: RequestId| Event::Response {
+        id,
+        response: RaftResponse::EndQuorumEpoch(EndQuorumEpochResponse::default().with_topics(
+            vec![
+                end_quorum_epoch_response::TopicData::default().with_partitions(vec![
+                end_quorum_epoch_response::PartitionData::default()
+                    .with_leader_id(1.into())
+                    .with_leader_epoch(1),
+            ]),
+            ],
+        )),
+    };
+    assert!(render(&e.handle(ack(ids[0]), 2_010).expect("ack")).is_empty());
+    assert_eq!(
+        render(&e.handle(ack(ids[1]), 2_020).expect("ack")),
+        ["shutdown complete"]
+    );
+}
