@@ -646,12 +646,17 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         voted_key: Option<ReplicaKey>,
         now_ms: u64,
     ) -> UnattachedState {
-        // A voter waits for its election timeout; an observer asks the
-        // bootstrap servers for the leader right away.
-        let (election_deadline_ms, next_fetch_ms) = if self.can_campaign() {
-            (now_ms + self.random_election_timeout(), u64::MAX)
+        // A voter waits for its election timeout; meanwhile voters and
+        // observers ask the bootstrap servers for the leader (KIP-853).
+        let election_deadline_ms = if self.can_campaign() {
+            now_ms + self.random_election_timeout()
         } else {
-            (u64::MAX, now_ms)
+            u64::MAX
+        };
+        let next_fetch_ms = if self.config.bootstrap_servers.is_empty() {
+            u64::MAX
+        } else {
+            now_ms
         };
         UnattachedState {
             epoch,

@@ -941,3 +941,52 @@ fn a_leader_shutting_down_resigns_and_completes_once_the_voters_acknowledge() {
         ["shutdown complete"]
     );
 }
+
+#[test]
+fn an_unattached_voter_asks_the_bootstrap_servers_and_follows_the_leader_they_name() {
+    // KIP-853: a voter that lost the leader falls back to the bootstrap servers.
+    use kafka_protocol::messages::{FetchResponse, fetch_response};
+    let mut c = config(1);
+    c.bootstrap_servers = vec![
+        Endpoint::new("CONTROLLER", "node2", 9093),
+        Endpoint::new("CONTROLLER", "node3", 9093),
+    ];
+    let (mut e, commands) = RaftEngine::new(
+        c,
+        MemoryLog::new(),
+        None,
+        Box::new(ChaCha8Rng::seed_from_u64(3)),
+        0,
+    )
+    .expect("starts");
+    assert_eq!(
+        render(&commands),
+        [
+            "role unattached epoch=0 leader=None",
+            "send -1 fetch epoch=0 offset=0 last_epoch=0"
+        ]
+    );
+    let fenced = Event::Response {
+        id: RequestId(1),
+        response: RaftResponse::Fetch(FetchResponse::default().with_responses(vec![
+            fetch_response::FetchableTopicResponse::default().with_partitions(vec![
+                fetch_response::PartitionData::default()
+                    .with_error_code(74)
+                    .with_current_leader(
+                        fetch_response::LeaderIdAndEpoch::default()
+                            .with_leader_id(2.into())
+                            .with_leader_epoch(3),
+                    ),
+            ]),
+        ])),
+    };
+    let commands = e.handle(fenced, 5).expect("response");
+    assert_eq!(
+        render(&commands),
+        [
+            "persist epoch=3 leader=Some(2) voted=None",
+            "role follower epoch=3 leader=Some(2)",
+            "send 2 fetch epoch=3 offset=0 last_epoch=0",
+        ]
+    );
+}
