@@ -823,6 +823,10 @@ impl<L: ReplicatedLog> RaftEngine<L> {
                     .first()
                     .and_then(|t| t.partitions.first())
                     .map_or((None, -1), |p| (Some(p.leader_id.0), p.leader_epoch));
+                if let EpochState::Leader(l) = &mut self.state {
+                    // Answered: it may be sent again at the next interval.
+                    l.begin_epoch_inflight.remove(&inflight.node_id);
+                }
                 self.maybe_transition(leader, epoch, None, now_ms)?;
                 Ok(())
             }

@@ -990,3 +990,37 @@ fn an_unattached_voter_asks_the_bootstrap_servers_and_follows_the_leader_they_na
         ]
     );
 }
+
+#[test]
+fn the_leader_repeats_begin_quorum_epoch_to_a_voter_that_does_not_fetch() {
+    use kafka_protocol::messages::{BeginQuorumEpochResponse, begin_quorum_epoch_response};
+    let mut e = leader(MemoryLog::new());
+    e.handle(Event::Flush, 1_500).expect("flush");
+    e.handle(fetch(2, 1, 1, 1, 0), 1_500).expect("fetch");
+    // Node 3 answers the first BeginQuorumEpoch (request id 6) but never fetches.
+    let answered = Event::Response {
+        id: RequestId(6),
+        response: RaftResponse::BeginQuorumEpoch(BeginQuorumEpochResponse::default().with_topics(
+            vec![
+                begin_quorum_epoch_response::TopicData::default().with_partitions(vec![
+                begin_quorum_epoch_response::PartitionData::default()
+                    .with_leader_id(1.into())
+                    .with_leader_epoch(1),
+            ]),
+            ],
+        )),
+    };
+    assert!(render(&e.handle(answered, 1_600).expect("response")).is_empty());
+    // Every fetch_timeout / 2 = 1 s, to the voters that did not fetch in that
+    // time and have no BeginQuorumEpoch in flight (the resend stays unanswered).
+    let mut sent = Vec::new();
+    let mut now = 1_600;
+    while now < 5_000 {
+        now += 50;
+        for event in [fetch(2, 1, 1, 1, 0), Event::Tick] {
+            let commands = render(&e.handle(event, now).expect("handles"));
+            sent.extend(commands.into_iter().filter(|c| c.starts_with("send")));
+        }
+    }
+    assert_eq!(sent, ["send 3 begin_quorum_epoch epoch=1"]);
+}
