@@ -101,6 +101,8 @@ pub struct RaftEngine<L: ReplicatedLog> {
     pub(crate) next_bootstrap: usize,
     pub(crate) voter_history: VoterHistory,
     pub(crate) kraft_version: i16,
+    /// The time of the latest event (ms), for `status()`.
+    now_ms: u64,
 }
 
 impl<L: ReplicatedLog> std::fmt::Debug for RaftEngine<L> {
@@ -173,6 +175,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             next_bootstrap: 0,
             voter_history: VoterHistory::new(config_voters),
             kraft_version: config_kraft_version,
+            now_ms,
         };
         let log_start = engine.log.start_offset();
         engine.scan_control_records(log_start)?;
@@ -215,6 +218,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     ///
     /// Errors: fatal log or record errors (see [`RaftError`]).
     pub fn handle(&mut self, event: Event, now_ms: u64) -> Result<Vec<Command>> {
+        self.now_ms = self.now_ms.max(now_ms);
         match event {
             Event::Request {
                 handle,
@@ -248,6 +252,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     /// [`RaftError::InvalidProposal`] for no record or more than
     /// `max_batch_bytes`; fatal log errors.
     pub fn propose(&mut self, records: &[Bytes], now_ms: u64) -> Result<(Proposed, Vec<Command>)> {
+        self.now_ms = self.now_ms.max(now_ms);
         let proposed = self.leader_propose(records, now_ms)?;
         self.poll(now_ms)?;
         self.report_role();
@@ -274,7 +279,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             EpochState::Leader(l) => (
                 self.voters
                     .iter()
-                    .map(|v| l.replica_status(&v.key, self.local, &self.log))
+                    .map(|v| l.replica_status(&v.key, self.local, &self.log, self.now_ms))
                     .collect(),
                 l.observer_statuses(&self.voters),
             ),

@@ -163,13 +163,16 @@ impl LeaderState {
         key: &ReplicaKey,
         local: ReplicaKey,
         log: &L,
+        now_ms: u64,
     ) -> ReplicaStatus {
         if key.id == local.id {
+            // As Kafka's `LeaderState.describeQuorum`: the leader is always
+            // fetched and caught up as of now.
             return ReplicaStatus {
                 key: *key,
                 log_end_offset: Some(log.end_offset().offset),
-                last_fetch_ms: None,
-                last_caught_up_ms: None,
+                last_fetch_ms: Some(now_ms),
+                last_caught_up_ms: Some(now_ms),
             };
         }
         self.replicas

@@ -891,7 +891,7 @@ fn describe_quorum_reports_voters_and_observers_with_their_fetch_state() {
         .iter()
         .map(|v| (v.replica_id.0, v.log_end_offset, v.last_fetch_timestamp))
         .collect();
-    assert_eq!(voters, [(1, 3, -1), (2, 3, 2_000), (3, -1, -1)]);
+    assert_eq!(voters, [(1, 3, 2_020), (2, 3, 2_000), (3, -1, -1)]);
     let observers: Vec<_> = p
         .observers
         .iter()
