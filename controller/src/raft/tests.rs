@@ -1024,3 +1024,53 @@ fn the_leader_repeats_begin_quorum_epoch_to_a_voter_that_does_not_fetch() {
     }
     assert_eq!(sent, ["send 3 begin_quorum_epoch epoch=1"]);
 }
+
+#[test]
+fn update_raft_voter_changes_a_voters_endpoints_once_committed() {
+    use kafka_protocol::messages::{
+        UpdateRaftVoterRequest,
+        update_raft_voter_request::{KRaftVersionFeature, Listener},
+    };
+    let update = |directory: uuid::Uuid| {
+        RaftRequest::UpdateRaftVoter(
+            UpdateRaftVoterRequest::default()
+                .with_cluster_id(Some("test".into()))
+                .with_current_leader_epoch(1)
+                .with_voter_id(2)
+                .with_voter_directory_id(directory)
+                .with_listeners(vec![
+                    Listener::default()
+                        .with_name("CONTROLLER".into())
+                        .with_host("node2.new".into())
+                        .with_port(19093),
+                ])
+                .with_k_raft_version_feature(
+                    KRaftVersionFeature::default()
+                        .with_min_supported_version(0)
+                        .with_max_supported_version(1),
+                ),
+        )
+    };
+    let code = |commands: &[Command]| match commands {
+        [
+            Command::Reply {
+                response: RaftResponse::UpdateRaftVoter(r),
+                ..
+            },
+        ] => r.error_code,
+        other => panic!("one UpdateRaftVoter reply expected: {other:?}"),
+    };
+    let mut e = kip853_leader();
+    let commands = e.handle(admin(update(dir(9))), 2_010).expect("update");
+    assert_eq!(code(&commands), 127);
+    let commands = e.handle(admin(update(dir(2))), 2_020).expect("update");
+    assert!(commands.is_empty(), "{commands:?}");
+    let endpoint = &e.voters().get(2).expect("voter 2").endpoints[0];
+    assert_eq!(
+        (endpoint.host.as_str(), endpoint.port),
+        ("node2.new", 19093)
+    );
+    e.handle(Event::Flush, 2_050).expect("flush");
+    let commands = e.handle(fetch_from(2, 1, 4, 1), 2_060).expect("fetch");
+    assert_eq!(code(&commands[2..]), 0, "{:?}", render(&commands));
+}
