@@ -11,7 +11,7 @@ mod sim;
 use kraft_controller::raft::{ReplicaKey, Role};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use sim::{Sim, SimConfig, add_voter, directory_id, remove_voter};
+use sim::{Sim, SimConfig, add_voter, add_voter_with, directory_id, remove_voter};
 
 const NONE: i16 = 0;
 const NOT_LEADER_OR_FOLLOWER: i16 = 6;
@@ -136,6 +136,49 @@ fn a_second_change_while_one_is_uncommitted_is_refused() {
         "{first:?}"
     );
     sim.assert_recovers(20_000);
+}
+
+#[test]
+fn a_voter_whose_disk_was_replaced_is_removed_under_its_old_key_and_added_under_its_new_one() {
+    for seed in 0..3 {
+        let mut sim = dynamic(seed, 3, 3);
+        let leader = sim.elect_and_commit(20_000).expect("leader");
+        let lost = sim
+            .voter_ids()
+            .into_iter()
+            .find(|id| *id != leader)
+            .expect("a follower");
+        let old = directory_id(lost);
+        sim.replace_disk(lost);
+        let new = sim.directory_of(lost);
+        assert_ne!(old, new);
+        // The new disk is not the voter: votes addressed to the old key are
+        // refused, and adding it while the old key is a voter is a duplicate.
+        assert_eq!(
+            sim.admin_wait(add_voter_with(lost, new), 5_000),
+            Some(DUPLICATE_VOTER)
+        );
+        assert_eq!(
+            sim.admin_until_done(|| remove_voter(lost, old), 30_000),
+            Some(NONE),
+            "seed {seed}"
+        );
+        assert_eq!(
+            sim.admin_until_done(|| add_voter_with(lost, new), 30_000),
+            Some(NONE),
+            "seed {seed}"
+        );
+        let leader = sim.elect_and_commit(20_000).expect("commits continue");
+        let key = sim
+            .engine(leader)
+            .expect("up")
+            .voters()
+            .get(lost)
+            .expect("voter")
+            .key;
+        assert_eq!(key.directory_id, Some(new));
+        sim.assert_recovers(20_000);
+    }
 }
 
 fn random_membership_run(seed: u64) {

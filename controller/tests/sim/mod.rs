@@ -107,6 +107,8 @@ pub struct Node {
     verified_to: i64,
     busy_ticks: u32,
     last_tick_at: u64,
+    /// How many times the node's disk was replaced (a new directory id).
+    pub disk_generation: u32,
 }
 
 #[derive(Debug)]
@@ -164,7 +166,7 @@ pub struct Sim {
     /// Real (not pre-) vote requests being answered, by handle.
     vote_handles: BTreeSet<u64>,
     /// Votes granted: (voter, epoch) → candidate.
-    pub votes_granted: BTreeMap<(i32, i32), i32>,
+    pub votes_granted: BTreeMap<(i32, u32, i32), i32>,
     /// Every voter set a leader has held (KIP-853 invariant).
     pub known_voter_sets: BTreeSet<Vec<(i32, Option<uuid::Uuid>)>>,
 }
@@ -172,8 +174,14 @@ pub struct Sim {
 /// Node id of the simulated admin client.
 const ADMIN: i32 = -1000;
 
+/// Directory id of node `id`'s first disk.
 pub fn directory_id(id: i32) -> uuid::Uuid {
-    uuid::Uuid::from_u128(0xD1 << 64 | id as u128)
+    disk_directory_id(id, 0)
+}
+
+/// Directory id of node `id`'s disk number `generation`.
+pub fn disk_directory_id(id: i32, generation: u32) -> uuid::Uuid {
+    uuid::Uuid::from_u128(0xD1 << 64 | u128::from(generation) << 32 | id as u32 as u128)
 }
 
 fn set_key(set: &VoterSet) -> Vec<(i32, Option<uuid::Uuid>)> {
@@ -238,6 +246,7 @@ impl Sim {
                     verified_to: 0,
                     busy_ticks: 0,
                     last_tick_at: 0,
+                    disk_generation: 0,
                 },
             );
         }
@@ -266,14 +275,16 @@ impl Sim {
 
     pub fn config_for(&self, id: i32) -> RaftConfig {
         if let Some(k) = self.cfg.initial_voters {
-            let initial: Vec<i32> = if id <= k as i32 {
+            // A replaced disk is formatted --no-initial-controllers.
+            let formatted_with_voters = id <= k as i32 && self.nodes[&id].disk_generation == 0;
+            let initial: Vec<i32> = if formatted_with_voters {
                 (1..=k as i32).collect()
             } else {
                 Vec::new()
             };
             let mut config = RaftConfig::new(id, self.dynamic_voter_set(&initial));
             config.kraft_version = 1;
-            config.directory_id = Some(directory_id(id));
+            config.directory_id = Some(self.directory_of(id));
             config.cluster_id = Some("sim-cluster".into());
             config.bootstrap_servers = self
                 .voter_ids
@@ -450,7 +461,9 @@ impl Sim {
                         && p.vote_granted
                     {
                         // One vote per epoch, across restarts too.
-                        if let Some(other) = self.votes_granted.insert((id, p.leader_epoch), to)
+                        let disk = self.nodes[&id].disk_generation;
+                        if let Some(other) =
+                            self.votes_granted.insert((id, disk, p.leader_epoch), to)
                             && other != to
                         {
                             self.fail(format!(
@@ -1066,4 +1079,31 @@ pub fn remove_voter(id: i32, directory: uuid::Uuid) -> RaftRequest {
             .with_voter_id(id)
             .with_voter_directory_id(directory),
     )
+}
+
+impl Sim {
+    /// The directory id of node `id`'s current disk.
+    pub fn directory_of(&self, id: i32) -> uuid::Uuid {
+        disk_directory_id(id, self.nodes[&id].disk_generation)
+    }
+
+    /// Loses node `id`'s disk: it restarts empty, formatted
+    /// `--no-initial-controllers` with a new directory id (an observer until
+    /// it is added again).
+    pub fn replace_disk(&mut self, id: i32) {
+        self.crash(id);
+        let node = self.nodes.get_mut(&id).expect("node");
+        node.disk = Some(MemoryLog::new());
+        node.persisted = None;
+        node.max_persisted_epoch = 0;
+        node.disk_generation += 1;
+        self.restart(id);
+    }
+}
+
+pub fn add_voter_with(id: i32, directory: uuid::Uuid) -> RaftRequest {
+    let RaftRequest::AddRaftVoter(r) = add_voter(id) else {
+        unreachable!("add_voter builds AddRaftVoter")
+    };
+    RaftRequest::AddRaftVoter(r.with_voter_directory_id(directory))
 }
