@@ -210,12 +210,14 @@ fn random_membership_run(seed: u64) {
                         .iter()
                         .map(|v| v.key)
                         .collect();
-                    if voters.iter().any(|k| k.id == target) {
+                    if let Some(key) = voters.iter().find(|k| k.id == target) {
                         if voters.len() > 1 {
-                            sim.admin(leader, remove_voter(target, directory_id(target)));
+                            let directory = key.directory_id.expect("kraft.version 1 keys");
+                            sim.admin(leader, remove_voter(target, directory));
                         }
                     } else {
-                        sim.admin(leader, add_voter(target));
+                        let directory = sim.directory_of(target);
+                        sim.admin(leader, add_voter_with(target, directory));
                     }
                 }
             }
@@ -228,6 +230,19 @@ fn random_membership_run(seed: u64) {
                 }
             }
             7 => sim.isolate(target),
+            // A lost disk, for a node no replica counts as a voter (losing a
+            // voter's disk is a lost vote, beyond this fault model): it comes
+            // back with a new directory id and can only join under that key.
+            10 => {
+                let all_up = ids.iter().all(|id| sim.is_up(*id));
+                let listed = ids.iter().any(|id| {
+                    sim.engine(*id)
+                        .is_some_and(|e| e.voters().contains_id(target))
+                });
+                if all_up && !listed {
+                    sim.replace_disk(target);
+                }
+            }
             8 | 9 => sim.heal(),
             _ => {}
         }
