@@ -4,6 +4,7 @@
 //! Layers, each owning one concern (see `docs/architecture.md`):
 //! - [`record`]: RecordBatch v2 and the KRaft control records (through the
 //!   `kafka-protocol` crate);
+//! - [`config`]: the Kafka-style `server.properties`;
 //! - [`log`]: the metadata log on disk in Kafka's layout;
 //! - [`raft`]: the sans-IO KIP-595 consensus engine;
 //! - [`metadata`]: the state machine over committed records;
@@ -15,6 +16,7 @@
 
 pub mod admin;
 pub mod cli;
+pub mod config;
 pub mod log;
 pub mod metadata;
 pub mod raft;

@@ -1,1 +1,691 @@
-//! Placeholder: this layer is being built (see docs/architecture.md).
+//! A small Kafka admin client for controller quorums, shared by the
+//! `kraft-controller quorum` CLI and the operator: DescribeQuorum,
+//! AddRaftVoter, RemoveRaftVoter, DescribeCluster and ApiVersions, over one
+//! pipelined [`crate::wire::client::Connection`].
+//!
+//! Like Kafka's `Admin` with `bootstrap.controllers`, it starts at one
+//! controller and sends the requests that only the active controller answers
+//! (DescribeQuorum, AddRaftVoter, RemoveRaftVoter) there: when a controller
+//! answers NOT_LEADER_OR_FOLLOWER, it asks DescribeCluster (endpoint type
+//! controller) who the active controller is, connects to it and retries.
+//!
+//! It owns request building and error mapping; it must not decide policy
+//! (when to retry a membership change is the caller's call, helped by
+//! [`AdminError::is_retriable`]).
+
+use std::{
+    collections::HashMap,
+    sync::{Mutex, OnceLock},
+    time::Duration,
+};
+
+use base64::Engine;
+use kafka_protocol::{
+    ResponseError,
+    messages::{
+        AddRaftVoterRequest, ApiKey, ApiVersionsRequest, ApiVersionsResponse,
+        DescribeClusterRequest, DescribeQuorumRequest, RemoveRaftVoterRequest, RequestKind,
+        ResponseKind, TopicName, add_raft_voter_request, describe_quorum_request,
+        describe_quorum_response::DescribeQuorumResponse,
+    },
+    protocol::StrBytes,
+};
+use uuid::Uuid;
+
+use crate::wire::{
+    self,
+    client::{ClientConfig, ClientError, Connection},
+};
+
+/// The metadata topic of KRaft (`__cluster_metadata`, partition 0).
+pub const METADATA_TOPIC: &str = "__cluster_metadata";
+
+/// Kafka's `NOT_LEADER_OR_FOLLOWER`.
+const NOT_LEADER_OR_FOLLOWER: i16 = 6;
+/// DescribeCluster `endpoint_type` for controllers (KIP-919).
+const ENDPOINT_TYPE_CONTROLLER: i8 = 2;
+/// How many times a request follows the active controller before giving up.
+const MAX_REDIRECTS: usize = 3;
+
+/// Errors of the admin client.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AdminError {
+    /// The controller answered with a Kafka error code.
+    #[error("{name} (error code {code}){}", message.as_deref().map(|m| format!(": {m}")).unwrap_or_default())]
+    Kafka {
+        /// Kafka's error code.
+        code: i16,
+        /// Kafka's name of the code, e.g. `NOT_LEADER_OR_FOLLOWER`.
+        name: &'static str,
+        /// The error message of the response, when it has one.
+        message: Option<String>,
+    },
+    /// Connecting or talking to a controller failed (retriable).
+    #[error("i/o with {addr} failed: {reason}")]
+    Io {
+        /// The controller address.
+        addr: String,
+        /// What failed.
+        reason: String,
+    },
+    /// No answer in time (retriable).
+    #[error("{what} timed out after {timeout_ms} ms")]
+    Timeout {
+        /// What was waited for.
+        what: String,
+        /// The timeout, ms.
+        timeout_ms: u128,
+    },
+    /// The answer did not make sense (not retriable).
+    #[error("protocol error: {0}")]
+    Protocol(String),
+}
+
+impl AdminError {
+    /// A Kafka error from a response code (`None` for 0) and message (an
+    /// empty message counts as none).
+    pub fn from_code(code: i16, message: Option<&StrBytes>) -> Option<AdminError> {
+        (code != 0).then(|| AdminError::Kafka {
+            code,
+            name: error_name(code),
+            message: message
+                .map(|m| m.as_str().to_owned())
+                .filter(|m| !m.is_empty()),
+        })
+    }
+
+    /// Whether trying again later may succeed: Kafka's retriable error
+    /// classes (REQUEST_TIMED_OUT, NOT_LEADER_OR_FOLLOWER,
+    /// LEADER_NOT_AVAILABLE, NETWORK_EXCEPTION, …, as `Errors.java` marks
+    /// them with `RetriableException`), i/o failures and timeouts.
+    pub fn is_retriable(&self) -> bool {
+        match self {
+            AdminError::Kafka { code, .. } => {
+                ResponseError::try_from_code(*code).is_some_and(|e| e.is_retriable())
+            }
+            AdminError::Io { .. } | AdminError::Timeout { .. } => true,
+            AdminError::Protocol(_) => false,
+        }
+    }
+
+    /// The Kafka error code, for [`AdminError::Kafka`].
+    pub fn code(&self) -> Option<i16> {
+        match self {
+            AdminError::Kafka { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+}
+
+impl From<ClientError> for AdminError {
+    fn from(e: ClientError) -> Self {
+        match e {
+            ClientError::Timeout {
+                api_key,
+                addr,
+                timeout_ms,
+            } => AdminError::Timeout {
+                what: format!("{api_key:?} request to {addr}"),
+                timeout_ms,
+            },
+            ClientError::ConnectTimeout { addr, timeout_ms } => AdminError::Timeout {
+                what: format!("connecting to {addr}"),
+                timeout_ms,
+            },
+            ClientError::Connect { addr, reason } | ClientError::Disconnected { addr, reason } => {
+                AdminError::Io { addr, reason }
+            }
+            ClientError::Backoff { node_id, .. } => AdminError::Io {
+                addr: format!("node {node_id}"),
+                reason: e.to_string(),
+            },
+            ClientError::Wire(reason) => AdminError::Protocol(reason),
+            ClientError::UnknownNode(_) => AdminError::Protocol(e.to_string()),
+        }
+    }
+}
+
+/// Kafka's name of an error code (`Errors.java`), e.g. 7 → `REQUEST_TIMED_OUT`.
+pub fn error_name(code: i16) -> &'static str {
+    if code == 0 {
+        return "NONE";
+    }
+    let Some(error) = ResponseError::try_from_code(code) else {
+        return "NONE";
+    };
+    if matches!(error, ResponseError::Unknown(_)) {
+        return "UNKNOWN";
+    }
+    // kafka-protocol names errors in CamelCase; Kafka's names are the same in
+    // UPPER_SNAKE. Each known code is converted once and kept (a bounded set).
+    static NAMES: OnceLock<Mutex<HashMap<i16, &'static str>>> = OnceLock::new();
+    let names = NAMES.get_or_init(|| Mutex::new(HashMap::new()));
+    let mut names = match names.lock() {
+        Ok(guard) => guard,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    names.entry(code).or_insert_with(|| {
+        let camel = error.to_string();
+        let mut snake = String::with_capacity(camel.len() + 8);
+        for (i, c) in camel.chars().enumerate() {
+            if c.is_ascii_uppercase() && i > 0 {
+                snake.push('_');
+            }
+            snake.push(c.to_ascii_uppercase());
+        }
+        Box::leak(snake.into_boxed_str())
+    })
+}
+
+/// Formats a directory id as Kafka prints a `Uuid`: URL-safe base64 without
+/// padding, 22 characters (e.g. in meta.properties `directory.id`).
+pub fn kafka_uuid_string(id: Uuid) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id.as_bytes())
+}
+
+/// Parses a Kafka `Uuid` string (22-character URL-safe base64, Kafka's
+/// `Uuid.fromString`); the hyphenated RFC 4122 form is accepted too.
+/// Errors: a message naming the bad value.
+pub fn parse_kafka_uuid(s: &str) -> Result<Uuid, String> {
+    if s.len() == 22 {
+        if let Ok(bytes) = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(s) {
+            if let Ok(arr) = <[u8; 16]>::try_from(bytes.as_slice()) {
+                return Ok(Uuid::from_bytes(arr));
+            }
+        }
+    }
+    Uuid::parse_str(s).map_err(|_| {
+        format!(
+            "'{s}' is not a Kafka uuid (22 characters of URL-safe base64, as in meta.properties)"
+        )
+    })
+}
+
+/// A voter or observer as DescribeQuorum reports it (Kafka's
+/// `QuorumInfo.ReplicaState`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplicaInfo {
+    /// Node id.
+    pub replica_id: i32,
+    /// Directory id (all zero before kraft.version 1).
+    pub directory_id: Uuid,
+    /// Log end offset the leader knows for it.
+    pub log_end_offset: i64,
+    /// Wall-clock ms of its last fetch; `None` when unknown (or v0).
+    pub last_fetch_timestamp_ms: Option<i64>,
+    /// Wall-clock ms when it was last caught up; `None` when unknown (or v0).
+    pub last_caught_up_timestamp_ms: Option<i64>,
+}
+
+/// One listener of a node (Kafka's `RaftVoterEndpoint`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Endpoint {
+    /// Listener name, e.g. `CONTROLLER`.
+    pub name: String,
+    /// Host name or address.
+    pub host: String,
+    /// TCP port.
+    pub port: u16,
+}
+
+impl std::fmt::Display for Endpoint {
+    /// `NAME://host:port`, IPv6 hosts in brackets, as Kafka prints it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.host.contains(':') {
+            write!(f, "{}://[{}]:{}", self.name, self.host, self.port)
+        } else {
+            write!(f, "{}://{}:{}", self.name, self.host, self.port)
+        }
+    }
+}
+
+impl std::str::FromStr for Endpoint {
+    type Err = String;
+
+    /// Parses `NAME://HOST:PORT` (`[v6addr]` for IPv6 hosts).
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("endpoint '{s}' is not of the form NAME://HOST:PORT");
+        let (name, rest) = s.split_once("://").ok_or_else(bad)?;
+        let (host, port) = rest.rsplit_once(':').ok_or_else(bad)?;
+        let host = host
+            .strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host);
+        if name.is_empty() || host.is_empty() {
+            return Err(bad());
+        }
+        let port = port
+            .parse::<u16>()
+            .map_err(|_| format!("endpoint '{s}' has a bad port '{port}'"))?;
+        Ok(Endpoint {
+            name: name.to_owned(),
+            host: host.to_owned(),
+            port,
+        })
+    }
+}
+
+/// A node and its endpoints (DescribeQuorum v2 `nodes`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NodeEndpoints {
+    /// Node id.
+    pub node_id: i32,
+    /// Its listeners.
+    pub endpoints: Vec<Endpoint>,
+}
+
+/// The state of the metadata quorum (Kafka's `QuorumInfo`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QuorumInfo {
+    /// Id of the leader.
+    pub leader_id: i32,
+    /// Epoch of the leader.
+    pub leader_epoch: i32,
+    /// High watermark (-1 while a new leader has not committed yet).
+    pub high_watermark: i64,
+    /// Voters, as the leader sees them.
+    pub voters: Vec<ReplicaInfo>,
+    /// Observers that fetched recently.
+    pub observers: Vec<ReplicaInfo>,
+    /// Endpoints of the voters (empty before v2).
+    pub nodes: Vec<NodeEndpoints>,
+}
+
+/// A controller in a DescribeCluster answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerNode {
+    /// Node id.
+    pub node_id: i32,
+    /// Host of the listener the request came in on.
+    pub host: String,
+    /// Port of that listener.
+    pub port: u16,
+    /// Rack, if configured.
+    pub rack: Option<String>,
+}
+
+/// A DescribeCluster answer with endpoint type controller (KIP-919).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterInfo {
+    /// The cluster id.
+    pub cluster_id: String,
+    /// The active controller, -1 when unknown.
+    pub controller_id: i32,
+    /// The controllers.
+    pub nodes: Vec<ControllerNode>,
+}
+
+/// A Kafka admin client for one controller quorum; see the module doc.
+#[derive(Debug)]
+pub struct AdminClient {
+    bootstrap: String,
+    conn: Connection,
+    /// Node id of the controller `conn` goes to, once known.
+    connected_node: Option<i32>,
+    api_versions: ApiVersionsResponse,
+    timeout: Duration,
+}
+
+impl AdminClient {
+    /// Connects to the controller at `addr` (`host:port`) and negotiates
+    /// versions with ApiVersions. `timeout` bounds the connect and every
+    /// request. Errors: [`AdminError::Io`], [`AdminError::Timeout`],
+    /// [`AdminError::Kafka`] when ApiVersions fails.
+    pub async fn connect(addr: &str, timeout: Duration) -> Result<AdminClient, AdminError> {
+        let (conn, api_versions) = Self::open(addr, timeout).await?;
+        Ok(AdminClient {
+            bootstrap: addr.to_owned(),
+            conn,
+            connected_node: None,
+            api_versions,
+            timeout,
+        })
+    }
+
+    async fn open(
+        addr: &str,
+        timeout: Duration,
+    ) -> Result<(Connection, ApiVersionsResponse), AdminError> {
+        let config = ClientConfig {
+            request_timeout: timeout,
+            connect_timeout: timeout,
+            client_id: "kraft-controller-admin".to_owned(),
+            ..ClientConfig::default()
+        };
+        let conn = Connection::connect(addr, config).await?;
+        let api_versions = Self::negotiate(&conn).await?;
+        Ok((conn, api_versions))
+    }
+
+    async fn negotiate(conn: &Connection) -> Result<ApiVersionsResponse, AdminError> {
+        let ours = wire::supported_api(ApiKey::ApiVersions)
+            .map(|a| a.max_version)
+            .unwrap_or(0);
+        let mut version = ours;
+        for _ in 0..2 {
+            let request = ApiVersionsRequest::default()
+                .with_client_software_name(StrBytes::from_static_str("kraft-controller"))
+                .with_client_software_version(StrBytes::from_static_str(env!("CARGO_PKG_VERSION")));
+            let ResponseKind::ApiVersions(response) = conn
+                .call(version, RequestKind::ApiVersions(request))
+                .await?
+            else {
+                return Err(AdminError::Protocol(
+                    "ApiVersions answered with another api".into(),
+                ));
+            };
+            if response.error_code == wire::UNSUPPORTED_VERSION {
+                // KIP-511: retry with the highest version the server listed.
+                let theirs = response
+                    .api_keys
+                    .iter()
+                    .find(|a| a.api_key == ApiKey::ApiVersions as i16)
+                    .map(|a| a.max_version)
+                    .unwrap_or(0);
+                version = theirs.min(ours);
+                continue;
+            }
+            if let Some(e) = AdminError::from_code(response.error_code, None) {
+                return Err(e);
+            }
+            return Ok(response);
+        }
+        Err(AdminError::Protocol(
+            "ApiVersions kept answering UNSUPPORTED_VERSION".into(),
+        ))
+    }
+
+    /// The address this client was bootstrapped with.
+    pub fn bootstrap(&self) -> &str {
+        &self.bootstrap
+    }
+
+    /// The address of the controller requests currently go to.
+    pub fn connected_addr(&self) -> &str {
+        self.conn.addr()
+    }
+
+    fn version(&self, key: ApiKey) -> Result<i16, AdminError> {
+        wire::negotiate(key, &self.api_versions.api_keys).ok_or_else(|| AdminError::Kafka {
+            code: wire::UNSUPPORTED_VERSION,
+            name: error_name(wire::UNSUPPORTED_VERSION),
+            message: Some(format!(
+                "controller at {} does not support {key:?} in a version we speak",
+                self.conn.addr()
+            )),
+        })
+    }
+
+    /// The ApiVersions answer of the controller requests go to.
+    pub fn api_versions(&self) -> &ApiVersionsResponse {
+        &self.api_versions
+    }
+
+    /// Sends ApiVersions again and returns the answer.
+    pub async fn refresh_api_versions(&mut self) -> Result<ApiVersionsResponse, AdminError> {
+        self.api_versions = Self::negotiate(&self.conn).await?;
+        Ok(self.api_versions.clone())
+    }
+
+    /// DescribeCluster with endpoint type controller: the cluster id, the
+    /// active controller and the controllers. Errors: [`AdminError`]; a
+    /// controller that only speaks v0 (no endpoint type) is UNSUPPORTED_VERSION.
+    pub async fn describe_cluster(&mut self) -> Result<ClusterInfo, AdminError> {
+        let version = self.version(ApiKey::DescribeCluster)?;
+        if version < 1 {
+            return Err(AdminError::Kafka {
+                code: wire::UNSUPPORTED_VERSION,
+                name: error_name(wire::UNSUPPORTED_VERSION),
+                message: Some("DescribeCluster v1+ is needed for endpoint type controller".into()),
+            });
+        }
+        let request =
+            DescribeClusterRequest::default().with_endpoint_type(ENDPOINT_TYPE_CONTROLLER);
+        let ResponseKind::DescribeCluster(r) = self
+            .conn
+            .call(version, RequestKind::DescribeCluster(request))
+            .await?
+        else {
+            return Err(AdminError::Protocol(
+                "DescribeCluster answered with another api".into(),
+            ));
+        };
+        if let Some(e) = AdminError::from_code(r.error_code, r.error_message.as_ref()) {
+            return Err(e);
+        }
+        let nodes = r
+            .brokers
+            .iter()
+            .map(|b| {
+                Ok(ControllerNode {
+                    node_id: b.broker_id.0,
+                    host: b.host.as_str().to_owned(),
+                    port: u16::try_from(b.port).map_err(|_| {
+                        AdminError::Protocol(format!("node {} has port {}", b.broker_id.0, b.port))
+                    })?,
+                    rack: b.rack.as_ref().map(|r| r.as_str().to_owned()),
+                })
+            })
+            .collect::<Result<Vec<_>, AdminError>>()?;
+        Ok(ClusterInfo {
+            cluster_id: r.cluster_id.as_str().to_owned(),
+            controller_id: r.controller_id.0,
+            nodes,
+        })
+    }
+
+    /// Moves the connection to the active controller, found with
+    /// DescribeCluster. Errors: NOT_LEADER_OR_FOLLOWER (retriable) when no
+    /// controller knows the leader, or when we already talk to it.
+    async fn follow_active_controller(&mut self) -> Result<(), AdminError> {
+        let cluster = self.describe_cluster().await?;
+        let not_leader = |message: String| AdminError::Kafka {
+            code: NOT_LEADER_OR_FOLLOWER,
+            name: error_name(NOT_LEADER_OR_FOLLOWER),
+            message: Some(message),
+        };
+        if cluster.controller_id < 0 {
+            return Err(not_leader("the quorum has no leader right now".into()));
+        }
+        if self.connected_node == Some(cluster.controller_id) {
+            return Err(not_leader(format!(
+                "node {} is reported as the active controller but is not the leader",
+                cluster.controller_id
+            )));
+        }
+        let node = cluster
+            .nodes
+            .iter()
+            .find(|n| n.node_id == cluster.controller_id)
+            .ok_or_else(|| {
+                not_leader(format!(
+                    "no endpoint known for the active controller {}",
+                    cluster.controller_id
+                ))
+            })?;
+        let addr = if node.host.contains(':') {
+            format!("[{}]:{}", node.host, node.port)
+        } else {
+            format!("{}:{}", node.host, node.port)
+        };
+        tracing::debug!(node_id = node.node_id, %addr, "following the active controller");
+        let (conn, api_versions) = Self::open(&addr, self.timeout).await?;
+        self.conn = conn;
+        self.api_versions = api_versions;
+        self.connected_node = Some(node.node_id);
+        Ok(())
+    }
+
+    /// DescribeQuorum of `__cluster_metadata-0`, answered by the active
+    /// controller (Kafka's `Admin.describeMetadataQuorum`). Timestamps of -1
+    /// become `None`. Errors: [`AdminError`].
+    pub async fn describe_quorum(&mut self) -> Result<QuorumInfo, AdminError> {
+        let mut last = None;
+        for _ in 0..=MAX_REDIRECTS {
+            let version = self.version(ApiKey::DescribeQuorum)?;
+            let request = DescribeQuorumRequest::default().with_topics(vec![
+                describe_quorum_request::TopicData::default()
+                    .with_topic_name(TopicName(StrBytes::from_static_str(METADATA_TOPIC)))
+                    .with_partitions(vec![
+                        describe_quorum_request::PartitionData::default().with_partition_index(0),
+                    ]),
+            ]);
+            let ResponseKind::DescribeQuorum(r) = self
+                .conn
+                .call(version, RequestKind::DescribeQuorum(request))
+                .await?
+            else {
+                return Err(AdminError::Protocol(
+                    "DescribeQuorum answered with another api".into(),
+                ));
+            };
+            match quorum_info(&r) {
+                Err(e) if e.code() == Some(NOT_LEADER_OR_FOLLOWER) => {
+                    last = Some(e);
+                    self.follow_active_controller().await?;
+                }
+                other => return other,
+            }
+        }
+        Err(last.unwrap_or_else(|| AdminError::Protocol("no DescribeQuorum answer".into())))
+    }
+
+    /// AddRaftVoter (KIP-853): adds `(voter_id, directory_id)` with its
+    /// `endpoints`; the leader answers once the change is committed or
+    /// `timeout_ms` passes. Errors: [`AdminError`]; REQUEST_TIMED_OUT (the
+    /// voter is not caught up, or another change is pending) is retriable.
+    pub async fn add_raft_voter(
+        &mut self,
+        voter_id: i32,
+        directory_id: Uuid,
+        endpoints: &[Endpoint],
+        timeout_ms: i32,
+    ) -> Result<(), AdminError> {
+        let listeners: Vec<_> = endpoints
+            .iter()
+            .map(|e| {
+                add_raft_voter_request::Listener::default()
+                    .with_name(StrBytes::from_string(e.name.clone()))
+                    .with_host(StrBytes::from_string(e.host.clone()))
+                    .with_port(e.port)
+            })
+            .collect();
+        let wait = self.timeout + Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0));
+        let mut last = None;
+        for _ in 0..=MAX_REDIRECTS {
+            let version = self.version(ApiKey::AddRaftVoter)?;
+            let request = AddRaftVoterRequest::default()
+                .with_cluster_id(None)
+                .with_timeout_ms(timeout_ms)
+                .with_voter_id(voter_id)
+                .with_voter_directory_id(directory_id)
+                .with_listeners(listeners.clone());
+            let ResponseKind::AddRaftVoter(r) = self
+                .conn
+                .call_with_timeout(version, RequestKind::AddRaftVoter(request), wait)
+                .await?
+            else {
+                return Err(AdminError::Protocol(
+                    "AddRaftVoter answered with another api".into(),
+                ));
+            };
+            match AdminError::from_code(r.error_code, r.error_message.as_ref()) {
+                None => return Ok(()),
+                Some(e) if e.code() == Some(NOT_LEADER_OR_FOLLOWER) => {
+                    last = Some(e);
+                    self.follow_active_controller().await?;
+                }
+                Some(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| AdminError::Protocol("no AddRaftVoter answer".into())))
+    }
+
+    /// RemoveRaftVoter (KIP-853): removes `(voter_id, directory_id)`; the
+    /// leader answers once the change is committed. Errors: [`AdminError`];
+    /// VOTER_NOT_FOUND when the pair is not a voter.
+    pub async fn remove_raft_voter(
+        &mut self,
+        voter_id: i32,
+        directory_id: Uuid,
+    ) -> Result<(), AdminError> {
+        let mut last = None;
+        for _ in 0..=MAX_REDIRECTS {
+            let version = self.version(ApiKey::RemoveRaftVoter)?;
+            let request = RemoveRaftVoterRequest::default()
+                .with_cluster_id(None)
+                .with_voter_id(voter_id)
+                .with_voter_directory_id(directory_id);
+            let ResponseKind::RemoveRaftVoter(r) = self
+                .conn
+                .call(version, RequestKind::RemoveRaftVoter(request))
+                .await?
+            else {
+                return Err(AdminError::Protocol(
+                    "RemoveRaftVoter answered with another api".into(),
+                ));
+            };
+            match AdminError::from_code(r.error_code, r.error_message.as_ref()) {
+                None => return Ok(()),
+                Some(e) if e.code() == Some(NOT_LEADER_OR_FOLLOWER) => {
+                    last = Some(e);
+                    self.follow_active_controller().await?;
+                }
+                Some(e) => return Err(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| AdminError::Protocol("no RemoveRaftVoter answer".into())))
+    }
+}
+
+/// Reads `__cluster_metadata-0` out of a DescribeQuorum answer.
+fn quorum_info(r: &DescribeQuorumResponse) -> Result<QuorumInfo, AdminError> {
+    if let Some(e) = AdminError::from_code(r.error_code, r.error_message.as_ref()) {
+        return Err(e);
+    }
+    let partition = r
+        .topics
+        .iter()
+        .filter(|t| t.topic_name.0.as_str() == METADATA_TOPIC)
+        .flat_map(|t| t.partitions.iter())
+        .find(|p| p.partition_index == 0)
+        .ok_or_else(|| {
+            AdminError::Protocol(format!("DescribeQuorum answer has no {METADATA_TOPIC}-0"))
+        })?;
+    if let Some(e) = AdminError::from_code(partition.error_code, partition.error_message.as_ref()) {
+        return Err(e);
+    }
+    let replica =
+        |s: &kafka_protocol::messages::describe_quorum_response::ReplicaState| ReplicaInfo {
+            replica_id: s.replica_id.0,
+            directory_id: s.replica_directory_id,
+            log_end_offset: s.log_end_offset,
+            last_fetch_timestamp_ms: (s.last_fetch_timestamp >= 0)
+                .then_some(s.last_fetch_timestamp),
+            last_caught_up_timestamp_ms: (s.last_caught_up_timestamp >= 0)
+                .then_some(s.last_caught_up_timestamp),
+        };
+    Ok(QuorumInfo {
+        leader_id: partition.leader_id.0,
+        leader_epoch: partition.leader_epoch,
+        high_watermark: partition.high_watermark,
+        voters: partition.current_voters.iter().map(replica).collect(),
+        observers: partition.observers.iter().map(replica).collect(),
+        nodes: r
+            .nodes
+            .iter()
+            .map(|n| NodeEndpoints {
+                node_id: n.node_id.0,
+                endpoints: n
+                    .listeners
+                    .iter()
+                    .map(|l| Endpoint {
+                        name: l.name.as_str().to_owned(),
+                        host: l.host.as_str().to_owned(),
+                        port: l.port,
+                    })
+                    .collect(),
+            })
+            .collect(),
+    })
+}

@@ -3,6 +3,11 @@
 //! Owns argument parsing and exit codes only; each subcommand lives in its own
 //! file and calls into the layers below.
 
+pub mod dump_log;
+pub mod format;
+pub mod quorum;
+pub mod run;
+
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -16,10 +21,38 @@ pub struct Cli {
 }
 
 #[derive(Debug, Subcommand)]
-enum Command {}
+enum Command {
+    /// Format a metadata log directory (meta.properties, bootstrap.checkpoint,
+    /// and the initial voters in dynamic mode).
+    Format(format::FormatArgs),
+    /// Run a controller (`--config server.properties`).
+    Run(run::RunArgs),
+    /// Describe the metadata quorum, add or remove voters (like `kafka-metadata-quorum`).
+    Quorum(quorum::QuorumArgs),
+    /// Print the batches and records of log segments and snapshot files.
+    DumpLog(dump_log::DumpLogArgs),
+}
 
 /// Parses the command line, runs the subcommand and maps its result to an
 /// exit code (0 success, 1 failure, 2 usage error as clap does).
 pub fn main() -> ExitCode {
-    match Cli::parse().command {}
+    match Cli::parse().command {
+        Command::Format(args) => format::run(&args),
+        Command::Run(args) => {
+            init_tracing();
+            run::run(args)
+        }
+        Command::Quorum(args) => quorum::run(args),
+        Command::DumpLog(args) => dump_log::run(&args),
+    }
+}
+
+/// Logs to stderr, filtered by `RUST_LOG` (default `info`).
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .try_init();
 }

@@ -10,20 +10,41 @@
 //!
 //! - Offsets are dense: batches are stored in offset order with no holes; the
 //!   log holds `[start_offset, end_offset)`.
-//! - Appends and truncations are visible to reads as soon as they return, but
-//!   are durable only once [`ReplicatedLog::flush`] returns: a crash may lose
-//!   any suffix that was not flushed (never a prefix, never a hole).
+//! - Appends are visible to reads as soon as they return, but are durable
+//!   only once [`ReplicatedLog::flush`] returns: a crash may lose any suffix
+//!   that was not flushed (never a prefix, never a hole).
 //!   [`ReplicatedLog::flushed_end_offset`] is the offset below which every
-//!   record survives a crash.
+//!   record survives a crash. A truncation is durable when
+//!   [`ReplicatedLog::truncate_to`] returns (a truncated suffix never comes
+//!   back after a crash).
 //! - A truncation below the flushed end offset lowers it.
 //! - Reads return whole batches only; at least one batch even if it is larger
 //!   than the byte limit (so a consumer always makes progress).
 //! - Every batch stored passed its CRC check; recovery on open truncates a torn,
-//!   zero-filled or corrupt tail and never serves it.
+//!   zero-filled or corrupt tail and never serves it (see [`FileLog`] and
+//!   `docs/log.md`).
+//!
+//! Implementations: [`MemoryLog`] (simulation) and [`FileLog`] (Kafka's
+//! on-disk layout). Beside the log: [`snapshot`] files, the [`quorum_state`]
+//! file, [`meta_properties`] and [`bootstrap`] (`bootstrap.checkpoint`).
 
+pub mod bootstrap;
+pub mod epoch_cache;
+mod file;
+pub mod fs;
 mod memory;
+pub mod meta_properties;
+pub mod quorum_state;
+pub mod segment;
+pub mod snapshot;
 
+pub use file::{
+    FileLog, FileLogConfig, METADATA_PARTITION_DIR, METADATA_TOPIC_ID, PARTITION_METADATA_FILE,
+    encode_partition_metadata, partition_dir,
+};
 pub use memory::MemoryLog;
+pub use meta_properties::MetaProperties;
+pub use quorum_state::{ElectionState, QuorumStateStore};
 
 use bytes::Bytes;
 
@@ -63,6 +84,37 @@ pub enum LogError {
     /// A batch that could not be read or built.
     #[error("bad record batch: {0}")]
     Record(#[from] RecordError),
+    /// A file whose contents are not what this module writes (a hole between
+    /// segments, a bad checkpoint line, a property that does not parse).
+    #[error("{path}: {reason}")]
+    Corrupt {
+        /// The file.
+        path: std::path::PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The log starts above offset 0 but no snapshot covers its prefix.
+    #[error(
+        "log in {dir} starts at offset {start_offset} but no snapshot ends at or above it (latest snapshot: {latest_snapshot:?}); the prefix is lost, refusing to open"
+    )]
+    MissingSnapshot {
+        /// The partition directory.
+        dir: std::path::PathBuf,
+        /// The log's first offset.
+        start_offset: i64,
+        /// The newest snapshot found, if any.
+        latest_snapshot: Option<OffsetAndEpoch>,
+    },
+    /// A quorum-state file written by a newer version (fatal at start).
+    #[error(
+        "{path}: quorum-state data_version {version} is not supported (0 and 1 are); refusing to start"
+    )]
+    UnsupportedQuorumStateVersion {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The version found.
+        version: i64,
+    },
     /// An I/O failure on a named file.
     #[error("{action} {path}: {source}")]
     Io {

@@ -1,1 +1,7 @@
-//! Placeholder: this layer is being built (see docs/architecture.md).
+//! The state machine above Raft: what committed metadata records mean.
+//!
+//! For now it holds only [`records`], the encoders of the few Kafka metadata
+//! records `format` and `dump-log` need. It must not make consensus decisions.
+
+pub mod records;
+pub mod version;

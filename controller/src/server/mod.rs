@@ -1,1 +1,316 @@
-//! Placeholder: this layer is being built (see docs/architecture.md).
+//! The tokio runtime of a controller: listeners, peer connections, the event
+//! loop that feeds the Raft engine and executes its commands, timers, and the
+//! HTTP endpoint (`/healthz`, `/readyz`, `/metrics`).
+//!
+//! It must not contain protocol logic that belongs to the engine (`raft`):
+//! it moves bytes and time in, and carries commands out.
+
+pub mod connection;
+pub mod event_loop;
+pub mod fit;
+pub mod http;
+pub mod metrics;
+
+use std::{path::PathBuf, sync::Arc, time::Duration};
+
+use prometheus_client::registry::Registry;
+use rand::SeedableRng;
+use tokio::sync::{mpsc, watch};
+
+use crate::{
+    config::ControllerConfig,
+    log::{
+        self, FileLog, FileLogConfig, MetaProperties, OffsetAndEpoch, QuorumStateStore,
+        meta_properties::uuid_to_kafka_string, snapshot::SnapshotReader,
+    },
+    raft::{self, Endpoint, RaftConfig, RaftEngine, ReplicaKey, Voter, VoterSet},
+    record::{ControlRecord, DecodedBatch, iter_batches},
+    wire::client::{ClientConfig, PeerManager},
+};
+
+/// Errors that stop a controller at start or while running.
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    /// `metadata.log.dir` has no `meta.properties`.
+    #[error("{dir} is not formatted (no meta.properties): run `kraft-controller format` first")]
+    NotFormatted {
+        /// The log dir.
+        dir: PathBuf,
+    },
+    /// `meta.properties` names another node.
+    #[error(
+        "node.id in {dir}/meta.properties is {stored}, but the configuration says node.id={configured}"
+    )]
+    NodeIdMismatch {
+        /// The log dir.
+        dir: PathBuf,
+        /// Id on disk.
+        stored: i32,
+        /// Id configured.
+        configured: i32,
+    },
+    /// `meta.properties` belongs to another cluster.
+    #[error(
+        "cluster id in {dir}/meta.properties is {stored}, expected {expected}: this volume holds another cluster's data; refusing to start"
+    )]
+    ClusterIdMismatch {
+        /// The log dir.
+        dir: PathBuf,
+        /// Id on disk.
+        stored: String,
+        /// Id expected (`--cluster-id`).
+        expected: String,
+    },
+    /// The log or its files failed.
+    #[error(transparent)]
+    Log(#[from] log::LogError),
+    /// The engine could not start.
+    #[error(transparent)]
+    Engine(#[from] raft::RaftError),
+    /// The event loop stopped on an error.
+    #[error(transparent)]
+    Loop(#[from] event_loop::LoopError),
+    /// A listener could not be bound.
+    #[error("binding {what} {address}: {source}")]
+    Bind {
+        /// Which listener.
+        what: &'static str,
+        /// The address.
+        address: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The bootstrap checkpoint could not be read.
+    #[error("reading the bootstrap checkpoint {path}: {reason}")]
+    Bootstrap {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+}
+
+/// Reads the voter set from the `00000000000000000000-0000000000.checkpoint`
+/// written by `format --standalone` / `--initial-controllers` (KIP-853), if any.
+fn bootstrap_voters(partition_dir: &std::path::Path) -> Result<Option<VoterSet>, ServerError> {
+    let id = OffsetAndEpoch::new(0, 0);
+    let path = partition_dir.join(log::snapshot::snapshot_file_name(id));
+    if !path.exists() {
+        return Ok(None);
+    }
+    let bad = |reason: String| ServerError::Bootstrap {
+        path: path.clone(),
+        reason,
+    };
+    let reader = SnapshotReader::open(partition_dir, id)?;
+    let size = usize::try_from(reader.size()).map_err(|_| bad("too large".into()))?;
+    let bytes = reader.read(0, size)?;
+    let mut voters = None;
+    for item in iter_batches(&bytes, true) {
+        let (header, batch) = item.map_err(|e| bad(e.to_string()))?;
+        if !header.is_control() {
+            continue;
+        }
+        let decoded = DecodedBatch::decode(batch).map_err(|e| bad(e.to_string()))?;
+        for record in decoded.control_records().map_err(|e| bad(e.to_string()))? {
+            if let ControlRecord::Voters(v) = record {
+                voters = Some(VoterSet::from_record(&v));
+            }
+        }
+    }
+    Ok(voters)
+}
+
+/// Runs a controller until `shutdown` becomes `true` (SIGTERM), then hands
+/// over leadership (bounded by [`event_loop::SHUTDOWN_TIMEOUT_MS`]), flushes
+/// and returns.
+///
+/// Refuses to start, touching no file, on an unformatted log dir, a node id
+/// or (with `expected_cluster_id`) cluster id that differs from
+/// `meta.properties`.
+///
+/// Errors: [`ServerError`].
+pub async fn run(
+    config: ControllerConfig,
+    expected_cluster_id: Option<String>,
+    shutdown: watch::Receiver<bool>,
+) -> Result<(), ServerError> {
+    for key in &config.unknown_keys {
+        tracing::warn!(key = %key, "unknown configuration key ignored");
+    }
+    let dir = config.metadata_log_dir.clone();
+    let meta = MetaProperties::read(&dir)?
+        .ok_or_else(|| ServerError::NotFormatted { dir: dir.clone() })?;
+    if meta.node_id != config.node_id {
+        return Err(ServerError::NodeIdMismatch {
+            dir,
+            stored: meta.node_id,
+            configured: config.node_id,
+        });
+    }
+    let cluster_id = uuid_to_kafka_string(meta.cluster_id);
+    if let Some(expected) = expected_cluster_id {
+        if expected != cluster_id {
+            return Err(ServerError::ClusterIdMismatch {
+                dir,
+                stored: cluster_id,
+                expected,
+            });
+        }
+    }
+    let partition_dir = log::partition_dir(&dir);
+    let controller_listener = config.controller_listener().clone();
+    let voters = match bootstrap_voters(&partition_dir)? {
+        Some(voters) => {
+            if !config.static_voters.is_empty() {
+                tracing::warn!(
+                    "controller.quorum.voters ignored: the bootstrap checkpoint holds the voter set (KIP-853)"
+                );
+            }
+            voters
+        }
+        None => VoterSet::new(config.static_voters.iter().map(|v| {
+            Voter::new(
+                ReplicaKey::of(v.id),
+                Some(Endpoint::new(
+                    controller_listener.name.clone(),
+                    v.host.clone(),
+                    v.port,
+                )),
+            )
+        })),
+    };
+    let log = FileLog::open(
+        &partition_dir,
+        FileLogConfig {
+            segment_bytes: config.segment_bytes,
+            ..FileLogConfig::default()
+        },
+    )?;
+    let quorum_state = QuorumStateStore::new(&partition_dir);
+    let stored = quorum_state.read()?.map(|s| raft::ElectionState {
+        epoch: s.epoch,
+        leader_id: s.leader_id,
+        voted_key: s.voted_key.map(|(id, dir)| ReplicaKey {
+            id,
+            directory_id: dir,
+        }),
+    });
+
+    let t = config.timings;
+    let mut raft_config = RaftConfig::new(config.node_id, voters);
+    raft_config.directory_id = Some(meta.directory_id);
+    raft_config.cluster_id = Some(cluster_id.clone());
+    raft_config.bootstrap_servers = config
+        .bootstrap_servers
+        .iter()
+        .map(|(host, port)| Endpoint::new(controller_listener.name.clone(), host.clone(), *port))
+        .collect();
+    raft_config.election_timeout_ms = t.election_timeout_ms;
+    raft_config.fetch_timeout_ms = t.fetch_timeout_ms;
+    raft_config.request_timeout_ms = t.request_timeout_ms;
+    raft_config.retry_backoff_ms = t.retry_backoff_ms;
+    raft_config.append_linger_ms = t.append_linger_ms;
+    let rng = Box::new(rand::rngs::StdRng::from_os_rng());
+    let (engine, initial) = RaftEngine::new(raft_config, log, stored, rng, event_loop::now_ms())?;
+    tracing::info!(node_id = config.node_id, cluster_id = %cluster_id,
+        directory_id = %uuid_to_kafka_string(meta.directory_id),
+        voters = ?engine.voters().ids().collect::<Vec<_>>(), "starting controller");
+
+    let bind = controller_listener.address();
+    let bind = if controller_listener.host.is_empty() {
+        format!("0.0.0.0:{}", controller_listener.port)
+    } else {
+        bind
+    };
+    let listener = tokio::net::TcpListener::bind(&bind)
+        .await
+        .map_err(|source| ServerError::Bind {
+            what: "the controller listener",
+            address: bind.clone(),
+            source,
+        })?;
+    tracing::info!(address = %bind, "controller listener bound");
+
+    let mut registry = Registry::default();
+    let metrics = Arc::new(metrics::RaftMetrics::new(&mut registry));
+    let (readiness_tx, readiness_rx) = watch::channel(http::Readiness::starting());
+    let http_listener = tokio::net::TcpListener::bind(config.http_listener)
+        .await
+        .map_err(|source| ServerError::Bind {
+            what: "the http listener",
+            address: config.http_listener.to_string(),
+            source,
+        })?;
+    let router = http::router(registry, readiness_rx);
+    let mut http_shutdown = shutdown.clone();
+    let http_task = tokio::spawn(async move {
+        let stop = async move {
+            let _ = http_shutdown.wait_for(|s| *s).await;
+        };
+        if let Err(e) = axum::serve(http_listener, router)
+            .with_graceful_shutdown(stop)
+            .await
+        {
+            tracing::error!(error = %e, "http endpoint failed");
+        }
+    });
+
+    let (request_tx, request_rx) = mpsc::channel(1024);
+    let max_frame = config.socket_request_max_bytes;
+    let accept_task = tokio::spawn(async move {
+        let mut next_id = 0u64;
+        loop {
+            match listener.accept().await {
+                Ok((stream, peer)) => {
+                    next_id += 1;
+                    tokio::spawn(connection::serve_connection(
+                        next_id,
+                        stream,
+                        peer,
+                        max_frame,
+                        request_tx.clone(),
+                    ));
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                }
+            }
+        }
+    });
+
+    let (peer_tx, peer_rx) = mpsc::unbounded_channel();
+    let client_config = ClientConfig {
+        request_timeout: Duration::from_millis(t.request_timeout_ms),
+        retry_backoff: Duration::from_millis(t.retry_backoff_ms),
+        client_id: format!("kraft-controller-{}", config.node_id),
+        ..ClientConfig::default()
+    };
+    let ctx = event_loop::LoopContext {
+        cluster_id,
+        quorum_state,
+        peers: PeerManager::new(client_config, peer_tx),
+        peer_responses: peer_rx,
+        requests: request_rx,
+        readiness: readiness_tx,
+        metrics,
+        max_idle_interval_ms: config.max_idle_interval_ms,
+        fetch_timeout_ms: t.fetch_timeout_ms,
+    };
+    let result = event_loop::run(engine, initial, ctx, shutdown).await;
+    accept_task.abort();
+    match result {
+        Ok(engine) => {
+            let mut log = engine.into_log();
+            log::ReplicatedLog::flush(&mut log)?;
+            http_task.abort();
+            tracing::info!("controller stopped cleanly");
+            Ok(())
+        }
+        Err(e) => {
+            http_task.abort();
+            Err(e.into())
+        }
+    }
+}

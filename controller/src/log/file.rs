@@ -1,0 +1,578 @@
+//! [`FileLog`]: the [`ReplicatedLog`] on disk, in Kafka's layout of the
+//! `__cluster_metadata-0` partition directory (Kafka's `KafkaMetadataLog` over
+//! `UnifiedLog`).
+//!
+//! Owns the segments, the leader epoch cache, `partition.metadata`, the list of
+//! snapshot files, and recovery on open. It must not decide what to append or
+//! truncate: the Raft engine does.
+//!
+//! # Recovery on open
+//!
+//! Every segment is scanned batch by batch (header, CRC32C, contiguous
+//! offsets). Kafka has no record of which bytes were fsynced either, and its
+//! `LogSegment.recover` truncates at the first invalid batch; we do the same,
+//! for all segments rather than from a recovery point (the metadata log is
+//! small and cleaned by snapshots):
+//! - a torn batch (the file ends inside it), a zero-filled tail (a file grown
+//!   by the OS but never written; Kafka reads the zero size as a corrupt record
+//!   and truncates), a batch whose CRC fails, or a batch whose base offset
+//!   breaks the sequence: the segment is truncated right before it, every later
+//!   segment is deleted, and a `tracing::warn!` names the file and offset;
+//!   nothing at or after it is ever served;
+//! - the offset index and `leader-epoch-checkpoint` are rebuilt from the scan
+//!   and rewritten if they differ from what is on disk;
+//! - a log whose first offset is above 0 with no snapshot at or above it
+//!   refuses to open ([`LogError::MissingSnapshot`]): its prefix is gone.
+
+use std::{
+    fs,
+    path::{Path, PathBuf},
+};
+
+use bytes::{Bytes, BytesMut};
+
+use super::{
+    LogAppendInfo, LogError, LogFetchInfo, OffsetAndEpoch, ReplicatedLog, Result,
+    epoch_cache::{EpochEntry, LeaderEpochCache},
+    fs::{fsync_dir, io_err, write_atomically},
+    segment::Segment,
+    snapshot::{self, SnapshotReader, SnapshotWriter},
+};
+use crate::record::{self, BatchHeader};
+
+/// Name of the metadata partition's directory under `metadata.log.dir`.
+pub const METADATA_PARTITION_DIR: &str = "__cluster_metadata-0";
+/// File holding the partition's topic id.
+pub const PARTITION_METADATA_FILE: &str = "partition.metadata";
+/// Kafka's `Uuid.METADATA_TOPIC_ID` (`AAAAAAAAAAAAAAAAAAAAAQ`): the fixed topic
+/// id of `__cluster_metadata`.
+pub const METADATA_TOPIC_ID: uuid::Uuid = uuid::Uuid::from_u128(1);
+
+/// `<log_dir>/__cluster_metadata-0`.
+pub fn partition_dir(log_dir: &Path) -> PathBuf {
+    log_dir.join(METADATA_PARTITION_DIR)
+}
+
+/// The `partition.metadata` text for a topic id (Kafka's `PartitionMetadata.encode`:
+/// no trailing newline).
+pub fn encode_partition_metadata(topic_id: uuid::Uuid) -> String {
+    format!(
+        "version: 0\ntopic_id: {}",
+        crate::log::meta_properties::uuid_to_kafka_string(topic_id)
+    )
+}
+
+/// Tunables of [`FileLog`], named after Kafka's configs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileLogConfig {
+    /// `metadata.log.segment.bytes`: a new segment is rolled when an append
+    /// would grow the active one past this many bytes (default 1 GiB).
+    pub segment_bytes: u64,
+    /// `index.interval.bytes`: bytes appended between two offset index entries
+    /// (default 4096).
+    pub index_interval_bytes: u64,
+}
+
+impl Default for FileLogConfig {
+    fn default() -> Self {
+        Self {
+            segment_bytes: 1 << 30,
+            index_interval_bytes: 4096,
+        }
+    }
+}
+
+/// The metadata log in a partition directory. See the module doc for recovery
+/// and [`ReplicatedLog`] for the contract.
+#[derive(Debug)]
+pub struct FileLog {
+    dir: PathBuf,
+    config: FileLogConfig,
+    /// Ascending by base offset, never empty; the last one is active.
+    segments: Vec<Segment>,
+    epochs: LeaderEpochCache,
+    flushed_end_offset: i64,
+    snapshots: Vec<OffsetAndEpoch>,
+}
+
+impl FileLog {
+    /// Opens (creating if needed) the partition directory `dir`
+    /// (`<metadata.log.dir>/__cluster_metadata-0`) and recovers it as the
+    /// module doc says.
+    ///
+    /// Errors: [`LogError::MissingSnapshot`], [`LogError::Corrupt`] (a hole
+    /// between segments, a `partition.metadata` of another topic),
+    /// [`LogError::Io`].
+    pub fn open(dir: &Path, config: FileLogConfig) -> Result<Self> {
+        fs::create_dir_all(dir).map_err(io_err("creating directory", dir))?;
+        check_partition_metadata(dir)?;
+        snapshot::delete_partial_snapshots(dir)?;
+        let snapshots = snapshot::list_snapshots(dir)?;
+
+        let mut bases = Vec::new();
+        for entry in fs::read_dir(dir).map_err(io_err("listing", dir))? {
+            let entry = entry.map_err(io_err("listing", dir))?;
+            let name = entry.file_name();
+            let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(".log")) else {
+                continue;
+            };
+            if stem.len() == 20
+                && let Ok(base) = stem.parse::<i64>()
+            {
+                bases.push(base);
+            }
+        }
+        bases.sort_unstable();
+
+        let mut segments: Vec<Segment> = Vec::new();
+        let mut entries: Vec<EpochEntry> = Vec::new();
+        let mut damaged = false;
+        for (i, &base) in bases.iter().enumerate() {
+            if damaged {
+                let path = dir.join(super::segment::log_file_name(base));
+                tracing::warn!(file = %path.display(), "deleting a segment after a damaged one");
+                fs::remove_file(&path).map_err(io_err("deleting", &path))?;
+                let index = dir.join(super::segment::index_file_name(base));
+                let _ = fs::remove_file(index);
+                continue;
+            }
+            if let Some(previous) = segments.last()
+                && previous.next_offset() != base
+            {
+                return Err(LogError::Corrupt {
+                    path: dir.join(super::segment::log_file_name(base)),
+                    reason: format!(
+                        "segment starts at offset {base} but the previous one ends at {}",
+                        previous.next_offset()
+                    ),
+                });
+            }
+            let (mut segment, damage) =
+                Segment::open_and_scan(dir, base, config.index_interval_bytes, |h| {
+                    if entries
+                        .last()
+                        .is_none_or(|e| e.epoch < h.partition_leader_epoch)
+                    {
+                        entries.push(EpochEntry {
+                            epoch: h.partition_leader_epoch,
+                            start_offset: h.base_offset,
+                        });
+                    }
+                })?;
+            if let Some(damage) = damage {
+                tracing::warn!(
+                    file = %segment.log_path().display(),
+                    offset = damage.offset,
+                    position = damage.position,
+                    reason = %damage.reason,
+                    "truncating the log at a damaged batch"
+                );
+                segment.truncate_to(damage.position, damage.offset)?;
+                damaged = i + 1 < bases.len();
+            }
+            segments.push(segment);
+        }
+        if damaged {
+            fsync_dir(dir)?;
+        }
+        // An empty segment is the first only if no batch survived in it; drop
+        // leading empty segments that a later segment follows.
+        if segments.is_empty() {
+            let start = snapshots.last().map_or(0, |s| s.offset);
+            segments.push(Segment::create(dir, start)?);
+            fsync_dir(dir)?;
+        }
+        let start_offset = segments[0].base_offset();
+        if start_offset > 0 && !snapshots.iter().any(|s| s.offset >= start_offset) {
+            return Err(LogError::MissingSnapshot {
+                dir: dir.to_path_buf(),
+                start_offset,
+                latest_snapshot: snapshots.last().copied(),
+            });
+        }
+        for segment in &mut segments {
+            segment.flush_all()?;
+        }
+        let epochs = LeaderEpochCache::new(dir, entries);
+        epochs.write_if_changed()?;
+        let end = segments.last().map_or(start_offset, Segment::next_offset);
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            config,
+            segments,
+            epochs,
+            flushed_end_offset: end,
+            snapshots,
+        })
+    }
+
+    /// The partition directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Number of segments (at least 1).
+    pub fn segment_count(&self) -> usize {
+        self.segments.len()
+    }
+
+    /// Base offsets of the segments, ascending.
+    pub fn segment_base_offsets(&self) -> Vec<i64> {
+        self.segments.iter().map(Segment::base_offset).collect()
+    }
+
+    /// The leader epoch cache's entries `(epoch, start offset)`.
+    pub fn epoch_entries(&self) -> &[EpochEntry] {
+        self.epochs.entries()
+    }
+
+    /// Ids of the frozen snapshots, ascending (the 0-0 bootstrap checkpoint
+    /// included).
+    pub fn snapshots(&self) -> &[OffsetAndEpoch] {
+        &self.snapshots
+    }
+
+    /// Starts writing snapshot `id` (`.checkpoint.part` until
+    /// [`Self::freeze_snapshot`]).
+    ///
+    /// Errors: [`LogError::Io`].
+    pub fn create_snapshot(&self, id: OffsetAndEpoch) -> Result<SnapshotWriter> {
+        SnapshotWriter::create(&self.dir, id)
+    }
+
+    /// Freezes a snapshot made by [`Self::create_snapshot`]: durable when this
+    /// returns, and listed from then on.
+    ///
+    /// Errors: [`LogError::Io`].
+    pub fn freeze_snapshot(&mut self, writer: SnapshotWriter) -> Result<()> {
+        let id = writer.id();
+        writer.freeze()?;
+        if let Err(at) = self.snapshots.binary_search(&id) {
+            self.snapshots.insert(at, id);
+        }
+        Ok(())
+    }
+
+    /// Opens snapshot `id` for reading by position.
+    ///
+    /// Errors: [`LogError::Io`] (a missing snapshot included).
+    pub fn read_snapshot(&self, id: OffsetAndEpoch) -> Result<SnapshotReader> {
+        SnapshotReader::open(&self.dir, id)
+    }
+
+    /// Deletes snapshot `id`.
+    ///
+    /// Errors: [`LogError::Io`].
+    pub fn delete_snapshot(&mut self, id: OffsetAndEpoch) -> Result<()> {
+        snapshot::delete_snapshot(&self.dir, id)?;
+        self.snapshots.retain(|s| *s != id);
+        Ok(())
+    }
+
+    /// Replaces the whole log by snapshot `id` (Kafka's
+    /// `truncateToLatestSnapshot`, for a follower that installed a snapshot
+    /// beyond its log): every segment is deleted and an empty one starts at
+    /// `id.offset`; the epoch cache is emptied. Durable when this returns; a
+    /// crash in the middle leaves no segment, and [`Self::open`] then starts
+    /// the log at the latest snapshot.
+    ///
+    /// Errors: [`LogError::MissingSnapshot`] if snapshot `id` was not frozen
+    /// in this log; [`LogError::Io`].
+    pub fn reset_to_snapshot(&mut self, id: OffsetAndEpoch) -> Result<()> {
+        if !self.snapshots.contains(&id) {
+            return Err(LogError::MissingSnapshot {
+                dir: self.dir.clone(),
+                start_offset: id.offset,
+                latest_snapshot: self.snapshots.last().copied(),
+            });
+        }
+        for segment in self.segments.drain(..) {
+            segment.delete()?;
+        }
+        fsync_dir(&self.dir)?;
+        self.segments.push(Segment::create(&self.dir, id.offset)?);
+        fsync_dir(&self.dir)?;
+        self.epochs.truncate_from_end(i64::MIN);
+        self.epochs.write()?;
+        self.flushed_end_offset = id.offset;
+        Ok(())
+    }
+
+    /// Deletes the segments that end at or below `offset` (Kafka's
+    /// `deleteBeforeSnapshot`): the log start offset becomes the base offset
+    /// of the first segment kept. The active segment is never deleted.
+    /// Returns the new log start offset.
+    ///
+    /// Errors: [`LogError::MissingSnapshot`] unless a snapshot ends at or
+    /// above `offset` (the prefix must stay readable from a snapshot);
+    /// [`LogError::Io`].
+    pub fn delete_segments_before(&mut self, offset: i64) -> Result<i64> {
+        if !self.snapshots.iter().any(|s| s.offset >= offset) {
+            return Err(LogError::MissingSnapshot {
+                dir: self.dir.clone(),
+                start_offset: offset,
+                latest_snapshot: self.snapshots.last().copied(),
+            });
+        }
+        let mut deleted = false;
+        while self.segments.len() > 1 && self.segments[0].next_offset() <= offset {
+            // Oldest first: after a crash the log still starts at a segment
+            // boundary covered by the snapshot.
+            self.segments.remove(0).delete()?;
+            deleted = true;
+        }
+        if deleted {
+            fsync_dir(&self.dir)?;
+        }
+        Ok(self.start_offset())
+    }
+
+    fn end(&self) -> i64 {
+        self.segments.last().map_or(0, Segment::next_offset)
+    }
+
+    fn snapshot_epoch(&self) -> i32 {
+        self.snapshots.last().map_or(0, |s| s.epoch)
+    }
+
+    fn last_epoch(&self) -> i32 {
+        self.epochs
+            .latest_epoch()
+            .unwrap_or_else(|| self.snapshot_epoch())
+    }
+
+    /// Checks CRCs, contiguity from the log end offset and epochs; returns
+    /// the headers.
+    fn validate(&self, batches: &[u8]) -> Result<Vec<BatchHeader>> {
+        let mut expected = self.end();
+        let mut last_epoch = self.last_epoch();
+        let mut headers = Vec::new();
+        for item in record::iter_batches(batches, true) {
+            let (header, _) = item?;
+            if header.base_offset != expected {
+                return Err(LogError::NonContiguous {
+                    base_offset: header.base_offset,
+                    end_offset: expected,
+                });
+            }
+            if header.partition_leader_epoch < last_epoch {
+                return Err(LogError::EpochRegression {
+                    epoch: header.partition_leader_epoch,
+                    last_epoch,
+                });
+            }
+            last_epoch = header.partition_leader_epoch;
+            expected = header.next_offset();
+            headers.push(header);
+        }
+        Ok(headers)
+    }
+
+    fn append_validated(&mut self, bytes: &[u8], headers: &[BatchHeader]) -> Result<LogAppendInfo> {
+        let first_offset = self.end();
+        let Some(last) = headers.last() else {
+            return Ok(LogAppendInfo {
+                first_offset,
+                last_offset: first_offset - 1,
+            });
+        };
+        let last_offset = last.last_offset();
+        let active = self.segments.last().expect("a log always has a segment");
+        if active.size() > 0 && active.size() + bytes.len() as u64 > self.config.segment_bytes {
+            self.roll()?;
+        }
+        let active = self
+            .segments
+            .last_mut()
+            .expect("a log always has a segment");
+        active.append(bytes, headers, self.config.index_interval_bytes)?;
+        let mut changed = false;
+        for h in headers {
+            changed |= self.epochs.assign(h.partition_leader_epoch, h.base_offset);
+        }
+        if changed {
+            self.epochs.write()?;
+        }
+        Ok(LogAppendInfo {
+            first_offset,
+            last_offset,
+        })
+    }
+
+    /// Closes the active segment (fsync) and starts a new one at the log end
+    /// offset.
+    fn roll(&mut self) -> Result<()> {
+        let end = self.end();
+        if let Some(active) = self.segments.last_mut() {
+            active.flush()?;
+        }
+        self.segments.push(Segment::create(&self.dir, end)?);
+        fsync_dir(&self.dir)
+    }
+}
+
+fn check_partition_metadata(dir: &Path) -> Result<()> {
+    let path = dir.join(PARTITION_METADATA_FILE);
+    let want = encode_partition_metadata(METADATA_TOPIC_ID);
+    match fs::read_to_string(&path) {
+        Ok(text) if text.trim_end() == want => Ok(()),
+        Ok(text) => Err(LogError::Corrupt {
+            path,
+            reason: format!("holds {text:?}, expected {want:?} (the __cluster_metadata topic id)"),
+        }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            write_atomically(&path, want.as_bytes())
+        }
+        Err(e) => Err(io_err("reading", &path)(e)),
+    }
+}
+
+impl ReplicatedLog for FileLog {
+    fn append_as_leader(&mut self, batches: Bytes, epoch: i32) -> Result<LogAppendInfo> {
+        let mut stamped = BytesMut::from(&batches[..]);
+        let mut next = self.end();
+        let mut position = 0;
+        while position < stamped.len() {
+            let header = BatchHeader::parse(&stamped[position..])?;
+            let size = header.size_in_bytes();
+            if position + size > stamped.len() {
+                return Err(crate::record::RecordError::Truncated {
+                    needed: size,
+                    available: stamped.len() - position,
+                }
+                .into());
+            }
+            record::batch_set_offset_and_epoch(
+                &mut stamped[position..position + size],
+                next,
+                epoch,
+            );
+            next += i64::from(header.last_offset_delta) + 1;
+            position += size;
+        }
+        let headers = self.validate(&stamped)?;
+        self.append_validated(&stamped, &headers)
+    }
+
+    fn append_as_follower(&mut self, batches: Bytes) -> Result<LogAppendInfo> {
+        let headers = self.validate(&batches)?;
+        self.append_validated(&batches, &headers)
+    }
+
+    fn read(&self, start_offset: i64, max_bytes: usize) -> Result<LogFetchInfo> {
+        let end = self.end();
+        let log_start = self.start_offset();
+        if start_offset < log_start || start_offset > end {
+            return Err(LogError::OffsetOutOfRange {
+                offset: start_offset,
+                start_offset: log_start,
+                end_offset: end,
+            });
+        }
+        let first = self
+            .segments
+            .partition_point(|s| s.base_offset() <= start_offset)
+            .saturating_sub(1);
+        for segment in &self.segments[first..] {
+            if let Some(position) = segment.position_of(start_offset)? {
+                return Ok(LogFetchInfo {
+                    records: segment.read(position, max_bytes)?,
+                    start_offset,
+                });
+            }
+        }
+        Ok(LogFetchInfo {
+            records: Bytes::new(),
+            start_offset,
+        })
+    }
+
+    fn truncate_to(&mut self, offset: i64) -> Result<()> {
+        let start = self.start_offset();
+        let end = self.end();
+        if offset < start {
+            return Err(LogError::OffsetOutOfRange {
+                offset,
+                start_offset: start,
+                end_offset: end,
+            });
+        }
+        if offset >= end {
+            return Ok(());
+        }
+        let keep = self
+            .segments
+            .partition_point(|s| s.base_offset() <= offset)
+            .max(1);
+        let removed: Vec<Segment> = self.segments.drain(keep..).collect();
+        let removed_any = !removed.is_empty();
+        for segment in removed.into_iter().rev() {
+            segment.delete()?;
+        }
+        let segment = self
+            .segments
+            .last_mut()
+            .expect("a log always has a segment");
+        match segment.position_of(offset)? {
+            Some(position) => {
+                let new_end = if position == 0 {
+                    segment.base_offset()
+                } else {
+                    segment.header_at(position)?.base_offset
+                };
+                segment.truncate_to(position, new_end)?;
+            }
+            None => segment.flush()?,
+        }
+        if removed_any {
+            fsync_dir(&self.dir)?;
+        }
+        let new_end = self.end();
+        if self.epochs.truncate_from_end(new_end) {
+            self.epochs.write()?;
+        }
+        self.flushed_end_offset = self.flushed_end_offset.min(new_end);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        for segment in &mut self.segments {
+            segment.flush()?;
+        }
+        self.flushed_end_offset = self.end();
+        Ok(())
+    }
+
+    fn start_offset(&self) -> i64 {
+        self.segments.first().map_or(0, Segment::base_offset)
+    }
+
+    fn end_offset(&self) -> OffsetAndEpoch {
+        OffsetAndEpoch::new(self.end(), self.last_epoch())
+    }
+
+    fn flushed_end_offset(&self) -> i64 {
+        self.flushed_end_offset
+    }
+
+    fn end_offset_for_epoch(&self, epoch: i32) -> OffsetAndEpoch {
+        self.epochs
+            .end_offset_for(epoch, self.end())
+            .unwrap_or_else(|| {
+                // Older than every epoch in the log: the snapshot at the log
+                // start offset, as Kafka's `KafkaMetadataLog.endOffsetForEpoch`.
+                let start = self.start_offset();
+                let epoch = self
+                    .snapshots
+                    .iter()
+                    .rev()
+                    .find(|s| s.offset == start)
+                    .map_or(0, |s| s.epoch);
+                OffsetAndEpoch::new(start, epoch)
+            })
+    }
+
+    fn latest_snapshot_id(&self) -> Option<OffsetAndEpoch> {
+        self.snapshots.last().copied()
+    }
+}

@@ -1,0 +1,249 @@
+//! `meta.properties` (Kafka's `MetaProperties`, version 1) and Kafka's text
+//! form of a uuid.
+//!
+//! The file is a Java properties file as `Properties.store(writer, "")`
+//! writes it: an empty comment line, a comment with the date
+//! (`EEE MMM dd HH:mm:ss zzz yyyy`), then `key=value` lines. We write the
+//! keys sorted, so the bytes depend on the values and the date only:
+//!
+//! ```text
+//! #
+//! #Mon Nov 30 00:00:00 UTC 2026
+//! cluster.id=MkU3OEVBNTcwNTJENDM2Qg
+//! directory.id=AAAAAAAAAAAAAAAAAAAAAw
+//! node.id=1
+//! version=1
+//! ```
+//!
+//! Owns the format and the atomic replacement of the file; it must not decide
+//! whether a directory may be (re)formatted: `format` does.
+
+use std::{collections::BTreeMap, path::Path};
+
+use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+use uuid::Uuid;
+
+use super::{LogError, Result, fs::io_err, fs::write_atomically};
+
+/// File name in the root of `metadata.log.dir`.
+pub const META_PROPERTIES_FILE: &str = "meta.properties";
+
+/// Kafka's `Uuid.toString`: URL-safe base64 of the 16 bytes, no padding (22 chars).
+pub fn uuid_to_kafka_string(id: Uuid) -> String {
+    URL_SAFE_NO_PAD.encode(id.as_bytes())
+}
+
+/// Kafka's `Uuid.fromString`: 22 URL-safe base64 chars holding 16 bytes.
+pub fn parse_kafka_uuid(text: &str) -> Option<Uuid> {
+    if text.len() != 22 {
+        return None;
+    }
+    let bytes = URL_SAFE_NO_PAD.decode(text).ok()?;
+    Uuid::from_slice(&bytes).ok()
+}
+
+/// Whether `id` is one of Kafka's reserved directory ids (`DirectoryId`:
+/// UNASSIGNED, LOST, MIGRATING and the rest of the first 100), which may not
+/// name a real directory.
+pub fn is_reserved_directory_id(id: Uuid) -> bool {
+    id.as_u128() < 100
+}
+
+/// A fresh random uuid as Kafka's `Uuid.randomUuid` makes them: never a
+/// reserved id, never one whose text starts with `-` (it would read as a flag).
+pub fn random_kafka_uuid() -> Uuid {
+    loop {
+        let id = Uuid::new_v4();
+        if !is_reserved_directory_id(id) && !uuid_to_kafka_string(id).starts_with('-') {
+            return id;
+        }
+    }
+}
+
+/// The identity of a formatted log directory (version 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetaProperties {
+    /// `cluster.id` (22-char Kafka uuid text).
+    pub cluster_id: Uuid,
+    /// `node.id`.
+    pub node_id: i32,
+    /// `directory.id` (KIP-858, KIP-853).
+    pub directory_id: Uuid,
+}
+
+impl MetaProperties {
+    /// The file's bytes, with `date` as the second comment line (Java's
+    /// `Date.toString` form; see [`java_date_string`]).
+    pub fn encode(&self, date: &str) -> String {
+        format!(
+            "#\n#{date}\ncluster.id={}\ndirectory.id={}\nnode.id={}\nversion=1\n",
+            uuid_to_kafka_string(self.cluster_id),
+            uuid_to_kafka_string(self.directory_id),
+            self.node_id
+        )
+    }
+
+    /// Parses the file's text.
+    ///
+    /// Errors: [`LogError::Corrupt`] naming the missing or bad property
+    /// (a version other than 1 included).
+    pub fn parse(path: &Path, text: &str) -> Result<Self> {
+        let props = parse_properties(text);
+        let bad = |reason: String| LogError::Corrupt {
+            path: path.to_path_buf(),
+            reason,
+        };
+        let get = |key: &str| {
+            props
+                .get(key)
+                .map(String::as_str)
+                .ok_or_else(|| bad(format!("no {key} property")))
+        };
+        let version = get("version")?;
+        if version != "1" {
+            return Err(bad(format!(
+                "version={version}, only version=1 is supported"
+            )));
+        }
+        let cluster = get("cluster.id")?;
+        let cluster_id = parse_kafka_uuid(cluster)
+            .ok_or_else(|| bad(format!("cluster.id={cluster} is not a uuid")))?;
+        let node = get("node.id")?;
+        let node_id = node
+            .parse()
+            .map_err(|_| bad(format!("node.id={node} is not an integer")))?;
+        let dir = get("directory.id")?;
+        let directory_id = parse_kafka_uuid(dir)
+            .ok_or_else(|| bad(format!("directory.id={dir} is not a uuid")))?;
+        Ok(Self {
+            cluster_id,
+            node_id,
+            directory_id,
+        })
+    }
+
+    /// Reads `<log_dir>/meta.properties`; `None` if absent.
+    ///
+    /// Errors: [`LogError::Corrupt`], [`LogError::Io`].
+    pub fn read(log_dir: &Path) -> Result<Option<Self>> {
+        let path = log_dir.join(META_PROPERTIES_FILE);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Self::parse(&path, &text).map(Some),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_err("reading", &path)(e)),
+        }
+    }
+
+    /// Replaces `<log_dir>/meta.properties` atomically, dated now.
+    ///
+    /// Errors: [`LogError::Io`].
+    pub fn write(&self, log_dir: &Path) -> Result<()> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        write_atomically(
+            &log_dir.join(META_PROPERTIES_FILE),
+            self.encode(&java_date_string(now)).as_bytes(),
+        )
+    }
+}
+
+/// Parses Java properties text: `key=value` or `key: value` lines; `#` and `!`
+/// start comments. (Line continuations and escapes are not used by Kafka's
+/// meta.properties and are not supported.)
+pub fn parse_properties(text: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    for line in text.lines() {
+        let line = line.trim_start();
+        if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
+            continue;
+        }
+        let split = line.find(['=', ':']).unwrap_or(line.len());
+        let key = line[..split].trim();
+        let value = line.get(split + 1..).unwrap_or("").trim();
+        out.insert(key.to_string(), value.to_string());
+    }
+    out
+}
+
+/// Java's `Date.toString` in UTC for `secs` since the Unix epoch:
+/// `Mon Nov 30 00:21:33 UTC 2026`.
+pub fn java_date_string(secs: i64) -> String {
+    const DAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{} {} {:02} {:02}:{:02}:{:02} UTC {}",
+        DAYS[days.rem_euclid(7) as usize],
+        MONTHS[(month - 1) as usize],
+        day,
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60,
+        year
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kafka_uuid_text_is_url_safe_base64_without_padding() {
+        assert_eq!(uuid_to_kafka_string(Uuid::nil()), "AAAAAAAAAAAAAAAAAAAAAA");
+        assert_eq!(
+            uuid_to_kafka_string(Uuid::from_u128(1)),
+            "AAAAAAAAAAAAAAAAAAAAAQ"
+        );
+        let id = parse_kafka_uuid("MkU3OEVBNTcwNTJENDM2Qg").expect("valid");
+        assert_eq!(uuid_to_kafka_string(id), "MkU3OEVBNTcwNTJENDM2Qg");
+        assert_eq!(parse_kafka_uuid("MkU3OEVBNTcwNTJENDM2Q"), None);
+        assert_eq!(parse_kafka_uuid("MkU3OEVBNTcwNTJENDM2Q+"), None);
+    }
+
+    #[test]
+    fn java_dates_are_formatted_as_date_to_string_in_utc() {
+        assert_eq!(java_date_string(0), "Thu Jan 01 00:00:00 UTC 1970");
+        assert_eq!(
+            java_date_string(1_795_998_093),
+            "Mon Nov 30 00:21:33 UTC 2026"
+        );
+    }
+
+    /// Golden bytes of meta.properties, line by line.
+    #[test]
+    fn meta_properties_golden_bytes() {
+        let props = MetaProperties {
+            cluster_id: parse_kafka_uuid("MkU3OEVBNTcwNTJENDM2Qg").expect("valid"),
+            node_id: 1,
+            directory_id: Uuid::from_u128(0x0102),
+        };
+        let text = props.encode("Mon Nov 30 00:21:33 UTC 2026");
+        let expected = concat!(
+            "#\n",                                   // Properties.store(_, ""): the empty comment
+            "#Mon Nov 30 00:21:33 UTC 2026\n",       // the date comment Java always writes
+            "cluster.id=MkU3OEVBNTcwNTJENDM2Qg\n",   // 22-char Kafka uuid text
+            "directory.id=AAAAAAAAAAAAAAAAAAABAg\n", // uuid 0x...0102
+            "node.id=1\n",                           // decimal int32
+            "version=1\n",                           // MetaPropertiesVersion.V1 (KRaft)
+        );
+        assert_eq!(text, expected);
+        assert_eq!(
+            MetaProperties::parse(Path::new("meta.properties"), &text).expect("parses"),
+            props
+        );
+    }
+}

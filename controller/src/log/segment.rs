@@ -1,0 +1,434 @@
+//! One log segment: a `%020d.log` file of whole RecordBatch v2 batches and its
+//! sparse `%020d.index` (Kafka's `LogSegment` and `OffsetIndex`).
+//!
+//! Index entries are 8 bytes, big-endian: the relative offset (int32, last
+//! offset of a batch minus the segment's base offset) and the byte position
+//! (int32) of that batch in the `.log` file; one entry each time more than
+//! `index.interval.bytes` were appended since the last one, as Kafka writes
+//! them. The index is a lookup aid only: recovery rebuilds it from the segment.
+//!
+//! Owns the bytes of one segment; it must not decide what to append or
+//! truncate, nor know about epochs beyond reporting each batch it scans.
+
+use std::{
+    fs::{File, OpenOptions},
+    os::unix::fs::FileExt,
+    path::{Path, PathBuf},
+};
+
+use bytes::{Bytes, BytesMut};
+
+use super::{Result, fs::io_err};
+use crate::record::{BATCH_OVERHEAD_BYTES, BatchHeader, RecordError};
+
+const INDEX_ENTRY_BYTES: usize = 8;
+
+/// `%020d.log`, Kafka's segment file name for a base offset.
+pub fn log_file_name(base_offset: i64) -> String {
+    format!("{base_offset:020}.log")
+}
+
+/// `%020d.index`, Kafka's offset index file name for a base offset.
+pub fn index_file_name(base_offset: i64) -> String {
+    format!("{base_offset:020}.index")
+}
+
+/// Why a scan stopped before the end of the file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Damage {
+    /// Byte position of the first unusable byte.
+    pub position: u64,
+    /// The offset the next batch should have started at.
+    pub offset: i64,
+    /// What was found there.
+    pub reason: String,
+}
+
+/// A segment open for reads and appends.
+#[derive(Debug)]
+pub struct Segment {
+    base_offset: i64,
+    log_path: PathBuf,
+    index_path: PathBuf,
+    file: File,
+    index_file: File,
+    size: u64,
+    next_offset: i64,
+    index: Vec<(i32, u32)>,
+    bytes_since_index: u64,
+    /// The `.log` file has writes not yet fsynced.
+    dirty: bool,
+    /// The `.index` file has writes not yet fsynced.
+    index_dirty: bool,
+}
+
+fn open_rw(path: &Path, truncate: bool) -> Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(truncate)
+        .open(path)
+        .map_err(io_err("opening", path))
+}
+
+impl Segment {
+    /// Creates an empty segment at `base_offset` (replacing any leftover files).
+    ///
+    /// Errors: [`super::LogError::Io`].
+    pub fn create(dir: &Path, base_offset: i64) -> Result<Self> {
+        let log_path = dir.join(log_file_name(base_offset));
+        let index_path = dir.join(index_file_name(base_offset));
+        let file = open_rw(&log_path, true)?;
+        let index_file = open_rw(&index_path, true)?;
+        Ok(Self {
+            base_offset,
+            log_path,
+            index_path,
+            file,
+            index_file,
+            size: 0,
+            next_offset: base_offset,
+            index: Vec::new(),
+            bytes_since_index: 0,
+            dirty: true,
+            index_dirty: true,
+        })
+    }
+
+    /// Opens an existing segment and scans it batch by batch (headers, CRC,
+    /// contiguous offsets from `base_offset`), calling `on_batch` for each
+    /// good batch. Stops at the first damage and returns it: the caller
+    /// decides to truncate there. The index is rebuilt from the scan and its
+    /// file rewritten if it differs.
+    ///
+    /// Errors: [`super::LogError::Io`].
+    pub fn open_and_scan(
+        dir: &Path,
+        base_offset: i64,
+        index_interval_bytes: u64,
+        mut on_batch: impl FnMut(&BatchHeader),
+    ) -> Result<(Self, Option<Damage>)> {
+        let log_path = dir.join(log_file_name(base_offset));
+        let index_path = dir.join(index_file_name(base_offset));
+        let file = open_rw(&log_path, false)?;
+        let file_len = file
+            .metadata()
+            .map_err(io_err("reading the size of", &log_path))?
+            .len();
+        let index_file = open_rw(&index_path, false)?;
+        let mut segment = Self {
+            base_offset,
+            log_path,
+            index_path,
+            file,
+            index_file,
+            size: 0,
+            next_offset: base_offset,
+            index: Vec::new(),
+            bytes_since_index: 0,
+            dirty: false,
+            index_dirty: false,
+        };
+        let mut buf = Vec::new();
+        let damage = loop {
+            let position = segment.size;
+            if position >= file_len {
+                break None;
+            }
+            match segment.read_checked_batch(position, file_len, &mut buf)? {
+                Ok(header) if header.base_offset != segment.next_offset => {
+                    break Some(Damage {
+                        position,
+                        offset: segment.next_offset,
+                        reason: format!(
+                            "batch with base offset {} where {} was expected",
+                            header.base_offset, segment.next_offset
+                        ),
+                    });
+                }
+                Ok(header) => {
+                    on_batch(&header);
+                    segment.note_appended(&header, position, index_interval_bytes);
+                }
+                Err(reason) => {
+                    break Some(Damage {
+                        position,
+                        offset: segment.next_offset,
+                        reason,
+                    });
+                }
+            }
+        };
+        segment.write_index_if_changed()?;
+        Ok((segment, damage))
+    }
+
+    /// Reads and checks the batch at `position`; the inner error says why the
+    /// bytes there are not a good batch.
+    fn read_checked_batch(
+        &self,
+        position: u64,
+        file_len: u64,
+        buf: &mut Vec<u8>,
+    ) -> Result<std::result::Result<BatchHeader, String>> {
+        let remaining = file_len - position;
+        let head_len = remaining.min(BATCH_OVERHEAD_BYTES as u64) as usize;
+        buf.resize(head_len, 0);
+        self.file
+            .read_exact_at(buf, position)
+            .map_err(io_err("reading", &self.log_path))?;
+        if buf.iter().all(|b| *b == 0) && self.is_zero_from(position, file_len)? {
+            return Ok(Err(format!("{remaining} zero bytes")));
+        }
+        let header = match BatchHeader::parse(buf) {
+            Ok(h) => h,
+            Err(RecordError::Truncated { .. }) => {
+                return Ok(Err(format!("torn batch header ({remaining} bytes left)")));
+            }
+            Err(e) => return Ok(Err(e.to_string())),
+        };
+        let size = header.size_in_bytes() as u64;
+        if size > remaining {
+            return Ok(Err(format!(
+                "torn batch: {size} bytes long, {remaining} bytes left"
+            )));
+        }
+        buf.resize(size as usize, 0);
+        self.file
+            .read_exact_at(buf, position)
+            .map_err(io_err("reading", &self.log_path))?;
+        Ok(header
+            .verify_crc(buf)
+            .map(|()| header)
+            .map_err(|e| e.to_string()))
+    }
+
+    fn is_zero_from(&self, position: u64, file_len: u64) -> Result<bool> {
+        let mut chunk = vec![0u8; 64 * 1024];
+        let mut at = position;
+        while at < file_len {
+            let n = ((file_len - at) as usize).min(chunk.len());
+            self.file
+                .read_exact_at(&mut chunk[..n], at)
+                .map_err(io_err("reading", &self.log_path))?;
+            if chunk[..n].iter().any(|b| *b != 0) {
+                return Ok(false);
+            }
+            at += n as u64;
+        }
+        Ok(true)
+    }
+
+    fn note_appended(&mut self, header: &BatchHeader, position: u64, index_interval_bytes: u64) {
+        if self.bytes_since_index > index_interval_bytes {
+            let relative = (header.last_offset() - self.base_offset) as i32;
+            self.index.push((relative, position as u32));
+            self.bytes_since_index = 0;
+        }
+        let size = header.size_in_bytes() as u64;
+        self.bytes_since_index += size;
+        self.size = position + size;
+        self.next_offset = header.next_offset();
+    }
+
+    fn encode_index(entries: &[(i32, u32)]) -> Vec<u8> {
+        let mut out = Vec::with_capacity(entries.len() * INDEX_ENTRY_BYTES);
+        for (relative, position) in entries {
+            out.extend_from_slice(&relative.to_be_bytes());
+            out.extend_from_slice(&position.to_be_bytes());
+        }
+        out
+    }
+
+    fn write_index_if_changed(&mut self) -> Result<()> {
+        let want = Self::encode_index(&self.index);
+        let have = std::fs::read(&self.index_path).map_err(io_err("reading", &self.index_path))?;
+        if have != want {
+            self.index_file
+                .set_len(0)
+                .map_err(io_err("truncating", &self.index_path))?;
+            self.index_file
+                .write_all_at(&want, 0)
+                .map_err(io_err("writing", &self.index_path))?;
+            self.index_file
+                .sync_all()
+                .map_err(io_err("fsync of", &self.index_path))?;
+        }
+        Ok(())
+    }
+
+    /// Base offset (the file name).
+    pub fn base_offset(&self) -> i64 {
+        self.base_offset
+    }
+
+    /// Bytes in the `.log` file.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The offset after the last batch (the base offset when empty).
+    pub fn next_offset(&self) -> i64 {
+        self.next_offset
+    }
+
+    /// Path of the `.log` file.
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+
+    /// Appends whole, already validated batches (`headers` describes them in
+    /// order), adding index entries as they fall due. Not durable until
+    /// [`Self::flush`].
+    ///
+    /// Errors: [`super::LogError::Io`].
+    pub fn append(
+        &mut self,
+        bytes: &[u8],
+        headers: &[BatchHeader],
+        index_interval_bytes: u64,
+    ) -> Result<()> {
+        self.file
+            .write_all_at(bytes, self.size)
+            .map_err(io_err("appending to", &self.log_path))?;
+        let first_new_entry = self.index.len();
+        let mut position = self.size;
+        for header in headers {
+            self.note_appended(header, position, index_interval_bytes);
+            position += header.size_in_bytes() as u64;
+        }
+        if self.index.len() > first_new_entry {
+            let bytes = Self::encode_index(&self.index[first_new_entry..]);
+            let at = (first_new_entry * INDEX_ENTRY_BYTES) as u64;
+            self.index_file
+                .write_all_at(&bytes, at)
+                .map_err(io_err("appending to", &self.index_path))?;
+            self.index_dirty = true;
+        }
+        self.dirty = true;
+        Ok(())
+    }
+
+    /// The header of the batch at byte `position`.
+    ///
+    /// Errors: [`super::LogError::Io`] or a header that does not parse.
+    pub fn header_at(&self, position: u64) -> Result<BatchHeader> {
+        let mut buf = [0u8; BATCH_OVERHEAD_BYTES];
+        self.file
+            .read_exact_at(&mut buf, position)
+            .map_err(io_err("reading", &self.log_path))?;
+        Ok(BatchHeader::parse(&buf)?)
+    }
+
+    /// Byte position of the batch holding `offset`, or of the first batch
+    /// after it; `None` if every batch ends below `offset`. Starts from the
+    /// index entry at or below `offset` (Kafka's `OffsetIndex.lookup`).
+    ///
+    /// Errors: [`super::LogError::Io`], or a header that no longer parses.
+    pub fn position_of(&self, offset: i64) -> Result<Option<u64>> {
+        let relative = offset - self.base_offset;
+        let start = self
+            .index
+            .iter()
+            .rev()
+            .find(|(rel, _)| i64::from(*rel) <= relative)
+            .map_or(0, |(_, pos)| u64::from(*pos));
+        let mut position = start;
+        while position < self.size {
+            let header = self.header_at(position)?;
+            if header.last_offset() >= offset {
+                return Ok(Some(position));
+            }
+            position += header.size_in_bytes() as u64;
+        }
+        Ok(None)
+    }
+
+    /// Whole batches from `position`, as many as fit in `max_bytes` but at
+    /// least one.
+    ///
+    /// Errors: [`super::LogError::Io`].
+    pub fn read(&self, position: u64, max_bytes: usize) -> Result<Bytes> {
+        let mut end = position;
+        while end < self.size {
+            let size = self.header_at(end)?.size_in_bytes() as u64;
+            if end > position && end + size - position > max_bytes as u64 {
+                break;
+            }
+            end += size;
+        }
+        let mut out = BytesMut::zeroed((end - position) as usize);
+        self.file
+            .read_exact_at(&mut out, position)
+            .map_err(io_err("reading", &self.log_path))?;
+        Ok(out.freeze())
+    }
+
+    /// Cuts the segment at byte `position` (a batch boundary) whose first
+    /// offset is `next_offset`, drops index entries at or above it, and
+    /// fsyncs both files.
+    ///
+    /// Errors: [`super::LogError::Io`].
+    pub fn truncate_to(&mut self, position: u64, next_offset: i64) -> Result<()> {
+        self.file
+            .set_len(position)
+            .map_err(io_err("truncating", &self.log_path))?;
+        self.size = position;
+        self.next_offset = next_offset;
+        self.index.retain(|(_, pos)| u64::from(*pos) < position);
+        self.index_file
+            .set_len((self.index.len() * INDEX_ENTRY_BYTES) as u64)
+            .map_err(io_err("truncating", &self.index_path))?;
+        // Index entries are dense enough without recomputing the interval.
+        self.bytes_since_index = 0;
+        self.dirty = true;
+        self.index_dirty = true;
+        self.flush()
+    }
+
+    /// Fsyncs the `.log` and `.index` files if anything was written since
+    /// the last flush.
+    ///
+    /// Errors: [`super::LogError::Io`].
+    pub fn flush(&mut self) -> Result<()> {
+        if self.dirty {
+            self.file
+                .sync_data()
+                .map_err(io_err("fsync of", &self.log_path))?;
+            self.dirty = false;
+        }
+        // The index is only a lookup aid rebuilt on open, but Kafka's tools
+        // read it too: keep it as durable as the segment.
+        if self.index_dirty {
+            self.index_file
+                .sync_data()
+                .map_err(io_err("fsync of", &self.index_path))?;
+            self.index_dirty = false;
+        }
+        Ok(())
+    }
+
+    /// Fsyncs both files whatever was written (used on open, where bytes
+    /// from before a process crash may still sit in the page cache only).
+    ///
+    /// Errors: [`super::LogError::Io`].
+    pub fn flush_all(&mut self) -> Result<()> {
+        self.dirty = true;
+        self.index_dirty = true;
+        self.flush()
+    }
+
+    /// Deletes both files of the segment.
+    ///
+    /// Errors: [`super::LogError::Io`].
+    pub fn delete(self) -> Result<()> {
+        std::fs::remove_file(&self.log_path).map_err(io_err("deleting", &self.log_path))?;
+        match std::fs::remove_file(&self.index_path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(io_err("deleting", &self.index_path)(e))
+            }
+            _ => Ok(()),
+        }
+    }
+}

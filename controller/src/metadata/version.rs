@@ -1,0 +1,113 @@
+//! Kafka's `metadata.version` feature levels (Kafka 4.1's `MetadataVersion`
+//! enum, from 3.3-IV3, the oldest KRaft version Kafka 4.x accepts, to
+//! 4.1-IV1, its latest production version).
+//!
+//! Owns the mapping between release strings (`--release-version`) and
+//! feature levels; it must not decide which features a cluster enables.
+
+/// `(release, IV name, feature level)`, oldest first.
+const VERSIONS: &[(&str, &str, i16)] = &[
+    ("3.3", "IV3", 7),
+    ("3.4", "IV0", 8),
+    ("3.5", "IV0", 9),
+    ("3.5", "IV1", 10),
+    ("3.5", "IV2", 11),
+    ("3.6", "IV0", 12),
+    ("3.6", "IV1", 13),
+    ("3.6", "IV2", 14),
+    ("3.7", "IV0", 15),
+    ("3.7", "IV1", 16),
+    ("3.7", "IV2", 17),
+    ("3.7", "IV3", 18),
+    ("3.7", "IV4", 19),
+    ("3.8", "IV0", 20),
+    ("3.9", "IV0", 21),
+    ("4.0", "IV0", 22),
+    ("4.0", "IV1", 23),
+    ("4.0", "IV2", 24),
+    ("4.0", "IV3", 25),
+    ("4.1", "IV0", 26),
+    ("4.1", "IV1", 27),
+];
+
+/// A `metadata.version` (Kafka's `MetadataVersion`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct MetadataVersion {
+    level: i16,
+}
+
+impl MetadataVersion {
+    /// `MetadataVersion.MINIMUM_VERSION` (3.3-IV3, level 7).
+    pub const MINIMUM: Self = Self { level: 7 };
+    /// `MetadataVersion.LATEST_PRODUCTION` of Kafka 4.1 (4.1-IV1, level 27);
+    /// `format`'s default.
+    pub const LATEST_PRODUCTION: Self = Self { level: 27 };
+    /// 3.9-IV0 (level 21): the first version with kraft.version 1 (KIP-853),
+    /// needed by `--standalone` and `--initial-controllers`.
+    pub const IBP_3_9_IV0: Self = Self { level: 21 };
+
+    /// Parses a release version as Kafka's `MetadataVersion.fromVersionString`
+    /// does: `4.1-IV0` (exact), `4.1` or `4.1.0` (the latest IV of 4.1).
+    /// `None` for anything outside 3.3-IV3..=4.1-IV1.
+    pub fn parse(text: &str) -> Option<Self> {
+        let (release, iv) = match text.split_once('-') {
+            Some((r, iv)) => (r, Some(iv)),
+            None => (text, None),
+        };
+        let mut parts = release.split('.');
+        let (major, minor) = (parts.next()?, parts.next()?);
+        if parts.clone().count() > 1 || parts.any(|p| p.parse::<u32>().is_err()) {
+            return None;
+        }
+        let release = format!("{major}.{minor}");
+        VERSIONS
+            .iter()
+            .filter(|(r, v, _)| *r == release && iv.is_none_or(|iv| iv == *v))
+            .map(|(_, _, level)| Self { level: *level })
+            .next_back()
+    }
+
+    /// The feature level written in FeatureLevelRecord.
+    pub fn feature_level(self) -> i16 {
+        self.level
+    }
+
+    /// The version at `level`, if known.
+    pub fn from_feature_level(level: i16) -> Option<Self> {
+        VERSIONS
+            .iter()
+            .any(|(_, _, l)| *l == level)
+            .then_some(Self { level })
+    }
+}
+
+impl std::fmt::Display for MetadataVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match VERSIONS.iter().find(|(_, _, l)| *l == self.level) {
+            Some((release, iv, _)) => write!(f, "{release}-{iv}"),
+            None => write!(f, "level {}", self.level),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn release_versions_map_to_kafkas_feature_levels() {
+        let level = |s: &str| MetadataVersion::parse(s).map(MetadataVersion::feature_level);
+        assert_eq!(level("4.1-IV1"), Some(27));
+        assert_eq!(level("4.1-IV0"), Some(26));
+        assert_eq!(level("4.1"), Some(27));
+        assert_eq!(level("4.1.0"), Some(27));
+        assert_eq!(level("4.0"), Some(25));
+        assert_eq!(level("3.9"), Some(21));
+        assert_eq!(level("3.3-IV3"), Some(7));
+        assert_eq!(level("3.3-IV0"), None);
+        assert_eq!(level("4.2"), None);
+        assert_eq!(level("4.1.0.1"), None);
+        assert_eq!(level("banana"), None);
+        assert_eq!(MetadataVersion::LATEST_PRODUCTION.to_string(), "4.1-IV1");
+    }
+}

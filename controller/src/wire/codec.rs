@@ -1,0 +1,270 @@
+//! Request and response headers and bodies on top of a frame payload: the
+//! server side (decode a request, encode a response) and the client side
+//! (encode a request, decode a response). Header versions come from
+//! `kafka-protocol` per api and version; the bodies are `kafka-protocol`'s.
+
+use bytes::{Buf, Bytes, BytesMut};
+use kafka_protocol::{
+    messages::{ApiKey, RequestHeader, RequestKind, ResponseHeader, ResponseKind},
+    protocol::{Decodable, Encodable, StrBytes},
+};
+
+use super::{
+    WireError, guard,
+    versions::{api_versions_fallback_response, is_supported},
+};
+
+/// A request decoded from one frame.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecodedRequest {
+    /// The request header (v1 or v2 as the api/version requires).
+    pub header: RequestHeader,
+    /// The api of the request.
+    pub api_key: ApiKey,
+    /// The version of the request body, inside our supported range.
+    pub api_version: i16,
+    /// The request body.
+    pub body: RequestKind,
+}
+
+impl DecodedRequest {
+    /// The correlation id to echo in the response header.
+    pub fn correlation_id(&self) -> i32 {
+        self.header.correlation_id
+    }
+}
+
+/// A request we do not answer: an api key we do not know or serve, or a
+/// version outside our table ([`super::SUPPORTED_APIS`]). Carries what the
+/// server needs to answer it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnsupportedRequest {
+    /// Correlation id from the header, to echo.
+    pub correlation_id: i32,
+    /// Api key as sent (may be unknown to us).
+    pub api_key: i16,
+    /// Version as sent.
+    pub api_version: i16,
+}
+
+impl UnsupportedRequest {
+    /// The response frame payload the server sends for this request, or
+    /// `None` when no answer can be encoded that the client could read.
+    ///
+    /// - ApiVersions at a version we do not support: a v0 response with
+    ///   UNSUPPORTED_VERSION and the ApiVersions row (Kafka's
+    ///   `ApiVersionsRequest.getErrorResponse`, KIP-511); the client retries
+    ///   with the highest version listed.
+    /// - Anything else: `None`. The response body layout depends on the api
+    ///   and version, and every api we serve already has its full
+    ///   `kafka-protocol` version range in our table, so a version outside it
+    ///   has no schema we could write. The server logs the request and closes
+    ///   the connection, as Kafka's SocketServer does for a request it cannot
+    ///   parse. Well-behaved Kafka clients never get here: they pick versions
+    ///   from our ApiVersions answer.
+    pub fn response(&self) -> Option<Bytes> {
+        if self.api_key == ApiKey::ApiVersions as i16 {
+            let body = ResponseKind::ApiVersions(api_versions_fallback_response());
+            encode_response(self.correlation_id, ApiKey::ApiVersions, 0, &body).ok()
+        } else {
+            None
+        }
+    }
+}
+
+fn read_i16(b: &[u8], at: usize) -> Option<i16> {
+    Some(i16::from_be_bytes([*b.get(at)?, *b.get(at + 1)?]))
+}
+
+fn read_i32(b: &[u8], at: usize) -> Option<i32> {
+    Some(i32::from_be_bytes([
+        *b.get(at)?,
+        *b.get(at + 1)?,
+        *b.get(at + 2)?,
+        *b.get(at + 3)?,
+    ]))
+}
+
+/// Decodes one request frame payload (without its size prefix).
+///
+/// Errors: [`WireError::Unsupported`] for an api or version outside our table
+/// (answer it with [`UnsupportedRequest::response`]); the body of an
+/// unsupported ApiVersions request is not parsed, as in Kafka.
+/// [`WireError::MalformedHeader`] / [`WireError::MalformedBody`] for bytes that
+/// do not parse, or trailing bytes after the body: close the connection.
+pub fn decode_request(frame: Bytes) -> Result<DecodedRequest, WireError> {
+    let (Some(raw_key), Some(api_version), Some(correlation_id)) = (
+        read_i16(&frame, 0),
+        read_i16(&frame, 2),
+        read_i32(&frame, 4),
+    ) else {
+        return Err(WireError::MalformedHeader(format!(
+            "frame of {} bytes is shorter than the 8 bytes of api key, version and correlation id",
+            frame.len()
+        )));
+    };
+    let unsupported = WireError::Unsupported(UnsupportedRequest {
+        correlation_id,
+        api_key: raw_key,
+        api_version,
+    });
+    let Ok(api_key) = ApiKey::try_from(raw_key) else {
+        return Err(unsupported);
+    };
+    if !is_supported(api_key, api_version) {
+        return Err(unsupported);
+    }
+    let mut buf = frame;
+    let header_version = api_key.request_header_version(api_version);
+    let header = RequestHeader::decode(&mut buf, header_version).map_err(|e| {
+        WireError::MalformedHeader(format!(
+            "request header v{header_version} of {api_key:?} v{api_version}: {e}"
+        ))
+    })?;
+    let malformed = |reason: String| WireError::MalformedBody {
+        api_key,
+        api_version,
+        correlation_id,
+        reason,
+    };
+    guard::check_request_body(api_key, api_version, &buf).map_err(malformed)?;
+    let body = RequestKind::decode(api_key, &mut buf, api_version)
+        .map_err(|e| malformed(e.to_string()))?;
+    if buf.has_remaining() {
+        return Err(malformed(format!(
+            "{} bytes left over after the body",
+            buf.remaining()
+        )));
+    }
+    Ok(DecodedRequest {
+        header,
+        api_key,
+        api_version,
+        body,
+    })
+}
+
+/// Encodes a response frame payload: response header (v0 or v1 as the api and
+/// version require; ApiVersions always v0) with `correlation_id`, then `body`
+/// at `api_version`. Errors: [`WireError::Encode`] when the body has fields the
+/// version cannot carry or does not match `api_key`.
+pub fn encode_response(
+    correlation_id: i32,
+    api_key: ApiKey,
+    api_version: i16,
+    body: &ResponseKind,
+) -> Result<Bytes, WireError> {
+    let encode_err = |reason: String| WireError::Encode {
+        what: format!("{api_key:?} v{api_version} response"),
+        reason,
+    };
+    let header_version = api_key.response_header_version(api_version);
+    let mut buf = BytesMut::new();
+    ResponseHeader::default()
+        .with_correlation_id(correlation_id)
+        .encode(&mut buf, header_version)
+        .map_err(|e| encode_err(e.to_string()))?;
+    if response_api_key(body) != api_key {
+        return Err(encode_err(format!(
+            "body is a {:?} response",
+            response_api_key(body)
+        )));
+    }
+    body.encode(&mut buf, api_version)
+        .map_err(|e| encode_err(e.to_string()))?;
+    Ok(buf.freeze())
+}
+
+/// Encodes a request frame payload: request header (v1 or v2 as the api and
+/// version require) then `body` at `api_version`. Errors: [`WireError::Encode`].
+pub fn encode_request(
+    api_key: ApiKey,
+    api_version: i16,
+    correlation_id: i32,
+    client_id: Option<&str>,
+    body: &RequestKind,
+) -> Result<Bytes, WireError> {
+    let encode_err = |reason: String| WireError::Encode {
+        what: format!("{api_key:?} v{api_version} request"),
+        reason,
+    };
+    let header = RequestHeader::default()
+        .with_request_api_key(api_key as i16)
+        .with_request_api_version(api_version)
+        .with_correlation_id(correlation_id)
+        .with_client_id(client_id.map(|c| StrBytes::from_string(c.to_owned())));
+    let mut buf = BytesMut::new();
+    header
+        .encode(&mut buf, api_key.request_header_version(api_version))
+        .map_err(|e| encode_err(e.to_string()))?;
+    body.encode(&mut buf, api_version)
+        .map_err(|e| encode_err(e.to_string()))?;
+    Ok(buf.freeze())
+}
+
+/// Reads the correlation id at the front of a response frame payload (it is
+/// the first field of every response header version).
+pub fn response_correlation_id(frame: &[u8]) -> Result<i32, WireError> {
+    read_i32(frame, 0).ok_or_else(|| {
+        WireError::MalformedResponse(format!(
+            "response frame of {} bytes has no correlation id",
+            frame.len()
+        ))
+    })
+}
+
+/// Decodes a response frame payload to a request of `api_key` at
+/// `api_version`: the response header (whose correlation id is returned) and
+/// the body. Errors: [`WireError::MalformedResponse`].
+pub fn decode_response(
+    api_key: ApiKey,
+    api_version: i16,
+    frame: Bytes,
+) -> Result<(i32, ResponseKind), WireError> {
+    let mut buf = frame;
+    let header = ResponseHeader::decode(&mut buf, api_key.response_header_version(api_version))
+        .map_err(|e| {
+            WireError::MalformedResponse(format!("{api_key:?} v{api_version} header: {e}"))
+        })?;
+    let body = ResponseKind::decode(api_key, &mut buf, api_version).map_err(|e| {
+        WireError::MalformedResponse(format!("{api_key:?} v{api_version} body: {e}"))
+    })?;
+    Ok((header.correlation_id, body))
+}
+
+/// The api key of a request body.
+pub fn request_api_key(body: &RequestKind) -> Option<ApiKey> {
+    Some(match body {
+        RequestKind::Fetch(_) => ApiKey::Fetch,
+        RequestKind::ApiVersions(_) => ApiKey::ApiVersions,
+        RequestKind::Vote(_) => ApiKey::Vote,
+        RequestKind::BeginQuorumEpoch(_) => ApiKey::BeginQuorumEpoch,
+        RequestKind::EndQuorumEpoch(_) => ApiKey::EndQuorumEpoch,
+        RequestKind::DescribeQuorum(_) => ApiKey::DescribeQuorum,
+        RequestKind::FetchSnapshot(_) => ApiKey::FetchSnapshot,
+        RequestKind::DescribeCluster(_) => ApiKey::DescribeCluster,
+        RequestKind::AddRaftVoter(_) => ApiKey::AddRaftVoter,
+        RequestKind::RemoveRaftVoter(_) => ApiKey::RemoveRaftVoter,
+        RequestKind::UpdateRaftVoter(_) => ApiKey::UpdateRaftVoter,
+        _ => return None,
+    })
+}
+
+/// The api key of a response body; `ApiKey::Produce` for apis we never serve
+/// (never equal to the key of a request we decoded).
+fn response_api_key(body: &ResponseKind) -> ApiKey {
+    match body {
+        ResponseKind::Fetch(_) => ApiKey::Fetch,
+        ResponseKind::ApiVersions(_) => ApiKey::ApiVersions,
+        ResponseKind::Vote(_) => ApiKey::Vote,
+        ResponseKind::BeginQuorumEpoch(_) => ApiKey::BeginQuorumEpoch,
+        ResponseKind::EndQuorumEpoch(_) => ApiKey::EndQuorumEpoch,
+        ResponseKind::DescribeQuorum(_) => ApiKey::DescribeQuorum,
+        ResponseKind::FetchSnapshot(_) => ApiKey::FetchSnapshot,
+        ResponseKind::DescribeCluster(_) => ApiKey::DescribeCluster,
+        ResponseKind::AddRaftVoter(_) => ApiKey::AddRaftVoter,
+        ResponseKind::RemoveRaftVoter(_) => ApiKey::RemoveRaftVoter,
+        ResponseKind::UpdateRaftVoter(_) => ApiKey::UpdateRaftVoter,
+        _ => ApiKey::Produce,
+    }
+}

@@ -1,0 +1,239 @@
+//! The APIs and versions this controller speaks, and the ApiVersions answer
+//! built from them (KIP-35, KIP-511, KIP-584 features). Pure data: which
+//! feature levels are finalized is the metadata layer's to say; this module
+//! only shapes the response.
+
+use kafka_protocol::{
+    messages::{
+        ApiKey, ApiVersionsResponse,
+        api_versions_response::{ApiVersion, FinalizedFeatureKey, SupportedFeatureKey},
+    },
+    protocol::StrBytes,
+};
+
+/// Kafka's `UNSUPPORTED_VERSION` error code.
+pub const UNSUPPORTED_VERSION: i16 = 35;
+/// Kafka's `INVALID_REQUEST` error code.
+pub const INVALID_REQUEST: i16 = 42;
+
+/// One row of the supported-API table: api key and the inclusive version range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SupportedApi {
+    /// The api.
+    pub key: ApiKey,
+    /// Lowest version we decode and answer.
+    pub min_version: i16,
+    /// Highest version we decode and answer.
+    pub max_version: i16,
+}
+
+const fn api(key: ApiKey, min_version: i16, max_version: i16) -> SupportedApi {
+    SupportedApi {
+        key,
+        min_version,
+        max_version,
+    }
+}
+
+/// Every API this controller answers, with its versions (DESIGN 2.2; Kafka 4.1
+/// `ApiKeys` for the controller listener, restricted to what KRaft needs).
+/// Fetch starts at v4 because that is the lowest version `kafka-protocol` has.
+pub const SUPPORTED_APIS: &[SupportedApi] = &[
+    api(ApiKey::Fetch, 4, 18),
+    api(ApiKey::ApiVersions, 0, 4),
+    api(ApiKey::Vote, 0, 2),
+    api(ApiKey::BeginQuorumEpoch, 0, 1),
+    api(ApiKey::EndQuorumEpoch, 0, 1),
+    api(ApiKey::DescribeQuorum, 0, 2),
+    api(ApiKey::FetchSnapshot, 0, 1),
+    api(ApiKey::DescribeCluster, 0, 2),
+    api(ApiKey::AddRaftVoter, 0, 0),
+    api(ApiKey::RemoveRaftVoter, 0, 0),
+    api(ApiKey::UpdateRaftVoter, 0, 0),
+];
+
+/// The supported row for `key`, or `None` when we do not answer that api.
+pub fn supported_api(key: ApiKey) -> Option<SupportedApi> {
+    SUPPORTED_APIS.iter().copied().find(|a| a.key == key)
+}
+
+/// Whether we answer `key` at `version`.
+pub fn is_supported(key: ApiKey, version: i16) -> bool {
+    supported_api(key).is_some_and(|a| (a.min_version..=a.max_version).contains(&version))
+}
+
+/// The highest version of `key` that both we and a peer whose ApiVersions
+/// answer listed `peer` support; `None` when the ranges do not meet.
+pub fn negotiate(key: ApiKey, peer: &[ApiVersion]) -> Option<i16> {
+    let ours = supported_api(key)?;
+    let theirs = peer.iter().find(|a| a.api_key == key as i16)?;
+    let max = ours.max_version.min(theirs.max_version);
+    let min = ours.min_version.max(theirs.min_version);
+    (min <= max).then_some(max)
+}
+
+/// A supported feature range (KIP-584 `SupportedFeatureKey`), levels inclusive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SupportedFeature {
+    /// Feature name, e.g. `kraft.version`.
+    pub name: &'static str,
+    /// Lowest level supported.
+    pub min_version: i16,
+    /// Highest level supported.
+    pub max_version: i16,
+}
+
+/// `metadata.version` feature levels of Kafka 4.1: 3.3-IV3 (7, Kafka's
+/// `MetadataVersion.MINIMUM_VERSION`) to 4.1-IV1 (27, `LATEST_PRODUCTION`).
+pub const METADATA_VERSION_MIN: i16 = 7;
+/// See [`METADATA_VERSION_MIN`].
+pub const METADATA_VERSION_MAX: i16 = 27;
+
+/// What a Kafka 4.1 controller advertises as supported
+/// (`BrokerFeatures.defaultSupportedFeatures(false)`): `metadata.version` 7-27
+/// and every production feature whose latest production level is above 0:
+/// `kraft.version` 0-1 (KIP-853), `transaction.version` 0-2, `group.version`
+/// 0-1, `eligible.leader.replicas.version` 0-1.
+pub fn kafka_4_1_supported_features() -> Vec<SupportedFeature> {
+    vec![
+        SupportedFeature {
+            name: "metadata.version",
+            min_version: METADATA_VERSION_MIN,
+            max_version: METADATA_VERSION_MAX,
+        },
+        SupportedFeature {
+            name: "kraft.version",
+            min_version: 0,
+            max_version: 1,
+        },
+        SupportedFeature {
+            name: "transaction.version",
+            min_version: 0,
+            max_version: 2,
+        },
+        SupportedFeature {
+            name: "group.version",
+            min_version: 0,
+            max_version: 1,
+        },
+        SupportedFeature {
+            name: "eligible.leader.replicas.version",
+            min_version: 0,
+            max_version: 1,
+        },
+    ]
+}
+
+/// Finalized feature levels as the metadata image knows them (KIP-584).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FinalizedFeatures {
+    /// (name, level); levels of 0 are left out of the response, as Kafka does.
+    pub levels: Vec<(String, i16)>,
+    /// Offset of the record that last changed a feature level, or -1 when
+    /// none is known yet (`finalized_features_epoch`).
+    pub epoch: i64,
+}
+
+impl Default for FinalizedFeatures {
+    fn default() -> Self {
+        Self {
+            levels: Vec::new(),
+            epoch: -1,
+        }
+    }
+}
+
+/// The ApiVersions response list: one [`ApiVersion`] per row of
+/// [`SUPPORTED_APIS`], in api key order.
+pub fn api_version_list() -> Vec<ApiVersion> {
+    let mut apis: Vec<_> = SUPPORTED_APIS
+        .iter()
+        .map(|a| {
+            ApiVersion::default()
+                .with_api_key(a.key as i16)
+                .with_min_version(a.min_version)
+                .with_max_version(a.max_version)
+        })
+        .collect();
+    apis.sort_by_key(|a| a.api_key);
+    apis
+}
+
+/// The ApiVersions answer to a request of `request_version`, as Kafka's
+/// `SimpleApiVersionManager.apiVersionResponse` builds it for a controller:
+/// error 0, our api list, throttle 0, the supported features (for request
+/// versions below 4, features whose minimum level is 0 are left out:
+/// KAFKA-17492), the finalized levels that are not 0, their epoch, and
+/// `zk_migration_ready` false.
+pub fn api_versions_response(
+    request_version: i16,
+    supported: &[SupportedFeature],
+    finalized: &FinalizedFeatures,
+) -> ApiVersionsResponse {
+    let alter_feature_level_0 = request_version < 4;
+    let supported_features = supported
+        .iter()
+        .filter(|f| !(alter_feature_level_0 && f.min_version == 0))
+        .map(|f| {
+            SupportedFeatureKey::default()
+                .with_name(StrBytes::from_static_str(f.name))
+                .with_min_version(f.min_version)
+                .with_max_version(f.max_version)
+        })
+        .collect();
+    let finalized_features = finalized
+        .levels
+        .iter()
+        .filter(|(_, level)| *level != 0)
+        .map(|(name, level)| {
+            FinalizedFeatureKey::default()
+                .with_name(StrBytes::from_string(name.clone()))
+                .with_min_version_level(*level)
+                .with_max_version_level(*level)
+        })
+        .collect();
+    let response = ApiVersionsResponse::default()
+        .with_error_code(0)
+        .with_api_keys(api_version_list())
+        .with_throttle_time_ms(0);
+    if request_version < 3 {
+        // Features are tagged fields of v3+; older versions cannot carry them.
+        return response;
+    }
+    response
+        .with_supported_features(supported_features)
+        .with_finalized_features_epoch(finalized.epoch)
+        .with_finalized_features(finalized_features)
+        .with_zk_migration_ready(false)
+}
+
+/// The answer to an ApiVersions request whose version we do not support
+/// (Kafka's `ApiVersionsRequest.getErrorResponse`, KIP-511): encoded at v0,
+/// error UNSUPPORTED_VERSION, and only the ApiVersions row in the api list, so
+/// that the client retries with the highest version we listed.
+pub fn api_versions_fallback_response() -> ApiVersionsResponse {
+    let row = supported_api(ApiKey::ApiVersions).expect("ApiVersions is in SUPPORTED_APIS");
+    ApiVersionsResponse::default()
+        .with_error_code(UNSUPPORTED_VERSION)
+        .with_api_keys(vec![
+            ApiVersion::default()
+                .with_api_key(ApiKey::ApiVersions as i16)
+                .with_min_version(row.min_version)
+                .with_max_version(row.max_version),
+        ])
+}
+
+/// Kafka's check of ApiVersions v3+ client software name and version
+/// (`ApiVersionsRequest.isValid`): `[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?`.
+/// The server answers INVALID_REQUEST when this is false.
+pub fn is_valid_client_software(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    let (Some(first), Some(last)) = (bytes.first(), bytes.last()) else {
+        return false;
+    };
+    first.is_ascii_alphanumeric()
+        && last.is_ascii_alphanumeric()
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || *b == b'-' || *b == b'.')
+}

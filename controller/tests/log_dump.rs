@@ -1,0 +1,81 @@
+//! `kraft-controller dump-log` on a log segment: golden text for control and
+//! data batches, and what it prints for a damaged file.
+
+use std::process::Command;
+
+use bytes::Bytes;
+use kafka_protocol::messages::{BrokerId, LeaderChangeMessage, leader_change_message::Voter};
+use kraft_controller::{
+    log::{FileLog, FileLogConfig, ReplicatedLog},
+    record::{ControlRecord, encode_control_batch, encode_data_batch},
+};
+
+const TS: i64 = 1_700_000_000_000;
+
+fn write_log(dir: &std::path::Path) {
+    let mut log = FileLog::open(dir, FileLogConfig::default()).expect("open");
+    let leader_change = ControlRecord::LeaderChange(
+        LeaderChangeMessage::default()
+            .with_version(0)
+            .with_leader_id(BrokerId(2))
+            .with_voters(vec![
+                Voter::default().with_voter_id(1),
+                Voter::default().with_voter_id(2),
+            ])
+            .with_granting_voters(vec![Voter::default().with_voter_id(2)]),
+    );
+    log.append_as_leader(
+        encode_control_batch(0, 0, TS, &[leader_change]).expect("enc"),
+        4,
+    )
+    .expect("append");
+    // A NoOpRecord (api key 20, version 0: only empty tagged fields) in
+    // ApiMessageAndVersion framing, and a value that is not a metadata record.
+    let no_op = Bytes::from_static(&[1, 20, 0, 0]);
+    let raw = Bytes::from_static(b"not a metadata record");
+    log.append_as_leader(encode_data_batch(0, 0, TS, &[no_op, raw]).expect("enc"), 4)
+        .expect("append");
+    log.flush().expect("flush");
+}
+
+#[test]
+fn a_segment_dumps_to_this_exact_text() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    write_log(tmp.path());
+    let out = Command::new(env!("CARGO_BIN_EXE_kraft-controller"))
+        .args(["dump-log"])
+        .arg(tmp.path().join("00000000000000000000.log"))
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let expected = "\
+== 00000000000000000000.log
+batch base_offset=0 last_offset=0 count=1 epoch=4 control=true crc=0x49b5880e size=96 position=0 timestamp=1700000000000
+  offset=0 LEADER_CHANGE version=0 leader_id=2 voters=[1,2] granting_voters=[2]
+batch base_offset=1 last_offset=2 count=2 epoch=4 control=false crc=0x43a92949 size=100 position=96 timestamp=1700000000000
+  offset=1 NO_OP_RECORD(20) version=0 bytes=00
+  offset=2 value_size=21 value=6e6f742061206d657461646174612072…
+";
+    assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
+}
+
+#[test]
+fn a_damaged_segment_dumps_up_to_the_damage_and_exits_one() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    write_log(tmp.path());
+    let path = tmp.path().join("00000000000000000000.log");
+    let mut bytes = std::fs::read(&path).expect("read");
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x01;
+    std::fs::write(&path, &bytes).expect("write");
+    let out = Command::new(env!("CARGO_BIN_EXE_kraft-controller"))
+        .arg("dump-log")
+        .arg(tmp.path())
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("LEADER_CHANGE"), "{text}");
+    assert!(text.contains("error at position"), "{text}");
+    assert!(text.contains("corrupt record batch at offset 1"), "{text}");
+}

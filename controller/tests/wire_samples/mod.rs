@@ -1,0 +1,535 @@
+//! Sample request and response bodies for every api we serve, populated with
+//! the fields that exist at the given version, for round-trip tests.
+
+#![allow(dead_code)]
+
+use bytes::Bytes;
+use kafka_protocol::{messages::*, protocol::StrBytes};
+use kraft_controller::wire::{
+    FinalizedFeatures, api_versions_response, kafka_4_1_supported_features,
+};
+use uuid::Uuid;
+
+fn s(v: &str) -> StrBytes {
+    StrBytes::from_string(v.to_owned())
+}
+
+fn topic(v: &str) -> TopicName {
+    TopicName(s(v))
+}
+
+const DIR_A: Uuid = Uuid::from_bytes([0xA1; 16]);
+const DIR_B: Uuid = Uuid::from_bytes([0xB2; 16]);
+
+/// A request of `key` at `version` with every field of that version set.
+pub fn request(key: ApiKey, v: i16) -> RequestKind {
+    match key {
+        ApiKey::Fetch => {
+            let partition = |p: i32| {
+                let mut fp = fetch_request::FetchPartition::default()
+                    .with_partition(p)
+                    .with_fetch_offset(100 + i64::from(p))
+                    .with_partition_max_bytes(8 << 20);
+                if v >= 9 {
+                    fp = fp.with_current_leader_epoch(4);
+                }
+                if v >= 12 {
+                    fp = fp.with_last_fetched_epoch(3);
+                }
+                if v >= 5 {
+                    fp = fp.with_log_start_offset(0);
+                }
+                if v >= 17 {
+                    fp = fp.with_replica_directory_id(DIR_A);
+                }
+                if v >= 18 {
+                    fp = fp.with_high_watermark(90);
+                }
+                fp
+            };
+            let mut t = fetch_request::FetchTopic::default()
+                .with_partitions(vec![partition(0), partition(1)]);
+            if v <= 12 {
+                t = t.with_topic(topic("__cluster_metadata"));
+            } else {
+                t = t.with_topic_id(Uuid::from_bytes([1; 16]));
+            }
+            let mut r = FetchRequest::default()
+                .with_max_wait_ms(500)
+                .with_min_bytes(0)
+                .with_max_bytes(8 << 20)
+                .with_isolation_level(0)
+                .with_topics(vec![t]);
+            if v <= 14 {
+                r = r.with_replica_id(BrokerId(2));
+            } else {
+                r = r.with_replica_state(
+                    fetch_request::ReplicaState::default()
+                        .with_replica_id(BrokerId(2))
+                        .with_replica_epoch(-1),
+                );
+            }
+            if v >= 7 {
+                let mut ft = fetch_request::ForgottenTopic::default().with_partitions(vec![5, 6]);
+                if v <= 12 {
+                    ft = ft.with_topic(topic("old"));
+                } else {
+                    ft = ft.with_topic_id(Uuid::from_bytes([2; 16]));
+                }
+                r = r
+                    .with_session_id(0)
+                    .with_session_epoch(-1)
+                    .with_forgotten_topics_data(vec![ft]);
+            }
+            if v >= 11 {
+                r = r.with_rack_id(s("rack-a"));
+            }
+            if v >= 12 {
+                r = r.with_cluster_id(Some(s("MkU3OEVBNTcwNTJENDM2Qg")));
+            }
+            RequestKind::Fetch(r)
+        }
+        ApiKey::ApiVersions => {
+            let mut r = ApiVersionsRequest::default();
+            if v >= 3 {
+                r = r
+                    .with_client_software_name(s("apache-kafka-java"))
+                    .with_client_software_version(s("4.1.0"));
+            }
+            RequestKind::ApiVersions(r)
+        }
+        ApiKey::Vote => {
+            let mut p = vote_request::PartitionData::default()
+                .with_partition_index(0)
+                .with_replica_epoch(5)
+                .with_replica_id(BrokerId(1))
+                .with_last_offset_epoch(4)
+                .with_last_offset(1234);
+            if v >= 1 {
+                p = p
+                    .with_replica_directory_id(DIR_A)
+                    .with_voter_directory_id(DIR_B);
+            }
+            if v >= 2 {
+                p = p.with_pre_vote(true);
+            }
+            let mut r = VoteRequest::default()
+                .with_cluster_id(Some(s("MkU3OEVBNTcwNTJENDM2Qg")))
+                .with_topics(vec![
+                    vote_request::TopicData::default()
+                        .with_topic_name(topic("__cluster_metadata"))
+                        .with_partitions(vec![p]),
+                ]);
+            if v >= 1 {
+                r = r.with_voter_id(BrokerId(2));
+            }
+            RequestKind::Vote(r)
+        }
+        ApiKey::BeginQuorumEpoch => {
+            let mut p = begin_quorum_epoch_request::PartitionData::default()
+                .with_partition_index(0)
+                .with_leader_id(BrokerId(1))
+                .with_leader_epoch(5);
+            if v >= 1 {
+                p = p.with_voter_directory_id(DIR_B);
+            }
+            let mut r = BeginQuorumEpochRequest::default()
+                .with_cluster_id(Some(s("MkU3OEVBNTcwNTJENDM2Qg")))
+                .with_topics(vec![
+                    begin_quorum_epoch_request::TopicData::default()
+                        .with_topic_name(topic("__cluster_metadata"))
+                        .with_partitions(vec![p]),
+                ]);
+            if v >= 1 {
+                r = r.with_voter_id(BrokerId(2)).with_leader_endpoints(vec![
+                    begin_quorum_epoch_request::LeaderEndpoint::default()
+                        .with_name(s("CONTROLLER"))
+                        .with_host(s("q-1.q"))
+                        .with_port(9093),
+                ]);
+            }
+            RequestKind::BeginQuorumEpoch(r)
+        }
+        ApiKey::EndQuorumEpoch => {
+            let mut p = end_quorum_epoch_request::PartitionData::default()
+                .with_partition_index(0)
+                .with_leader_id(BrokerId(1))
+                .with_leader_epoch(5);
+            if v == 0 {
+                p = p.with_preferred_successors(vec![2, 3]);
+            } else {
+                p = p.with_preferred_candidates(vec![
+                    end_quorum_epoch_request::ReplicaInfo::default()
+                        .with_candidate_id(BrokerId(2))
+                        .with_candidate_directory_id(DIR_A),
+                ]);
+            }
+            let mut r = EndQuorumEpochRequest::default()
+                .with_cluster_id(Some(s("MkU3OEVBNTcwNTJENDM2Qg")))
+                .with_topics(vec![
+                    end_quorum_epoch_request::TopicData::default()
+                        .with_topic_name(topic("__cluster_metadata"))
+                        .with_partitions(vec![p]),
+                ]);
+            if v >= 1 {
+                r = r.with_leader_endpoints(vec![
+                    end_quorum_epoch_request::LeaderEndpoint::default()
+                        .with_name(s("CONTROLLER"))
+                        .with_host(s("q-1.q"))
+                        .with_port(9093),
+                ]);
+            }
+            RequestKind::EndQuorumEpoch(r)
+        }
+        ApiKey::DescribeQuorum => {
+            RequestKind::DescribeQuorum(DescribeQuorumRequest::default().with_topics(vec![
+                describe_quorum_request::TopicData::default()
+                    .with_topic_name(topic("__cluster_metadata"))
+                    .with_partitions(vec![
+                        describe_quorum_request::PartitionData::default().with_partition_index(0),
+                    ]),
+            ]))
+        }
+        ApiKey::FetchSnapshot => {
+            let mut p = fetch_snapshot_request::PartitionSnapshot::default()
+                .with_partition(0)
+                .with_current_leader_epoch(5)
+                .with_snapshot_id(
+                    fetch_snapshot_request::SnapshotId::default()
+                        .with_end_offset(1000)
+                        .with_epoch(4),
+                )
+                .with_position(4096);
+            if v >= 1 {
+                p = p.with_replica_directory_id(DIR_A);
+            }
+            RequestKind::FetchSnapshot(
+                FetchSnapshotRequest::default()
+                    .with_cluster_id(Some(s("MkU3OEVBNTcwNTJENDM2Qg")))
+                    .with_replica_id(BrokerId(3))
+                    .with_max_bytes(8 << 20)
+                    .with_topics(vec![
+                        fetch_snapshot_request::TopicSnapshot::default()
+                            .with_name(topic("__cluster_metadata"))
+                            .with_partitions(vec![p]),
+                    ]),
+            )
+        }
+        ApiKey::DescribeCluster => {
+            let mut r =
+                DescribeClusterRequest::default().with_include_cluster_authorized_operations(false);
+            if v >= 1 {
+                r = r.with_endpoint_type(2);
+            }
+            if v >= 2 {
+                r = r.with_include_fenced_brokers(true);
+            }
+            RequestKind::DescribeCluster(r)
+        }
+        ApiKey::AddRaftVoter => RequestKind::AddRaftVoter(
+            AddRaftVoterRequest::default()
+                .with_cluster_id(Some(s("MkU3OEVBNTcwNTJENDM2Qg")))
+                .with_timeout_ms(30_000)
+                .with_voter_id(4)
+                .with_voter_directory_id(DIR_A)
+                .with_listeners(vec![
+                    add_raft_voter_request::Listener::default()
+                        .with_name(s("CONTROLLER"))
+                        .with_host(s("q-4.q"))
+                        .with_port(9093),
+                ]),
+        ),
+        ApiKey::RemoveRaftVoter => RequestKind::RemoveRaftVoter(
+            RemoveRaftVoterRequest::default()
+                .with_cluster_id(None)
+                .with_voter_id(4)
+                .with_voter_directory_id(DIR_A),
+        ),
+        ApiKey::UpdateRaftVoter => RequestKind::UpdateRaftVoter(
+            UpdateRaftVoterRequest::default()
+                .with_cluster_id(Some(s("MkU3OEVBNTcwNTJENDM2Qg")))
+                .with_current_leader_epoch(5)
+                .with_voter_id(4)
+                .with_voter_directory_id(DIR_A)
+                .with_listeners(vec![
+                    update_raft_voter_request::Listener::default()
+                        .with_name(s("CONTROLLER"))
+                        .with_host(s("q-4.q"))
+                        .with_port(9093),
+                ])
+                .with_k_raft_version_feature(
+                    update_raft_voter_request::KRaftVersionFeature::default()
+                        .with_min_supported_version(0)
+                        .with_max_supported_version(1),
+                ),
+        ),
+        other => panic!("no sample request for {other:?}"),
+    }
+}
+
+/// A response of `key` at `version` with every field of that version set.
+pub fn response(key: ApiKey, v: i16) -> ResponseKind {
+    match key {
+        ApiKey::Fetch => {
+            let mut p = fetch_response::PartitionData::default()
+                .with_partition_index(0)
+                .with_error_code(0)
+                .with_high_watermark(90)
+                .with_last_stable_offset(90)
+                .with_records(Some(Bytes::from_static(b"opaque record batches")));
+            if v >= 5 {
+                p = p.with_log_start_offset(0);
+            }
+            if v >= 4 {
+                p = p.with_aborted_transactions(Some(vec![]));
+            }
+            if v >= 11 {
+                p = p.with_preferred_read_replica(BrokerId(-1));
+            }
+            if v >= 12 {
+                p = p
+                    .with_diverging_epoch(
+                        fetch_response::EpochEndOffset::default()
+                            .with_epoch(3)
+                            .with_end_offset(40),
+                    )
+                    .with_current_leader(
+                        fetch_response::LeaderIdAndEpoch::default()
+                            .with_leader_id(BrokerId(1))
+                            .with_leader_epoch(5),
+                    );
+            }
+            let mut t = fetch_response::FetchableTopicResponse::default().with_partitions(vec![p]);
+            if v <= 12 {
+                t = t.with_topic(topic("__cluster_metadata"));
+            } else {
+                t = t.with_topic_id(Uuid::from_bytes([1; 16]));
+            }
+            let mut r = FetchResponse::default()
+                .with_throttle_time_ms(0)
+                .with_responses(vec![t]);
+            if v >= 7 {
+                r = r.with_error_code(0).with_session_id(0);
+            }
+            if v >= 16 {
+                r = r.with_node_endpoints(vec![
+                    fetch_response::NodeEndpoint::default()
+                        .with_node_id(BrokerId(1))
+                        .with_host(s("q-1.q"))
+                        .with_port(9093)
+                        .with_rack(None),
+                ]);
+            }
+            ResponseKind::Fetch(r)
+        }
+        ApiKey::ApiVersions => ResponseKind::ApiVersions(api_versions_response(
+            v,
+            &kafka_4_1_supported_features(),
+            &FinalizedFeatures {
+                levels: vec![("metadata.version".into(), 27), ("kraft.version".into(), 1)],
+                epoch: 12,
+            },
+        )),
+        ApiKey::Vote => {
+            let mut r = VoteResponse::default().with_error_code(0).with_topics(vec![
+                vote_response::TopicData::default()
+                    .with_topic_name(topic("__cluster_metadata"))
+                    .with_partitions(vec![
+                        vote_response::PartitionData::default()
+                            .with_partition_index(0)
+                            .with_error_code(0)
+                            .with_leader_id(BrokerId(-1))
+                            .with_leader_epoch(5)
+                            .with_vote_granted(true),
+                    ]),
+            ]);
+            if v >= 1 {
+                r = r.with_node_endpoints(vec![
+                    vote_response::NodeEndpoint::default()
+                        .with_node_id(BrokerId(1))
+                        .with_host(s("q-1.q"))
+                        .with_port(9093),
+                ]);
+            }
+            ResponseKind::Vote(r)
+        }
+        ApiKey::BeginQuorumEpoch => {
+            let mut r = BeginQuorumEpochResponse::default()
+                .with_error_code(0)
+                .with_topics(vec![
+                    begin_quorum_epoch_response::TopicData::default()
+                        .with_topic_name(topic("__cluster_metadata"))
+                        .with_partitions(vec![
+                            begin_quorum_epoch_response::PartitionData::default()
+                                .with_partition_index(0)
+                                .with_error_code(0)
+                                .with_leader_id(BrokerId(1))
+                                .with_leader_epoch(5),
+                        ]),
+                ]);
+            if v >= 1 {
+                r = r.with_node_endpoints(vec![
+                    begin_quorum_epoch_response::NodeEndpoint::default()
+                        .with_node_id(BrokerId(1))
+                        .with_host(s("q-1.q"))
+                        .with_port(9093),
+                ]);
+            }
+            ResponseKind::BeginQuorumEpoch(r)
+        }
+        ApiKey::EndQuorumEpoch => {
+            let mut r = EndQuorumEpochResponse::default()
+                .with_error_code(0)
+                .with_topics(vec![
+                    end_quorum_epoch_response::TopicData::default()
+                        .with_topic_name(topic("__cluster_metadata"))
+                        .with_partitions(vec![
+                            end_quorum_epoch_response::PartitionData::default()
+                                .with_partition_index(0)
+                                .with_error_code(0)
+                                .with_leader_id(BrokerId(1))
+                                .with_leader_epoch(5),
+                        ]),
+                ]);
+            if v >= 1 {
+                r = r.with_node_endpoints(vec![
+                    end_quorum_epoch_response::NodeEndpoint::default()
+                        .with_node_id(BrokerId(1))
+                        .with_host(s("q-1.q"))
+                        .with_port(9093),
+                ]);
+            }
+            ResponseKind::EndQuorumEpoch(r)
+        }
+        ApiKey::DescribeQuorum => {
+            let replica = |id: i32| {
+                let mut r = describe_quorum_response::ReplicaState::default()
+                    .with_replica_id(BrokerId(id))
+                    .with_log_end_offset(100 + i64::from(id));
+                if v >= 1 {
+                    r = r
+                        .with_last_fetch_timestamp(1_700_000_000_000)
+                        .with_last_caught_up_timestamp(1_700_000_000_000);
+                }
+                if v >= 2 {
+                    r = r.with_replica_directory_id(DIR_A);
+                }
+                r
+            };
+            let mut p = describe_quorum_response::PartitionData::default()
+                .with_partition_index(0)
+                .with_error_code(0)
+                .with_leader_id(BrokerId(1))
+                .with_leader_epoch(5)
+                .with_high_watermark(100)
+                .with_current_voters(vec![replica(1), replica(2), replica(3)])
+                .with_observers(vec![replica(4)]);
+            if v >= 2 {
+                p = p.with_error_message(None);
+            }
+            let mut r = DescribeQuorumResponse::default()
+                .with_error_code(0)
+                .with_topics(vec![
+                    describe_quorum_response::TopicData::default()
+                        .with_topic_name(topic("__cluster_metadata"))
+                        .with_partitions(vec![p]),
+                ]);
+            if v >= 2 {
+                r = r.with_nodes(vec![
+                    describe_quorum_response::Node::default()
+                        .with_node_id(BrokerId(1))
+                        .with_listeners(vec![
+                            describe_quorum_response::Listener::default()
+                                .with_name(s("CONTROLLER"))
+                                .with_host(s("q-1.q"))
+                                .with_port(9093),
+                        ]),
+                ]);
+            }
+            ResponseKind::DescribeQuorum(r)
+        }
+        ApiKey::FetchSnapshot => {
+            let mut r = FetchSnapshotResponse::default()
+                .with_throttle_time_ms(0)
+                .with_error_code(0)
+                .with_topics(vec![
+                    fetch_snapshot_response::TopicSnapshot::default()
+                        .with_name(topic("__cluster_metadata"))
+                        .with_partitions(vec![
+                            fetch_snapshot_response::PartitionSnapshot::default()
+                                .with_index(0)
+                                .with_error_code(0)
+                                .with_snapshot_id(
+                                    fetch_snapshot_response::SnapshotId::default()
+                                        .with_end_offset(1000)
+                                        .with_epoch(4),
+                                )
+                                .with_current_leader(
+                                    fetch_snapshot_response::LeaderIdAndEpoch::default()
+                                        .with_leader_id(BrokerId(1))
+                                        .with_leader_epoch(5),
+                                )
+                                .with_size(8192)
+                                .with_position(4096)
+                                .with_unaligned_records(Bytes::from_static(b"snapshot bytes")),
+                        ]),
+                ]);
+            if v >= 1 {
+                r = r.with_node_endpoints(vec![
+                    fetch_snapshot_response::NodeEndpoint::default()
+                        .with_node_id(BrokerId(1))
+                        .with_host(s("q-1.q"))
+                        .with_port(9093),
+                ]);
+            }
+            ResponseKind::FetchSnapshot(r)
+        }
+        ApiKey::DescribeCluster => {
+            let mut b = describe_cluster_response::DescribeClusterBroker::default()
+                .with_broker_id(BrokerId(1))
+                .with_host(s("q-1.q"))
+                .with_port(9093)
+                .with_rack(None);
+            if v >= 2 {
+                b = b.with_is_fenced(false);
+            }
+            let mut r = DescribeClusterResponse::default()
+                .with_throttle_time_ms(0)
+                .with_error_code(0)
+                .with_error_message(None)
+                .with_cluster_id(s("MkU3OEVBNTcwNTJENDM2Qg"))
+                .with_controller_id(BrokerId(1))
+                .with_brokers(vec![b])
+                .with_cluster_authorized_operations(i32::MIN);
+            if v >= 1 {
+                r = r.with_endpoint_type(2);
+            }
+            ResponseKind::DescribeCluster(r)
+        }
+        ApiKey::AddRaftVoter => ResponseKind::AddRaftVoter(
+            AddRaftVoterResponse::default()
+                .with_throttle_time_ms(0)
+                .with_error_code(7)
+                .with_error_message(Some(s("new voter is not caught up"))),
+        ),
+        ApiKey::RemoveRaftVoter => ResponseKind::RemoveRaftVoter(
+            RemoveRaftVoterResponse::default()
+                .with_throttle_time_ms(0)
+                .with_error_code(127)
+                .with_error_message(None),
+        ),
+        ApiKey::UpdateRaftVoter => ResponseKind::UpdateRaftVoter(
+            UpdateRaftVoterResponse::default()
+                .with_throttle_time_ms(0)
+                .with_error_code(0)
+                .with_current_leader(
+                    update_raft_voter_response::CurrentLeader::default()
+                        .with_leader_id(BrokerId(1))
+                        .with_leader_epoch(5)
+                        .with_host(s("q-1.q"))
+                        .with_port(9093),
+                ),
+        ),
+        other => panic!("no sample response for {other:?}"),
+    }
+}
