@@ -285,6 +285,54 @@ fn a_crash_in_the_middle_of_a_command_list_keeps_every_invariant() {
     }
 }
 
+#[test]
+fn a_majority_that_can_talk_elects_and_commits_while_a_minority_stays_cut_off() {
+    for seed in 0..5 {
+        let (mut sim, leader) = started(SimConfig::new(seed, 5, 1));
+        // Cut the leader and one more voter off for good.
+        let other = sim
+            .voter_ids()
+            .into_iter()
+            .find(|id| *id != leader)
+            .expect("another voter");
+        sim.partition(&[leader, other]);
+        let new = sim
+            .elect_and_commit(ELECT_WITHIN_MS)
+            .expect("the majority elects");
+        assert!(new != leader && new != other, "seed {seed}");
+        // And keeps committing.
+        let before = sim.committed_hw;
+        for _ in 0..10 {
+            sim.propose(new);
+            sim.run_for(50);
+        }
+        sim.run_for(1_000);
+        assert!(sim.committed_hw >= before + 10, "seed {seed}");
+    }
+}
+
+#[test]
+fn the_simulation_is_deterministic_for_a_seed() {
+    let run = |seed| {
+        let mut cfg = SimConfig::new(seed, 3, 1);
+        cfg.drop_rate = 0.05;
+        cfg.max_delay_ms = 30;
+        let mut sim = Sim::new(cfg);
+        for _ in 0..40 {
+            if let Some(leader) = sim.leader() {
+                sim.propose(leader);
+            }
+            sim.run_for(100);
+        }
+        (
+            sim.events_processed,
+            sim.committed_hw,
+            sim.leaders_by_epoch.clone(),
+        )
+    };
+    assert_eq!(run(11), run(11));
+}
+
 /// One randomized run: random cluster shape, drops, delays, crashes,
 /// partitions and proposals, then healing and a liveness check.
 fn random_run(seed: u64) {
@@ -310,7 +358,7 @@ fn random_run(seed: u64) {
         let target = ids[rng.random_range(0..ids.len())];
         match rng.random_range(0..10) {
             0 | 1 => sim.crash(target),
-            2 | 3 | 4 => {
+            2..=4 => {
                 for id in &ids {
                     if !sim.is_up(*id) && rng.random_bool(0.5) {
                         sim.restart(*id);

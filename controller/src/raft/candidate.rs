@@ -49,13 +49,14 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         let EpochState::Candidate(s) = &self.state else {
             return Ok(());
         };
+        let voters = self.election_voters();
         let granting: Vec<i32> = s
             .granted
             .iter()
             .copied()
-            .filter(|id| self.voters.contains_id(*id))
+            .filter(|id| voters.contains_id(*id))
             .collect();
-        if granting.len() >= self.voters.majority() {
+        if granting.len() >= voters.majority() {
             let next = LeaderState::new(self, s.epoch, granting, now_ms);
             self.transition(EpochState::Leader(Box::new(next)), now_ms)?;
         }
@@ -67,7 +68,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             return Ok(());
         };
         if now_ms >= s.election_deadline_ms {
-            return self.to_prospective(now_ms);
+            return self.become_prospective(now_ms);
         }
         let due: Vec<i32> = s
             .retry_at

@@ -40,6 +40,12 @@ pub struct RaftConfig {
     /// `controller.quorum.voters`, or the one of the 0-0 bootstrap checkpoint
     /// (kraft.version 1). Empty for a node that knows only bootstrap servers.
     pub voters: VoterSet,
+    /// The kraft.version the node starts with: 0 when `voters` is the static
+    /// `controller.quorum.voters`; 1 when it comes from the 0-0 bootstrap
+    /// checkpoint (the first leader then writes KRaftVersion and Voters into
+    /// the log) or when the node was formatted `--no-initial-controllers`
+    /// (empty `voters`: it learns them from the log as an observer).
+    pub kraft_version: i16,
     /// `controller.quorum.bootstrap.servers`: where an observer (or a node
     /// without a known leader) sends Fetch to discover the leader. Given
     /// negative ids -1, -2, … in order, as Kafka's `RequestManager` does.
@@ -74,6 +80,7 @@ impl RaftConfig {
             directory_id: None,
             cluster_id: None,
             voters,
+            kraft_version: 0,
             bootstrap_servers: Vec::new(),
             election_timeout_ms: DEFAULT_ELECTION_TIMEOUT_MS,
             fetch_timeout_ms: DEFAULT_FETCH_TIMEOUT_MS,

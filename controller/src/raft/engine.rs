@@ -7,12 +7,7 @@ use std::collections::HashMap;
 use bytes::Bytes;
 use kafka_protocol::{
     ResponseError,
-    messages::{
-        BeginQuorumEpochRequest, BeginQuorumEpochResponse, DescribeQuorumResponse,
-        EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest, TopicName, VoteRequest,
-        VoteResponse, begin_quorum_epoch_response, describe_quorum_response,
-        end_quorum_epoch_response, vote_response,
-    },
+    messages::{FetchRequest, TopicName},
     protocol::StrBytes,
 };
 use rand::RngCore;
@@ -24,14 +19,14 @@ use super::{
     candidate::CandidateState,
     follower::{FetchLoop, FollowerState},
     leader::LeaderState,
-    log_is_up_to_date,
+    membership::VoterHistory,
     prospective::ProspectiveState,
     quorum_state::check_transition,
     resigned::ResignedState,
     unattached::UnattachedState,
     voters::{Endpoint, ReplicaKey, VoterSet},
 };
-use crate::log::{LogFetchInfo, OffsetAndEpoch, ReplicatedLog};
+use crate::log::{LogFetchInfo, ReplicatedLog};
 
 /// The state of the current epoch: one variant per role file.
 #[derive(Debug)]
@@ -75,6 +70,7 @@ pub(crate) enum RequestKind {
     BeginQuorumEpoch,
     EndQuorumEpoch,
     Fetch,
+    ApiVersions,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -103,6 +99,10 @@ pub struct RaftEngine<L: ReplicatedLog> {
     pub(crate) shutdown_deadline_ms: Option<u64>,
     shutdown_done: bool,
     pub(crate) next_bootstrap: usize,
+    pub(crate) voter_history: VoterHistory,
+    pub(crate) kraft_version: i16,
+    /// The time of the latest event (ms), for `status()`.
+    now_ms: u64,
 }
 
 impl<L: ReplicatedLog> std::fmt::Debug for RaftEngine<L> {
@@ -145,6 +145,8 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         };
         let stored = stored.unwrap_or_default();
         let voters = config.voters.clone();
+        let config_voters = config.voters.clone();
+        let config_kraft_version = config.kraft_version;
         let placeholder = EpochState::Unattached(UnattachedState {
             epoch: stored.epoch,
             voted_key: stored.voted_key,
@@ -171,9 +173,14 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             shutdown_deadline_ms: None,
             shutdown_done: false,
             next_bootstrap: 0,
+            voter_history: VoterHistory::new(config_voters),
+            kraft_version: config_kraft_version,
+            now_ms,
         };
+        let log_start = engine.log.start_offset();
+        engine.scan_control_records(log_start)?;
         let log_end = engine.log.end_offset();
-        let is_voter = engine.is_voter();
+        let is_voter = engine.can_campaign();
         let initial = if stored.epoch < log_end.epoch {
             EpochState::Unattached(engine.new_unattached(log_end.epoch, None, now_ms))
         } else if stored.leader_id == Some(local.id) && is_voter {
@@ -211,6 +218,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     ///
     /// Errors: fatal log or record errors (see [`RaftError`]).
     pub fn handle(&mut self, event: Event, now_ms: u64) -> Result<Vec<Command>> {
+        self.now_ms = self.now_ms.max(now_ms);
         match event {
             Event::Request {
                 handle,
@@ -244,6 +252,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     /// [`RaftError::InvalidProposal`] for no record or more than
     /// `max_batch_bytes`; fatal log errors.
     pub fn propose(&mut self, records: &[Bytes], now_ms: u64) -> Result<(Proposed, Vec<Command>)> {
+        self.now_ms = self.now_ms.max(now_ms);
         let proposed = self.leader_propose(records, now_ms)?;
         self.poll(now_ms)?;
         self.report_role();
@@ -270,9 +279,9 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             EpochState::Leader(l) => (
                 self.voters
                     .iter()
-                    .map(|v| l.replica_status(&v.key, self.local, &self.log))
+                    .map(|v| l.replica_status(&v.key, self.local, &self.log, self.now_ms))
                     .collect(),
-                l.observer_statuses(),
+                l.observer_statuses(&self.voters),
             ),
             _ => (
                 self.voters
@@ -297,6 +306,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             log_end_offset: self.log.end_offset().offset,
             flushed_end_offset: self.log.flushed_end_offset(),
             is_voter: self.is_voter(),
+            kraft_version: self.kraft_version,
             voters,
             observers,
         }
@@ -370,6 +380,36 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         self.voters.contains_key(&self.local)
     }
 
+    /// The voter set elections are held in: the current one, or, for a node
+    /// that an uncommitted `Voters` record removed, the set before it (a
+    /// node without that record would use it too; one-at-a-time changes keep
+    /// every majority of the two sets overlapping, KIP-853). Without this, a
+    /// removed leader that lost its leadership before the removal committed
+    /// and the only voters missing the record could wait on each other forever
+    /// (found by the membership simulation).
+    pub fn election_voters(&self) -> &VoterSet {
+        let latest = self.voter_history.latest();
+        if latest.contains_key(&self.local) {
+            return latest;
+        }
+        let uncommitted = self
+            .voter_history
+            .latest_offset()
+            .is_some_and(|o| self.high_watermark.is_none_or(|hw| o >= hw));
+        let previous = self.voter_history.previous();
+        if uncommitted && previous.contains_key(&self.local) {
+            previous
+        } else {
+            latest
+        }
+    }
+
+    /// Whether this node may become Prospective, Candidate or Leader: it is
+    /// in [`Self::election_voters`].
+    pub fn can_campaign(&self) -> bool {
+        self.election_voters().contains_key(&self.local)
+    }
+
     // ---- crate-internal helpers ------------------------------------------
 
     pub(crate) fn voted_key(&self) -> Option<ReplicaKey> {
@@ -407,11 +447,18 @@ impl<L: ReplicatedLog> RaftEngine<L> {
                 leader_id: Some(self.local.id),
                 voted_key: Some(self.local),
             }),
-            EpochState::Prospective(_) | EpochState::Resigned(_) => None,
+            // Prospective keeps what was persisted, plus a vote it grants
+            // in its epoch (Kafka's `prospectiveAddVotedState`).
+            EpochState::Prospective(s) => Some(ElectionState {
+                epoch,
+                leader_id: s.lost_leader,
+                voted_key: s.voted_key,
+            }),
+            EpochState::Resigned(_) => None,
         }
     }
 
-    fn persist_if_changed(&mut self) {
+    pub(crate) fn persist_if_changed(&mut self) {
         if let Some(state) = self.election_state()
             && state != self.persisted
         {
@@ -566,7 +613,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             self.epoch(),
             next.role(),
             next.epoch(),
-            self.is_voter(),
+            self.can_campaign(),
             same_state_vote,
         )?;
         let previous = std::mem::replace(&mut self.state, next);
@@ -604,12 +651,17 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         voted_key: Option<ReplicaKey>,
         now_ms: u64,
     ) -> UnattachedState {
-        // A voter waits for its election timeout; an observer asks the
-        // bootstrap servers for the leader right away.
-        let (election_deadline_ms, next_fetch_ms) = if self.is_voter() {
-            (now_ms + self.random_election_timeout(), u64::MAX)
+        // A voter waits for its election timeout; meanwhile voters and
+        // observers ask the bootstrap servers for the leader (KIP-853).
+        let election_deadline_ms = if self.can_campaign() {
+            now_ms + self.random_election_timeout()
         } else {
-            (u64::MAX, now_ms)
+            u64::MAX
+        };
+        let next_fetch_ms = if self.config.bootstrap_servers.is_empty() {
+            u64::MAX
+        } else {
+            now_ms
         };
         UnattachedState {
             epoch,
@@ -622,12 +674,12 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         }
     }
 
-    pub(crate) fn to_unattached(&mut self, epoch: i32, now_ms: u64) -> Result<()> {
+    pub(crate) fn become_unattached(&mut self, epoch: i32, now_ms: u64) -> Result<()> {
         let next = self.new_unattached(epoch, None, now_ms);
         self.transition(EpochState::Unattached(next), now_ms)
     }
 
-    pub(crate) fn to_follower(
+    pub(crate) fn become_follower(
         &mut self,
         epoch: i32,
         leader_id: i32,
@@ -673,9 +725,9 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         if epoch > current {
             match leader_id {
                 Some(l) if l != self.local.id => {
-                    self.to_follower(epoch, l, endpoint_hint, now_ms)?
+                    self.become_follower(epoch, l, endpoint_hint, now_ms)?
                 }
-                _ => self.to_unattached(epoch, now_ms)?,
+                _ => self.become_unattached(epoch, now_ms)?,
             }
             return Ok(true);
         }
@@ -689,7 +741,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             (Some(l), Role::Unattached | Role::Prospective | Role::Candidate)
                 if l != self.local.id =>
             {
-                self.to_follower(epoch, l, endpoint_hint, now_ms)?;
+                self.become_follower(epoch, l, endpoint_hint, now_ms)?;
                 Ok(true)
             }
             (Some(l), Role::Follower) if self.leader_id() != Some(l) => {
@@ -725,6 +777,9 @@ impl<L: ReplicatedLog> RaftEngine<L> {
                 self.reply(handle, RaftResponse::DescribeQuorum(response));
                 Ok(())
             }
+            RaftRequest::AddRaftVoter(r) => self.handle_add_raft_voter(handle, r, now_ms),
+            RaftRequest::RemoveRaftVoter(r) => self.handle_remove_raft_voter(handle, r, now_ms),
+            RaftRequest::UpdateRaftVoter(r) => self.handle_update_raft_voter(handle, r, now_ms),
             other => {
                 self.reply_unsupported(handle, &other);
                 Ok(())
@@ -773,6 +828,10 @@ impl<L: ReplicatedLog> RaftEngine<L> {
                     .first()
                     .and_then(|t| t.partitions.first())
                     .map_or((None, -1), |p| (Some(p.leader_id.0), p.leader_epoch));
+                if let EpochState::Leader(l) = &mut self.state {
+                    // Answered: it may be sent again at the next interval.
+                    l.begin_epoch_inflight.remove(&inflight.node_id);
+                }
                 self.maybe_transition(leader, epoch, None, now_ms)?;
                 Ok(())
             }
@@ -780,6 +839,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
                 self.handle_end_quorum_epoch_response(inflight, r, now_ms)
             }
             RaftResponse::Fetch(r) => self.handle_fetch_response(id, inflight, r, now_ms),
+            RaftResponse::ApiVersions(r) => self.handle_api_versions_response(id, Some(r), now_ms),
             _ => Ok(()),
         }
     }
@@ -822,6 +882,9 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             }
             (EpochState::Leader(s), RequestKind::BeginQuorumEpoch) => {
                 s.begin_epoch_inflight.remove(&inflight.node_id);
+            }
+            (EpochState::Leader(_), RequestKind::ApiVersions) => {
+                self.on_api_versions_failed(id, now_ms)?;
             }
             _ => {}
         }
@@ -878,341 +941,6 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         }
     }
 
-    // ---- requests every role answers --------------------------------------
-
-    fn vote_response(
-        &self,
-        error: Option<ResponseError>,
-        partition_error: Option<ResponseError>,
-        granted: bool,
-    ) -> VoteResponse {
-        let partition = vote_response::PartitionData::default()
-            .with_partition_index(METADATA_PARTITION)
-            .with_error_code(partition_error.map_or(0, error_code))
-            .with_leader_id(self.leader_id().unwrap_or(-1).into())
-            .with_leader_epoch(self.epoch())
-            .with_vote_granted(granted);
-        VoteResponse::default()
-            .with_error_code(error.map_or(0, error_code))
-            .with_topics(vec![
-                vote_response::TopicData::default()
-                    .with_topic_name(Self::topic_name())
-                    .with_partitions(vec![partition]),
-            ])
-            .with_node_endpoints(
-                self.leader_endpoint()
-                    .map(|(id, e)| {
-                        vote_response::NodeEndpoint::default()
-                            .with_node_id(id.into())
-                            .with_host(e.host.into())
-                            .with_port(e.port)
-                    })
-                    .into_iter()
-                    .collect(),
-            )
-    }
-
-    /// Vote and pre-vote (KIP-595, KIP-996), as Kafka's `handleVoteRequest`.
-    fn handle_vote_request(
-        &mut self,
-        handle: ReplyHandle,
-        r: VoteRequest,
-        now_ms: u64,
-    ) -> Result<()> {
-        if !self.cluster_id_matches(r.cluster_id.as_ref()) {
-            let resp = self.vote_response(Some(ResponseError::InconsistentClusterId), None, false);
-            self.reply(handle, RaftResponse::Vote(resp));
-            return Ok(());
-        }
-        let Some(p) = r.topics.first().and_then(|t| t.partitions.first()).cloned() else {
-            let resp = self.vote_response(Some(ResponseError::InvalidRequest), None, false);
-            self.reply(handle, RaftResponse::Vote(resp));
-            return Ok(());
-        };
-        let candidate = ReplicaKey::from_wire(p.replica_id.0, p.replica_directory_id);
-        if p.replica_epoch < self.epoch() {
-            let resp = self.vote_response(None, Some(ResponseError::FencedLeaderEpoch), false);
-            self.reply(handle, RaftResponse::Vote(resp));
-            return Ok(());
-        }
-        if candidate.id < 0 {
-            let resp = self.vote_response(Some(ResponseError::InvalidRequest), None, false);
-            self.reply(handle, RaftResponse::Vote(resp));
-            return Ok(());
-        }
-        // KIP-853: the request names the voter it is meant for.
-        let addressed = ReplicaKey::from_wire(self.local.id, p.voter_directory_id);
-        if (r.voter_id.0 >= 0 && r.voter_id.0 != self.local.id) || !addressed.matches(&self.local) {
-            let resp = self.vote_response(None, Some(ResponseError::InvalidVoterKey), false);
-            self.reply(handle, RaftResponse::Vote(resp));
-            return Ok(());
-        }
-        if p.replica_epoch > self.epoch() && !p.pre_vote {
-            self.to_unattached(p.replica_epoch, now_ms)?;
-        }
-        let up_to_date = log_is_up_to_date(
-            OffsetAndEpoch::new(p.last_offset, p.last_offset_epoch),
-            self.log.end_offset(),
-        );
-        // Only voters grant, and only to voters (the candidate must be in
-        // this node's voter set).
-        let granted = self.is_voter()
-            && self.voters.contains_key(&candidate)
-            && self.can_grant_vote(candidate, up_to_date, p.pre_vote, now_ms);
-        if granted
-            && !p.pre_vote
-            && let EpochState::Unattached(u) = &self.state
-            && u.voted_key.is_none()
-        {
-            let next = self.new_unattached(self.epoch(), Some(candidate), now_ms);
-            self.transition(EpochState::Unattached(next), now_ms)?;
-        }
-        let resp = self.vote_response(None, None, granted);
-        self.reply(handle, RaftResponse::Vote(resp));
-        Ok(())
-    }
-
-    fn can_grant_vote(
-        &self,
-        candidate: ReplicaKey,
-        up_to_date: bool,
-        pre_vote: bool,
-        now_ms: u64,
-    ) -> bool {
-        match &self.state {
-            EpochState::Unattached(s) => match s.voted_key {
-                Some(voted) if !pre_vote => voted.matches(&candidate) && voted.id == candidate.id,
-                _ => up_to_date,
-            },
-            EpochState::Prospective(s) => match s.voted_key {
-                Some(voted) if !pre_vote => voted.matches(&candidate) && voted.id == candidate.id,
-                _ => up_to_date,
-            },
-            EpochState::Candidate(_) => pre_vote && up_to_date,
-            EpochState::Follower(s) => {
-                pre_vote
-                    && !s.has_fetched_recently(now_ms, self.config.fetch_timeout_ms)
-                    && up_to_date
-            }
-            EpochState::Leader(_) | EpochState::Resigned(_) => false,
-        }
-    }
-
-    fn begin_quorum_epoch_response(
-        &self,
-        error: Option<ResponseError>,
-        partition_error: Option<ResponseError>,
-    ) -> BeginQuorumEpochResponse {
-        BeginQuorumEpochResponse::default()
-            .with_error_code(error.map_or(0, error_code))
-            .with_topics(vec![
-                begin_quorum_epoch_response::TopicData::default()
-                    .with_topic_name(Self::topic_name())
-                    .with_partitions(vec![
-                        begin_quorum_epoch_response::PartitionData::default()
-                            .with_partition_index(METADATA_PARTITION)
-                            .with_error_code(partition_error.map_or(0, error_code))
-                            .with_leader_id(self.leader_id().unwrap_or(-1).into())
-                            .with_leader_epoch(self.epoch()),
-                    ]),
-            ])
-    }
-
-    /// BeginQuorumEpoch: a new leader announces itself (also its heartbeat).
-    fn handle_begin_quorum_epoch(
-        &mut self,
-        handle: ReplyHandle,
-        r: BeginQuorumEpochRequest,
-        now_ms: u64,
-    ) -> Result<()> {
-        let error = if !self.cluster_id_matches(r.cluster_id.as_ref()) {
-            Some((Some(ResponseError::InconsistentClusterId), None))
-        } else {
-            None
-        };
-        let partition = r.topics.first().and_then(|t| t.partitions.first()).cloned();
-        let error = error.or(match &partition {
-            None => Some((Some(ResponseError::InvalidRequest), None)),
-            Some(p) if p.leader_epoch < self.epoch() => {
-                Some((None, Some(ResponseError::FencedLeaderEpoch)))
-            }
-            Some(p)
-                if !ReplicaKey::from_wire(self.local.id, p.voter_directory_id)
-                    .matches(&self.local) =>
-            {
-                Some((None, Some(ResponseError::InvalidVoterKey)))
-            }
-            _ => None,
-        });
-        if let Some((top, part)) = error {
-            let resp = self.begin_quorum_epoch_response(top, part);
-            self.reply(handle, RaftResponse::BeginQuorumEpoch(resp));
-            return Ok(());
-        }
-        if let Some(p) = partition {
-            let hint = r
-                .leader_endpoints
-                .first()
-                .map(|e| Endpoint::new(e.name.as_str(), e.host.as_str(), e.port));
-            self.maybe_transition_from(Some(p.leader_id.0), p.leader_epoch, hint, true, now_ms)?;
-        }
-        let resp = self.begin_quorum_epoch_response(None, None);
-        self.reply(handle, RaftResponse::BeginQuorumEpoch(resp));
-        Ok(())
-    }
-
-    fn end_quorum_epoch_response(
-        &self,
-        error: Option<ResponseError>,
-        partition_error: Option<ResponseError>,
-    ) -> EndQuorumEpochResponse {
-        EndQuorumEpochResponse::default()
-            .with_error_code(error.map_or(0, error_code))
-            .with_topics(vec![
-                end_quorum_epoch_response::TopicData::default()
-                    .with_topic_name(Self::topic_name())
-                    .with_partitions(vec![
-                        end_quorum_epoch_response::PartitionData::default()
-                            .with_partition_index(METADATA_PARTITION)
-                            .with_error_code(partition_error.map_or(0, error_code))
-                            .with_leader_id(self.leader_id().unwrap_or(-1).into())
-                            .with_leader_epoch(self.epoch()),
-                    ]),
-            ])
-    }
-
-    /// EndQuorumEpoch: the leader resigns; its preferred successors shorten
-    /// their fetch timeout by their position (Kafka's `endEpochElectionBackoff`).
-    fn handle_end_quorum_epoch(
-        &mut self,
-        handle: ReplyHandle,
-        r: EndQuorumEpochRequest,
-        now_ms: u64,
-    ) -> Result<()> {
-        if !self.cluster_id_matches(r.cluster_id.as_ref()) {
-            let resp =
-                self.end_quorum_epoch_response(Some(ResponseError::InconsistentClusterId), None);
-            self.reply(handle, RaftResponse::EndQuorumEpoch(resp));
-            return Ok(());
-        }
-        let Some(p) = r.topics.first().and_then(|t| t.partitions.first()).cloned() else {
-            let resp = self.end_quorum_epoch_response(Some(ResponseError::InvalidRequest), None);
-            self.reply(handle, RaftResponse::EndQuorumEpoch(resp));
-            return Ok(());
-        };
-        if p.leader_epoch < self.epoch() {
-            let resp = self.end_quorum_epoch_response(None, Some(ResponseError::FencedLeaderEpoch));
-            self.reply(handle, RaftResponse::EndQuorumEpoch(resp));
-            return Ok(());
-        }
-        self.maybe_transition(Some(p.leader_id.0), p.leader_epoch, None, now_ms)?;
-        let successors: Vec<i32> = if p.preferred_candidates.is_empty() {
-            p.preferred_successors.clone()
-        } else {
-            p.preferred_candidates
-                .iter()
-                .map(|c| c.candidate_id.0)
-                .collect()
-        };
-        let position = successors.iter().position(|id| *id == self.local.id);
-        let backoff = match position {
-            Some(pos) => self
-                .config
-                .retry_backoff_ms
-                .saturating_mul(1u64 << pos.min(16))
-                .min(self.config.election_timeout_ms),
-            None => self.random_election_timeout(),
-        };
-        let local = self.local.id;
-        if let EpochState::Follower(f) = &mut self.state
-            && f.epoch == p.leader_epoch
-            && f.leader_id == p.leader_id.0
-            && f.leader_id != local
-        {
-            f.fetch_deadline_ms = f.fetch_deadline_ms.min(now_ms + backoff);
-        }
-        let resp = self.end_quorum_epoch_response(None, None);
-        self.reply(handle, RaftResponse::EndQuorumEpoch(resp));
-        Ok(())
-    }
-
-    fn handle_end_quorum_epoch_response(
-        &mut self,
-        inflight: Inflight,
-        r: EndQuorumEpochResponse,
-        now_ms: u64,
-    ) -> Result<()> {
-        let partition = r.topics.first().and_then(|t| t.partitions.first()).cloned();
-        if let Some(p) = &partition
-            && self.maybe_transition(Some(p.leader_id.0), p.leader_epoch, None, now_ms)?
-        {
-            return Ok(());
-        }
-        if let EpochState::Resigned(s) = &mut self.state
-            && inflight.epoch == s.epoch
-        {
-            if r.error_code == 0 && partition.is_some_and(|p| p.error_code == 0) {
-                s.unacked.remove(&inflight.node_id);
-            } else {
-                s.retry_at
-                    .insert(inflight.node_id, now_ms + self.config.retry_backoff_ms);
-            }
-        }
-        Ok(())
-    }
-
-    /// DescribeQuorum (55): answered by the leader only.
-    fn describe_quorum(&self, now_ms: u64) -> DescribeQuorumResponse {
-        let _ = now_ms;
-        let to_state = |s: &ReplicaStatus| {
-            describe_quorum_response::ReplicaState::default()
-                .with_replica_id(s.key.id.into())
-                .with_replica_directory_id(s.key.directory_id_or_nil())
-                .with_log_end_offset(s.log_end_offset.unwrap_or(-1))
-                .with_last_fetch_timestamp(s.last_fetch_ms.map_or(-1, |t| t as i64))
-                .with_last_caught_up_timestamp(s.last_caught_up_ms.map_or(-1, |t| t as i64))
-        };
-        let mut partition = describe_quorum_response::PartitionData::default()
-            .with_partition_index(METADATA_PARTITION)
-            .with_leader_id(self.leader_id().unwrap_or(-1).into())
-            .with_leader_epoch(self.epoch());
-        if self.role() != Role::Leader {
-            partition = partition.with_error_code(error_code(ResponseError::NotLeaderOrFollower));
-        } else {
-            let status = self.status();
-            partition = partition
-                .with_high_watermark(self.high_watermark.unwrap_or(-1))
-                .with_current_voters(status.voters.iter().map(to_state).collect())
-                .with_observers(status.observers.iter().map(to_state).collect());
-        }
-        let nodes = self
-            .voters
-            .iter()
-            .map(|v| {
-                describe_quorum_response::Node::default()
-                    .with_node_id(v.key.id.into())
-                    .with_listeners(
-                        v.endpoints
-                            .iter()
-                            .map(|e| {
-                                describe_quorum_response::Listener::default()
-                                    .with_name(e.name.clone().into())
-                                    .with_host(e.host.clone().into())
-                                    .with_port(e.port)
-                            })
-                            .collect(),
-                    )
-            })
-            .collect();
-        DescribeQuorumResponse::default()
-            .with_topics(vec![
-                describe_quorum_response::TopicData::default()
-                    .with_topic_name(Self::topic_name())
-                    .with_partitions(vec![partition]),
-            ])
-            .with_nodes(nodes)
-    }
-
     /// A Fetch request for this node's current fetch position, with `epoch`
     /// as its known leader epoch.
     pub(crate) fn build_fetch_request(&self) -> FetchRequest {
@@ -1261,6 +989,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             });
         }
         self.log.truncate_to(offset)?;
+        self.truncate_voter_history(offset);
         Ok(())
     }
 }

@@ -99,14 +99,14 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     }
 
     pub(crate) fn follower_poll(&mut self, now_ms: u64) -> Result<()> {
-        let is_voter = self.is_voter();
+        let is_voter = self.can_campaign();
         let fetch_timeout = self.config.fetch_timeout_ms;
         let EpochState::Follower(s) = &mut self.state else {
             return Ok(());
         };
         if now_ms >= s.fetch_deadline_ms {
             if is_voter {
-                return self.to_prospective(now_ms);
+                return self.become_prospective(now_ms);
             }
             s.use_bootstrap = !self.config.bootstrap_servers.is_empty();
             s.fetch_deadline_ms = now_ms + fetch_timeout;
@@ -212,7 +212,8 @@ impl<L: ReplicatedLog> RaftEngine<L> {
                 let records = p.records.clone().unwrap_or_default();
                 if !records.is_empty() {
                     match self.log.append_as_follower(records) {
-                        Ok(_) => {
+                        Ok(info) => {
+                            self.scan_control_records(info.first_offset)?;
                             if let EpochState::Follower(s) = &mut self.state {
                                 s.fetch.awaiting_flush = true;
                             }

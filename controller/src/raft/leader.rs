@@ -26,7 +26,10 @@ use super::{
 };
 use crate::{
     log::{OffsetAndEpoch, ReplicatedLog},
-    record::{ControlRecord, LeaderChangeMessage, encode_control_batch, encode_data_batch},
+    record::{
+        ControlRecord, KRaftVersionRecord, LeaderChangeMessage, encode_control_batch,
+        encode_data_batch,
+    },
 };
 
 /// What the leader knows of one replica (Kafka's `LeaderState.ReplicaState`).
@@ -36,6 +39,8 @@ pub(crate) struct ReplicaProgress {
     pub(crate) end_offset: Option<i64>,
     pub(crate) last_fetch_ms: Option<u64>,
     pub(crate) last_caught_up_ms: Option<u64>,
+    /// The leader's log end offset at this replica's previous fetch.
+    last_fetch_leader_end: Option<i64>,
 }
 
 impl ReplicaProgress {
@@ -45,7 +50,28 @@ impl ReplicaProgress {
             end_offset: None,
             last_fetch_ms: None,
             last_caught_up_ms: None,
+            last_fetch_leader_end: None,
         }
+    }
+
+    /// Kafka's `ReplicaState.updateFetchState`: caught up now if it fetched at
+    /// the leader's end; caught up as of its previous fetch if it reached the
+    /// end the leader had then.
+    fn update(&mut self, fetch_offset: i64, leader_end: i64, now_ms: u64) {
+        if fetch_offset >= leader_end {
+            self.last_caught_up_ms = Some(now_ms);
+        } else if let (Some(prev_end), Some(prev_fetch)) =
+            (self.last_fetch_leader_end, self.last_fetch_ms)
+            && fetch_offset >= prev_end
+        {
+            self.last_caught_up_ms = Some(
+                self.last_caught_up_ms
+                    .map_or(prev_fetch, |t| t.max(prev_fetch)),
+            );
+        }
+        self.end_offset = Some(fetch_offset);
+        self.last_fetch_ms = Some(now_ms);
+        self.last_fetch_leader_end = Some(leader_end);
     }
 
     fn status(&self) -> ReplicaStatus {
@@ -75,14 +101,17 @@ pub(crate) struct LeaderState {
     /// Offset of the LeaderChange batch: the high watermark must pass it.
     pub(crate) epoch_start_offset: i64,
     pub(crate) granting: Vec<i32>,
-    pub(crate) voters: BTreeMap<i32, ReplicaProgress>,
-    pub(crate) observers: BTreeMap<i32, ReplicaProgress>,
+    /// Every replica that fetched in this epoch (voters are pre-filled);
+    /// whether one is a voter is decided by the current voter set.
+    pub(crate) replicas: BTreeMap<i32, ReplicaProgress>,
     parked: Vec<ParkedFetch>,
     pub(crate) begin_epoch_inflight: BTreeSet<i32>,
     begin_epoch_next_ms: u64,
     check_quorum_deadline_ms: u64,
     fetched_since_check: BTreeSet<i32>,
     flush_due_ms: Option<u64>,
+    /// KIP-853: the one voter change in flight.
+    pub(crate) pending_change: Option<super::membership::PendingChange>,
 }
 
 impl LeaderState {
@@ -96,18 +125,18 @@ impl LeaderState {
             epoch,
             epoch_start_offset: engine.log.end_offset().offset,
             granting,
-            voters: engine
+            replicas: engine
                 .voters
                 .iter()
                 .map(|v| (v.key.id, ReplicaProgress::new(v.key)))
                 .collect(),
-            observers: BTreeMap::new(),
             parked: Vec::new(),
             begin_epoch_inflight: BTreeSet::new(),
             begin_epoch_next_ms: now_ms,
             check_quorum_deadline_ms: now_ms + engine.config.check_quorum_timeout_ms(),
             fetched_since_check: BTreeSet::new(),
             flush_due_ms: Some(now_ms),
+            pending_change: None,
         }
     }
 
@@ -120,6 +149,11 @@ impl LeaderState {
             .unwrap_or(u64::MAX);
         self.check_quorum_deadline_ms
             .min(self.begin_epoch_next_ms)
+            .min(
+                self.pending_change
+                    .as_ref()
+                    .map_or(u64::MAX, |p| p.deadline_ms),
+            )
             .min(self.flush_due_ms.unwrap_or(u64::MAX))
             .min(parked)
     }
@@ -129,26 +163,43 @@ impl LeaderState {
         key: &ReplicaKey,
         local: ReplicaKey,
         log: &L,
+        now_ms: u64,
     ) -> ReplicaStatus {
         if key.id == local.id {
+            // As Kafka's `LeaderState.describeQuorum`: the leader is always
+            // fetched and caught up as of now.
             return ReplicaStatus {
                 key: *key,
                 log_end_offset: Some(log.end_offset().offset),
-                last_fetch_ms: None,
-                last_caught_up_ms: None,
+                last_fetch_ms: Some(now_ms),
+                last_caught_up_ms: Some(now_ms),
             };
         }
-        self.voters.get(&key.id).map_or_else(
-            || ReplicaProgress::new(*key).status(),
-            ReplicaProgress::status,
-        )
+        self.replicas
+            .get(&key.id)
+            .filter(|p| p.key.matches(key))
+            .map_or_else(
+                || ReplicaProgress::new(*key).status(),
+                ReplicaProgress::status,
+            )
     }
 
-    pub(crate) fn observer_statuses(&self) -> Vec<ReplicaStatus> {
-        self.observers
+    pub(crate) fn observer_statuses(&self, voters: &super::VoterSet) -> Vec<ReplicaStatus> {
+        self.replicas
             .values()
+            .filter(|p| !voters.contains_key(&p.key))
             .map(ReplicaProgress::status)
             .collect()
+    }
+
+    /// Whether the replica fetched up to the leader's end within `window_ms`
+    /// (the AddRaftVoter caught-up check).
+    pub(crate) fn is_caught_up(&self, key: &ReplicaKey, now_ms: u64, window_ms: u64) -> bool {
+        self.replicas.get(&key.id).is_some_and(|p| {
+            p.key == *key
+                && p.last_caught_up_ms
+                    .is_some_and(|t| now_ms.saturating_sub(t) <= window_ms)
+        })
     }
 }
 
@@ -170,11 +221,9 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             .with_voters(
                 self.voters
                     .iter()
-                    .map(|v| {
-                        leader_change_message::Voter::default()
-                            .with_voter_id(v.key.id)
-                            .with_voter_directory_id(v.key.directory_id_or_nil())
-                    })
+                    // Version 0 of LeaderChangeMessage (what `record` encodes) has no
+                    // directory ids.
+                    .map(|v| leader_change_message::Voter::default().with_voter_id(v.key.id))
                     .collect(),
             )
             .with_granting_voters(
@@ -184,13 +233,25 @@ impl<L: ReplicatedLog> RaftEngine<L> {
                     .collect(),
             );
         let base = self.log.end_offset().offset;
+        let mut records = vec![ControlRecord::LeaderChange(message)];
+        if self.needs_bootstrap_records() {
+            // KIP-853: the first leader of a kraft.version 1 quorum writes the
+            // bootstrap voter set into the log, in its LeaderChange batch.
+            records.push(ControlRecord::KRaftVersion(
+                KRaftVersionRecord::default()
+                    .with_version(0)
+                    .with_k_raft_version(self.kraft_version),
+            ));
+            records.push(ControlRecord::Voters(self.voters.to_record()));
+        }
         let batch = encode_control_batch(
             base,
             epoch,
             i64::try_from(now_ms).unwrap_or(i64::MAX),
-            &[ControlRecord::LeaderChange(message)],
+            &records,
         )?;
         self.log.append_as_leader(batch, epoch)?;
+        self.scan_control_records(base)?;
         self.leader_poll(now_ms)
     }
 
@@ -268,15 +329,16 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         };
         if now_ms >= l.begin_epoch_next_ms {
             l.begin_epoch_next_ms = now_ms + interval;
-            let quiet: Vec<i32> = l
+            let quiet: Vec<i32> = self
                 .voters
-                .values()
-                .filter(|p| p.key.id != local && !l.begin_epoch_inflight.contains(&p.key.id))
-                .filter(|p| {
-                    p.last_fetch_ms
+                .ids()
+                .filter(|id| *id != local && !l.begin_epoch_inflight.contains(id))
+                .filter(|id| {
+                    l.replicas
+                        .get(id)
+                        .and_then(|p| p.last_fetch_ms)
                         .is_none_or(|t| now_ms.saturating_sub(t) >= interval)
                 })
-                .map(|p| p.key.id)
                 .collect();
             l.begin_epoch_inflight.extend(quiet.iter().copied());
             for to in quiet {
@@ -299,7 +361,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         for p in expired {
             self.answer_parked(p)?;
         }
-        Ok(())
+        self.leader_check_membership(now_ms)
     }
 
     pub(crate) fn leader_on_flush(&mut self, _now_ms: u64) -> Result<()> {
@@ -312,7 +374,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     /// Recomputes the high watermark: the offset a majority of voters hold
     /// flushed (the leader's own flushed end offset if it is a voter), once
     /// it passes the epoch's LeaderChange batch. Returns whether it moved.
-    fn leader_update_high_watermark(&mut self) -> bool {
+    pub(crate) fn leader_update_high_watermark(&mut self) -> bool {
         let EpochState::Leader(l) = &self.state else {
             return false;
         };
@@ -323,7 +385,10 @@ impl<L: ReplicatedLog> RaftEngine<L> {
                 if v.key.id == self.local.id {
                     Some(self.log.flushed_end_offset())
                 } else {
-                    l.voters.get(&v.key.id).and_then(|p| p.end_offset)
+                    l.replicas
+                        .get(&v.key.id)
+                        .filter(|p| p.key.matches(&v.key))
+                        .and_then(|p| p.end_offset)
                 }
             })
             .collect();
@@ -498,26 +563,22 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         let EpochState::Leader(l) = &mut self.state else {
             return;
         };
-        let progress = if is_voter {
+        if is_voter {
             l.fetched_since_check.insert(key.id);
             if l.fetched_since_check.len() + usize::from(local_is_voter) >= majority {
                 l.fetched_since_check.clear();
                 l.check_quorum_deadline_ms = now_ms + check_window;
             }
-            l.voters
-                .entry(key.id)
-                .or_insert_with(|| ReplicaProgress::new(key))
-        } else {
-            l.observers
-                .entry(key.id)
-                .or_insert_with(|| ReplicaProgress::new(key))
-        };
-        progress.key = key;
-        progress.end_offset = Some(fetch_offset);
-        progress.last_fetch_ms = Some(now_ms);
-        if fetch_offset >= log_end {
-            progress.last_caught_up_ms = Some(now_ms);
         }
+        let progress = l
+            .replicas
+            .entry(key.id)
+            .or_insert_with(|| ReplicaProgress::new(key));
+        if progress.key != key {
+            // Same id, another directory (a replaced disk): a new replica.
+            *progress = ReplicaProgress::new(key);
+        }
+        progress.update(fetch_offset, log_end, now_ms);
     }
 
     fn answer_parked(&mut self, p: ParkedFetch) -> Result<()> {
@@ -547,6 +608,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     /// Called after the state left Leader: parked fetches get
     /// NOT_LEADER_OR_FOLLOWER with the new leader and epoch.
     pub(crate) fn on_leave_leader(&mut self, leader: LeaderState, _now_ms: u64) {
+        self.fail_pending_change(leader.pending_change);
         for p in leader.parked {
             let resp = self.fetch_response(
                 None,
@@ -583,15 +645,23 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             records,
         )?;
         let info = self.log.append_as_leader(batch, epoch)?;
-        let linger = self.config.append_linger_ms;
-        if let EpochState::Leader(l) = &mut self.state {
-            l.flush_due_ms = Some(l.flush_due_ms.unwrap_or(now_ms + linger));
-        }
-        self.complete_parked()?;
+        self.leader_appended(now_ms)?;
         Ok(Proposed {
             last_offset: info.last_offset,
             epoch,
         })
+    }
+
+    /// After any append as leader: schedule the flush after the linger,
+    /// answer parked fetches (new data), and recompute the high watermark (a
+    /// new voter set may move it).
+    pub(crate) fn leader_appended(&mut self, now_ms: u64) -> Result<()> {
+        let linger = self.config.append_linger_ms;
+        if let EpochState::Leader(l) = &mut self.state {
+            l.flush_due_ms = Some(l.flush_due_ms.unwrap_or(now_ms + linger));
+        }
+        self.leader_update_high_watermark();
+        self.complete_parked()
     }
 
     /// Leader(e) → Resigned(e): names the other voters as preferred successors,
@@ -600,11 +670,14 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         let EpochState::Leader(l) = &self.state else {
             return Ok(());
         };
-        let mut others: Vec<(i64, ReplicaKey)> = l
+        let mut others: Vec<(i64, ReplicaKey)> = self
             .voters
-            .values()
-            .filter(|p| p.key.id != self.local.id)
-            .map(|p| (p.end_offset.unwrap_or(-1), p.key))
+            .iter()
+            .filter(|v| v.key.id != self.local.id)
+            .map(|v| {
+                let offset = l.replicas.get(&v.key.id).and_then(|p| p.end_offset);
+                (offset.unwrap_or(-1), v.key)
+            })
             .collect();
         others.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.id.cmp(&b.1.id)));
         let successors = others.into_iter().map(|(_, k)| k).collect();

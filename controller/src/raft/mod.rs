@@ -33,7 +33,9 @@
 //!
 //! The role-specific logic is in one file per role (`unattached.rs`,
 //! `prospective.rs`, `candidate.rs`, `follower.rs`, `leader.rs`,
-//! `resigned.rs`); the legal transitions are listed in [`quorum_state`].
+//! `resigned.rs`); requests every role answers are in `requests.rs`, voter
+//! changes (KIP-853) in [`membership`]; the legal transitions are listed in
+//! [`quorum_state`].
 //! The design and its decisions are in `docs/raft.md`.
 
 mod candidate;
@@ -41,8 +43,10 @@ pub mod config;
 mod engine;
 mod follower;
 mod leader;
+pub mod membership;
 mod prospective;
 pub mod quorum_state;
+mod requests;
 mod resigned;
 mod status;
 mod unattached;
@@ -310,3 +314,6 @@ pub(crate) fn log_is_up_to_date(candidate: OffsetAndEpoch, local: OffsetAndEpoch
 pub(crate) fn proposal_bytes(records: &[Bytes]) -> usize {
     records.iter().map(Bytes::len).sum()
 }
+
+#[cfg(test)]
+mod tests;

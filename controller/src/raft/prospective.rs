@@ -46,7 +46,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     pub(crate) fn build_vote_request(&self, to: i32, pre_vote: bool) -> VoteRequest {
         let end = self.log.end_offset();
         let voter_directory = self
-            .voters
+            .election_voters()
             .get(to)
             .map_or(uuid::Uuid::nil(), |v| v.key.directory_id_or_nil());
         VoteRequest::default()
@@ -72,7 +72,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     /// Sends a (pre-)vote request to every other voter.
     pub(crate) fn request_votes(&mut self, pre_vote: bool) {
         let others: Vec<i32> = self
-            .voters
+            .election_voters()
             .ids()
             .filter(|id| *id != self.local.id)
             .collect();
@@ -99,12 +99,13 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         let EpochState::Prospective(s) = &self.state else {
             return Ok(());
         };
+        let voters = self.election_voters();
         let granted = s
             .granted
             .iter()
-            .filter(|id| self.voters.contains_id(**id))
+            .filter(|id| voters.contains_id(**id))
             .count();
-        if granted >= self.voters.majority() {
+        if granted >= voters.majority() {
             let epoch = s.epoch + 1;
             let timeout = self.random_election_timeout();
             let next = CandidateState {
@@ -125,7 +126,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         };
         if now_ms >= s.election_deadline_ms {
             // A new pre-vote round, with a fresh randomised timeout.
-            return self.to_prospective(now_ms);
+            return self.become_prospective(now_ms);
         }
         let due: Vec<i32> = s
             .retry_at

@@ -7,7 +7,9 @@
 //!
 //! # Legal transitions (KIP-595 with KIP-996 pre-vote, as Kafka 4.1)
 //!
-//! `e` is the current epoch. "Voter" means: a member of the current voter set.
+//! `e` is the current epoch. "Voter" means: a member of the set elections
+//! are held in (`RaftEngine::election_voters`: the current voter set, or the
+//! one before an uncommitted change that removed this node).
 //!
 //! | from | to | when |
 //! |---|---|---|
@@ -29,8 +31,8 @@
 //! | Leader(e) | Unattached(e' > e) | a higher epoch without a leader |
 //! | Leader(e) | Resigned(e) | check-quorum fails, shutdown, or its own removal commits |
 //! | Leader(e) | Follower(e' > e) | a leader of a higher epoch is discovered |
-//! | Resigned(e) | Unattached(e' > e) | a higher epoch without a leader |
-//! | Resigned(e) | Prospective(e) | voter only: the election timeout expires |
+//! | Resigned(e) | Unattached(e' > e) | a higher epoch without a leader; or e + 1 when its election timeout expires |
+//! | Resigned(e) | Prospective(e) | (allowed, unused: Kafka 4 goes through Unattached(e + 1)) |
 //! | Resigned(e) | Follower(e' > e) | a leader of a higher epoch is discovered |
 //!
 //! Only voters may be Prospective, Candidate or Leader; an observer moves

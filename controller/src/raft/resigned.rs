@@ -92,11 +92,13 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         let EpochState::Resigned(s) = &self.state else {
             return Ok(());
         };
-        if now_ms >= s.election_deadline_ms
-            && self.is_voter()
-            && self.shutdown_deadline_ms.is_none()
-        {
-            return self.to_prospective(now_ms);
+        if now_ms >= s.election_deadline_ms && self.shutdown_deadline_ms.is_none() {
+            // As Kafka 4's `pollResigned`: move to the next epoch without a
+            // vote, so that late fetch responses of the old epoch are fenced; a
+            // voter then campaigns after its election timeout, a removed
+            // leader finds the new one through the bootstrap servers.
+            let epoch = s.epoch + 1;
+            return self.become_unattached(epoch, now_ms);
         }
         self.resigned_send_due(now_ms);
         Ok(())

@@ -39,6 +39,8 @@ pub struct RaftStatus {
     pub flushed_end_offset: i64,
     /// Whether this node is in the voter set.
     pub is_voter: bool,
+    /// The finalized kraft.version (0: static voters; 1: KIP-853 voters in the log).
+    pub kraft_version: i16,
     /// The voters; with fetch state when this node leads.
     pub voters: Vec<ReplicaStatus>,
     /// Observers the leader has heard from (empty on other nodes).

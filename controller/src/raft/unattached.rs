@@ -2,8 +2,9 @@
 //! granted (Kafka's `UnattachedState`, which since 4.0 also covers "voted").
 //!
 //! A voter waits out its randomised election timeout and becomes Prospective;
-//! an observer never does: it fetches from a bootstrap server to discover the
-//! leader (KIP-853). Must not send votes or accept writes.
+//! an observer never does. Both fetch from the bootstrap servers meanwhile
+//! (one at a time, round robin) to discover the leader (KIP-853): the answer
+//! names it. Must not send votes or accept writes.
 
 use super::{
     RaftRequest, Result,
@@ -36,11 +37,8 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         let EpochState::Unattached(s) = &self.state else {
             return Ok(());
         };
-        if self.is_voter() {
-            if now_ms >= s.election_deadline_ms {
-                self.to_prospective(now_ms)?;
-            }
-            return Ok(());
+        if self.can_campaign() && now_ms >= s.election_deadline_ms {
+            return self.become_prospective(now_ms);
         }
         if s.fetch.ready(now_ms) && !self.config.bootstrap_servers.is_empty() {
             let n = self.config.bootstrap_servers.len();
@@ -58,7 +56,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
 
     /// Unattached/Follower/Candidate/Resigned(e) → Prospective(e), keeping
     /// the vote of the epoch and the last known leader.
-    pub(crate) fn to_prospective(&mut self, now_ms: u64) -> Result<()> {
+    pub(crate) fn become_prospective(&mut self, now_ms: u64) -> Result<()> {
         let epoch = self.epoch();
         let voted = self.voted_key().or(self
             .persisted()

@@ -43,6 +43,10 @@ pub struct SimConfig {
     /// Probability that a node crashes in the middle of executing one
     /// command list (after a random prefix of it).
     pub crash_mid_commands: f64,
+    /// KIP-853 mode: kraft.version 1, nodes `1..=voters` all run, only
+    /// `1..=initial_voters` are in the bootstrap voter set (the 0-0
+    /// checkpoint); the others start as observers with no voter set.
+    pub initial_voters: Option<usize>,
 }
 
 impl SimConfig {
@@ -56,6 +60,7 @@ impl SimConfig {
             max_delay_ms: 10,
             max_flush_delay_ms: 5,
             crash_mid_commands: 0.0,
+            initial_voters: None,
         }
     }
 }
@@ -102,6 +107,8 @@ pub struct Node {
     verified_to: i64,
     busy_ticks: u32,
     last_tick_at: u64,
+    /// How many times the node's disk was replaced (a new directory id).
+    pub disk_generation: u32,
 }
 
 #[derive(Debug)]
@@ -152,6 +159,33 @@ pub struct Sim {
     pub committed_hw: i64,
     next_value: u64,
     pub events_processed: u64,
+    /// Error codes of admin replies, by admin request number.
+    pub admin_replies: BTreeMap<u64, i16>,
+    next_admin: u64,
+    admin_handles: HashMap<u64, u64>,
+    /// Real (not pre-) vote requests being answered, by handle.
+    vote_handles: BTreeSet<u64>,
+    /// Votes granted: (voter, epoch) → candidate.
+    pub votes_granted: BTreeMap<(i32, u32, i32), i32>,
+    /// Every voter set a leader has held (KIP-853 invariant).
+    pub known_voter_sets: BTreeSet<Vec<(i32, Option<uuid::Uuid>)>>,
+}
+
+/// Node id of the simulated admin client.
+const ADMIN: i32 = -1000;
+
+/// Directory id of node `id`'s first disk.
+pub fn directory_id(id: i32) -> uuid::Uuid {
+    disk_directory_id(id, 0)
+}
+
+/// Directory id of node `id`'s disk number `generation`.
+pub fn disk_directory_id(id: i32, generation: u32) -> uuid::Uuid {
+    uuid::Uuid::from_u128(0xD1 << 64 | u128::from(generation) << 32 | id as u32 as u128)
+}
+
+fn set_key(set: &VoterSet) -> Vec<(i32, Option<uuid::Uuid>)> {
+    set.iter().map(|v| (v.key.id, v.key.directory_id)).collect()
 }
 
 pub fn voter_set(ids: &[i32]) -> VoterSet {
@@ -185,7 +219,18 @@ impl Sim {
             committed_hw: 0,
             next_value: 0,
             events_processed: 0,
+            admin_replies: BTreeMap::new(),
+            next_admin: 0,
+            admin_handles: HashMap::new(),
+            known_voter_sets: BTreeSet::new(),
+            vote_handles: BTreeSet::new(),
+            votes_granted: BTreeMap::new(),
         };
+        if let Some(k) = sim.cfg.initial_voters {
+            let bootstrap = sim.dynamic_voter_set(&(1..=k as i32).collect::<Vec<_>>());
+            sim.known_voter_sets.insert(set_key(&bootstrap));
+            sim.known_voter_sets.insert(Vec::new());
+        }
         for id in voter_ids.iter().chain(observer_ids.iter()) {
             sim.nodes.insert(
                 *id,
@@ -201,6 +246,7 @@ impl Sim {
                     verified_to: 0,
                     busy_ticks: 0,
                     last_tick_at: 0,
+                    disk_generation: 0,
                 },
             );
         }
@@ -218,7 +264,35 @@ impl Sim {
         )
     }
 
+    pub fn dynamic_voter_set(&self, ids: &[i32]) -> VoterSet {
+        VoterSet::new(ids.iter().map(|id| {
+            Voter::new(
+                ReplicaKey::with_directory(*id, directory_id(*id)),
+                Some(Endpoint::new("CONTROLLER", format!("node{id}"), 9093)),
+            )
+        }))
+    }
+
     pub fn config_for(&self, id: i32) -> RaftConfig {
+        if let Some(k) = self.cfg.initial_voters {
+            // A replaced disk is formatted --no-initial-controllers.
+            let formatted_with_voters = id <= k as i32 && self.nodes[&id].disk_generation == 0;
+            let initial: Vec<i32> = if formatted_with_voters {
+                (1..=k as i32).collect()
+            } else {
+                Vec::new()
+            };
+            let mut config = RaftConfig::new(id, self.dynamic_voter_set(&initial));
+            config.kraft_version = 1;
+            config.directory_id = Some(self.directory_of(id));
+            config.cluster_id = Some("sim-cluster".into());
+            config.bootstrap_servers = self
+                .voter_ids
+                .iter()
+                .map(|v| Endpoint::new("CONTROLLER", format!("node{v}"), 9093))
+                .collect();
+            return config;
+        }
         let mut config = RaftConfig::new(id, voter_set(&self.voter_ids));
         config.cluster_id = Some("sim-cluster".into());
         config.bootstrap_servers = self
@@ -381,6 +455,34 @@ impl Sim {
                     let Some((to, to_inc, request_id)) = self.handles.remove(&handle.0) else {
                         self.fail(format!("node {id} replied twice or to an unknown handle"));
                     };
+                    if self.vote_handles.remove(&handle.0)
+                        && let RaftResponse::Vote(r) = &response
+                        && let Some(p) = r.topics.first().and_then(|t| t.partitions.first())
+                        && p.vote_granted
+                    {
+                        // One vote per epoch, across restarts too.
+                        let disk = self.nodes[&id].disk_generation;
+                        if let Some(other) =
+                            self.votes_granted.insert((id, disk, p.leader_epoch), to)
+                            && other != to
+                        {
+                            self.fail(format!(
+                                "node {id} voted for {other} and {to} in epoch {}",
+                                p.leader_epoch
+                            ));
+                        }
+                    }
+                    if to == ADMIN {
+                        let code = match &response {
+                            RaftResponse::AddRaftVoter(r) => r.error_code,
+                            RaftResponse::RemoveRaftVoter(r) => r.error_code,
+                            RaftResponse::UpdateRaftVoter(r) => r.error_code,
+                            _ => self.fail(format!("unexpected admin reply {response:?}")),
+                        };
+                        let n = self.admin_handles.remove(&handle.0).expect("admin request");
+                        self.admin_replies.insert(n, code);
+                        continue;
+                    }
                     if !self.can_talk(id, to) || self.dropped() {
                         continue;
                     }
@@ -416,7 +518,10 @@ impl Sim {
                     }
                 }
                 Command::Committed { high_watermark } => {
-                    let is_leader = self.role(id) == Some(Role::Leader);
+                    // The leader of its epoch (it may have resigned in the same step,
+                    // e.g. when its own removal committed).
+                    let epoch = self.engine(id).map_or(-1, |e| e.epoch());
+                    let is_leader = self.leaders_by_epoch.get(&epoch) == Some(&id);
                     if is_leader && high_watermark > self.committed_hw {
                         self.extend_committed(id, high_watermark);
                     }
@@ -535,9 +640,42 @@ impl Sim {
                 if !self.is_up(to) || !self.can_talk(from, to) {
                     return true;
                 }
+                if matches!(request, RaftRequest::ApiVersions(_)) {
+                    // The runtime answers ApiVersions, advertising kraft.version 0-1.
+                    use kafka_protocol::messages::{
+                        ApiVersionsResponse, api_versions_response::SupportedFeatureKey,
+                    };
+                    let response = RaftResponse::ApiVersions(
+                        ApiVersionsResponse::default().with_supported_features(vec![
+                            SupportedFeatureKey::default()
+                                .with_name("kraft.version".into())
+                                .with_min_version(0)
+                                .with_max_version(1),
+                        ]),
+                    );
+                    let at = self.now + self.delay();
+                    self.schedule(
+                        at,
+                        SimEvent::Respond {
+                            to: from,
+                            to_inc: from_inc,
+                            id,
+                            response,
+                        },
+                    );
+                    return true;
+                }
                 self.next_handle += 1;
                 let handle = self.next_handle;
                 self.handles.insert(handle, (from, from_inc, id));
+                if let RaftRequest::Vote(v) = &request
+                    && v.topics
+                        .first()
+                        .and_then(|t| t.partitions.first())
+                        .is_some_and(|p| !p.pre_vote)
+                {
+                    self.vote_handles.insert(handle);
+                }
                 self.handle(
                     to,
                     Event::Request {
@@ -680,11 +818,35 @@ impl Sim {
             }
         }
         // Only voters lead, vote for themselves or campaign.
-        if !self.nodes[&id].is_voter
-            && matches!(role, Role::Prospective | Role::Candidate | Role::Leader)
-        {
+        let observer = if self.cfg.initial_voters.is_some() {
+            !engine.can_campaign() && matches!(role, Role::Prospective | Role::Candidate)
+        } else {
+            !self.nodes[&id].is_voter
+                && matches!(role, Role::Prospective | Role::Candidate | Role::Leader)
+        };
+        if observer {
             self.fail(format!("observer {id} became {role}"));
         }
+        if self.cfg.initial_voters.is_some() {
+            let key = set_key(engine.voters());
+            if role == Role::Leader {
+                let uncommitted = voters_records_from(engine.log(), self.committed_hw);
+                self.known_voter_sets.insert(key);
+                if uncommitted > 1 {
+                    self.fail(format!(
+                        "leader {id} holds {uncommitted} uncommitted Voters records above {}",
+                        self.committed_hw
+                    ));
+                }
+            } else if !self.known_voter_sets.contains(&key) {
+                self.fail(format!(
+                    "node {id} has voter set {key:?} that no leader ever held"
+                ));
+            }
+        }
+        let Some(engine) = self.engine(id) else {
+            return;
+        };
         let hw = engine.high_watermark().unwrap_or(0);
         if role == Role::Leader
             && let Some(leader_hw) = engine.high_watermark()
@@ -753,7 +915,12 @@ impl Sim {
         // A majority of voters hold (flushed) every newly committed batch.
         let new_sigs: Vec<BatchSig> = self.committed.range(from..).map(|(_, s)| *s).collect();
         let mut holders = 0;
-        for node in self.nodes.values().filter(|n| n.is_voter) {
+        let leader_voters = self.engine(leader).expect("up").voters().clone();
+        for node in self
+            .nodes
+            .values()
+            .filter(|n| leader_voters.contains_id(n.id))
+        {
             let log = match (&node.engine, &node.disk) {
                 (Some(e), _) => e.log(),
                 (None, Some(d)) => d,
@@ -767,7 +934,7 @@ impl Sim {
                 holders += 1;
             }
         }
-        let majority = self.voter_ids.len() / 2 + 1;
+        let majority = self.engine(leader).expect("up").voters().majority();
         if holders < majority {
             self.fail(format!(
                 "high watermark {hw} on leader {leader} but only {holders} voters hold it flushed"
@@ -791,9 +958,152 @@ impl Sim {
                 "no leader committed within {within_ms} ms after healing: {:?}",
                 self.nodes
                     .values()
-                    .map(|n| (n.id, n.engine.as_ref().map(|e| (e.role(), e.epoch()))))
+                    .map(|n| (
+                        n.id,
+                        n.engine.as_ref().map(|e| (
+                            e.role(),
+                            e.epoch(),
+                            e.voters().ids().collect::<Vec<_>>(),
+                            e.log().end_offset(),
+                            e.high_watermark()
+                        ))
+                    ))
                     .collect::<Vec<_>>()
             )),
         }
     }
+}
+
+/// Number of `Voters` control records in `log` at or above `from`.
+fn voters_records_from(log: &MemoryLog, from: i64) -> usize {
+    use kraft_controller::record::{ControlRecord, DecodedBatch};
+    let Ok(info) = log.read(from.max(log.start_offset()), usize::MAX) else {
+        return 0;
+    };
+    let mut n = 0;
+    for item in iter_batches(&info.records, false) {
+        let (header, bytes) = item.expect("stored batches parse");
+        if !header.is_control() {
+            continue;
+        }
+        let batch = DecodedBatch::decode(bytes).expect("decodes");
+        for (record, control) in batch
+            .records
+            .iter()
+            .zip(batch.control_records().expect("control records"))
+        {
+            if record.offset >= from && matches!(control, ControlRecord::Voters(_)) {
+                n += 1;
+            }
+        }
+    }
+    n
+}
+
+impl Sim {
+    /// Sends an admin request (AddRaftVoter, RemoveRaftVoter, …) to node
+    /// `to` as a client would; returns its number for `admin_replies`.
+    pub fn admin(&mut self, to: i32, request: RaftRequest) -> u64 {
+        self.next_admin += 1;
+        let n = self.next_admin;
+        if !self.is_up(to) {
+            return n;
+        }
+        self.next_handle += 1;
+        let handle = self.next_handle;
+        self.handles.insert(handle, (ADMIN, 0, RequestId(0)));
+        self.admin_handles.insert(handle, n);
+        self.handle(
+            to,
+            Event::Request {
+                handle: ReplyHandle(handle),
+                api_version: 0,
+                request,
+            },
+        );
+        n
+    }
+
+    /// Sends an admin request to the leader and waits for its answer.
+    pub fn admin_wait(&mut self, request: RaftRequest, within_ms: u64) -> Option<i16> {
+        let leader = self.leader()?;
+        let n = self.admin(leader, request);
+        self.run_until_cond(within_ms, |s| s.admin_replies.contains_key(&n));
+        self.admin_replies.get(&n).copied()
+    }
+
+    /// Retries an admin request on the leader until it answers NONE (0), or
+    /// a non-retriable error, or `within_ms` passes.
+    pub fn admin_until_done(
+        &mut self,
+        make: impl Fn() -> RaftRequest,
+        within_ms: u64,
+    ) -> Option<i16> {
+        let deadline = self.now + within_ms;
+        let mut last = None;
+        while self.now < deadline {
+            last = self.admin_wait(make(), 5_000);
+            match last {
+                Some(0) => return last,
+                // REQUEST_TIMED_OUT, NOT_LEADER_OR_FOLLOWER: retry later.
+                Some(7) | Some(6) | None => self.run_for(200),
+                Some(_) => return last,
+            }
+        }
+        last
+    }
+}
+
+pub fn add_voter(id: i32) -> RaftRequest {
+    use kafka_protocol::messages::{AddRaftVoterRequest, add_raft_voter_request::Listener};
+    RaftRequest::AddRaftVoter(
+        AddRaftVoterRequest::default()
+            .with_cluster_id(Some("sim-cluster".into()))
+            .with_timeout_ms(5_000)
+            .with_voter_id(id)
+            .with_voter_directory_id(directory_id(id))
+            .with_listeners(vec![
+                Listener::default()
+                    .with_name("CONTROLLER".into())
+                    .with_host(format!("node{id}").into())
+                    .with_port(9093),
+            ]),
+    )
+}
+
+pub fn remove_voter(id: i32, directory: uuid::Uuid) -> RaftRequest {
+    use kafka_protocol::messages::RemoveRaftVoterRequest;
+    RaftRequest::RemoveRaftVoter(
+        RemoveRaftVoterRequest::default()
+            .with_cluster_id(Some("sim-cluster".into()))
+            .with_voter_id(id)
+            .with_voter_directory_id(directory),
+    )
+}
+
+impl Sim {
+    /// The directory id of node `id`'s current disk.
+    pub fn directory_of(&self, id: i32) -> uuid::Uuid {
+        disk_directory_id(id, self.nodes[&id].disk_generation)
+    }
+
+    /// Loses node `id`'s disk: it restarts empty, formatted
+    /// `--no-initial-controllers` with a new directory id (an observer until
+    /// it is added again).
+    pub fn replace_disk(&mut self, id: i32) {
+        self.crash(id);
+        let node = self.nodes.get_mut(&id).expect("node");
+        node.disk = Some(MemoryLog::new());
+        node.persisted = None;
+        node.max_persisted_epoch = 0;
+        node.disk_generation += 1;
+        self.restart(id);
+    }
+}
+
+pub fn add_voter_with(id: i32, directory: uuid::Uuid) -> RaftRequest {
+    let RaftRequest::AddRaftVoter(r) = add_voter(id) else {
+        unreachable!("add_voter builds AddRaftVoter")
+    };
+    RaftRequest::AddRaftVoter(r.with_voter_directory_id(directory))
 }
