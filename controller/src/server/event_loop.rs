@@ -314,7 +314,7 @@ impl Loop {
             }
             Err(RequestKind::ApiVersions(_)) => {
                 let finalized = FinalizedFeatures {
-                    levels: vec![("kraft.version".to_owned(), kraft_version(engine))],
+                    levels: vec![("kraft.version".to_owned(), engine.status().kraft_version)],
                     epoch: engine.high_watermark().unwrap_or(-1),
                 };
                 let body = wire::api_versions_response(
@@ -584,9 +584,4 @@ fn readiness(status: &raft::RaftStatus) -> Readiness {
             reason: format!("{} in epoch {epoch}, no leader known", role.name()),
         },
     }
-}
-
-/// The finalized kraft.version: 1 when voters carry directory ids (KIP-853).
-fn kraft_version(engine: &RaftEngine<FileLog>) -> i16 {
-    i16::from(engine.voters().iter().any(|v| v.key.directory_id.is_some()))
 }

@@ -160,25 +160,32 @@ pub async fn run(
     }
     let partition_dir = log::partition_dir(&dir);
     let controller_listener = config.controller_listener().clone();
-    let voters = match bootstrap_voters(&partition_dir)? {
+    // kraft.version 1 (KIP-853) when the voters come from the bootstrap
+    // checkpoint, or when the node knows none and learns them from the log
+    // (formatted with --no-initial-controllers); 0 for a static quorum.
+    let (voters, kraft_version) = match bootstrap_voters(&partition_dir)? {
         Some(voters) => {
             if !config.static_voters.is_empty() {
                 tracing::warn!(
                     "controller.quorum.voters ignored: the bootstrap checkpoint holds the voter set (KIP-853)"
                 );
             }
-            voters
+            (voters, 1)
         }
-        None => VoterSet::new(config.static_voters.iter().map(|v| {
-            Voter::new(
-                ReplicaKey::of(v.id),
-                Some(Endpoint::new(
-                    controller_listener.name.clone(),
-                    v.host.clone(),
-                    v.port,
-                )),
-            )
-        })),
+        None if config.static_voters.is_empty() => (VoterSet::new(Vec::new()), 1),
+        None => (
+            VoterSet::new(config.static_voters.iter().map(|v| {
+                Voter::new(
+                    ReplicaKey::of(v.id),
+                    Some(Endpoint::new(
+                        controller_listener.name.clone(),
+                        v.host.clone(),
+                        v.port,
+                    )),
+                )
+            })),
+            0,
+        ),
     };
     let log = FileLog::open(
         &partition_dir,
@@ -201,6 +208,7 @@ pub async fn run(
     let mut raft_config = RaftConfig::new(config.node_id, voters);
     raft_config.directory_id = Some(meta.directory_id);
     raft_config.cluster_id = Some(cluster_id.clone());
+    raft_config.kraft_version = kraft_version;
     raft_config.bootstrap_servers = config
         .bootstrap_servers
         .iter()
