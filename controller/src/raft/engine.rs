@@ -98,6 +98,9 @@ pub struct RaftEngine<L: ReplicatedLog> {
     reported: Option<(Role, i32, Option<i32>)>,
     pub(crate) shutdown_deadline_ms: Option<u64>,
     shutdown_done: bool,
+    /// A leader shutting down waits until a successor is known (Kafka's
+    /// graceful shutdown), bounded by `shutdown_deadline_ms`.
+    shutdown_awaits_successor: bool,
     pub(crate) next_bootstrap: usize,
     pub(crate) voter_history: VoterHistory,
     pub(crate) kraft_version: i16,
@@ -172,6 +175,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             reported: None,
             shutdown_deadline_ms: None,
             shutdown_done: false,
+            shutdown_awaits_successor: false,
             next_bootstrap: 0,
             voter_history: VoterHistory::new(config_voters),
             kraft_version: config_kraft_version,
@@ -906,6 +910,9 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     fn on_shutdown(&mut self, timeout_ms: u64, now_ms: u64) -> Result<()> {
         self.shutdown_deadline_ms = Some(now_ms + timeout_ms);
         if self.role() == Role::Leader {
+            // With other voters, wait for one of them to lead; alone, there
+            // is nobody to hand over to.
+            self.shutdown_awaits_successor = self.voters.iter().any(|v| v.key.id != self.local.id);
             self.resign(now_ms)?;
         }
         Ok(())
@@ -914,11 +921,10 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     /// Runs every timer that is due, then the role's periodic work.
     fn poll(&mut self, now_ms: u64) -> Result<()> {
         if let Some(deadline) = self.shutdown_deadline_ms {
-            let handed_over = match &self.state {
-                EpochState::Resigned(s) => s.unacked.is_empty(),
-                EpochState::Leader(_) => false,
-                _ => true,
-            };
+            // A resigned leader is done once another node leads a later epoch;
+            // any other node has nothing to hand over.
+            let handed_over = !self.shutdown_awaits_successor
+                || self.leader_id().is_some_and(|l| l != self.local.id);
             if !self.shutdown_done && (handed_over || now_ms >= deadline) {
                 self.shutdown_done = true;
                 self.shutdown_deadline_ms = None;
