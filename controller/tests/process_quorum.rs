@@ -133,6 +133,36 @@ fn three_formatted_nodes_elect_one_leader_that_commits_and_every_node_describes_
 }
 
 #[test]
+fn the_first_leader_of_a_dynamic_quorum_commits_its_leader_change_and_keeps_running() {
+    // KIP-853: voters formatted with --initial-controllers carry directory
+    // ids. The LeaderChange record is Kafka 4.1's LeaderChangeMessage v0,
+    // whose voters are ids only; a leader must still be able to write it.
+    let mut quorum = QuorumBuilder::new(1, Mode::Dynamic).format();
+    quorum.start_all();
+    let (leader, epoch) = quorum.wait_for_leader(&[1], ELECTION);
+    let node = quorum.node(leader);
+    let committed = node.high_watermark().expect("leader metrics");
+    wait_for(ELECTION, "a no-op record to commit", || {
+        node.high_watermark().filter(|hw| *hw > committed)
+    });
+    assert!(
+        node.output_lines("ERROR").is_empty(),
+        "{}",
+        node.output_tail(20)
+    );
+    quorum.kill_all();
+    let dump = quorum.dump_log(leader);
+    assert!(
+        dump.lines()
+            .any(|l| l.contains(&format!("epoch={epoch} control=true")))
+            && dump
+                .lines()
+                .any(|l| l.contains("LEADER_CHANGE version=0 leader_id=1 voters=[1]")),
+        "{dump}"
+    );
+}
+
+#[test]
 fn a_static_quorum_from_controller_quorum_voters_elects_a_leader() {
     let mut quorum = QuorumBuilder::new(3, Mode::Static).format();
     quorum.start_all();
