@@ -38,8 +38,12 @@ fn a_sigtermed_leader_stops_only_once_a_successor_is_elected() {
     assert!(status.success(), "{status}");
     // Both timestamps come from one machine's clock, in one format (UTC), so
     // they compare as strings.
-    let stopped = first_timestamp(&quorum.node(leader).output_lines("controller stopped cleanly"))
-        .expect("the old leader logged its clean stop");
+    let stopped = first_timestamp(
+        &quorum
+            .node(leader)
+            .output_lines("controller stopped cleanly"),
+    )
+    .expect("the old leader logged its clean stop");
     let elected = first_timestamp(
         &quorum
             .node(next)
