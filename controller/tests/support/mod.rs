@@ -86,6 +86,34 @@ impl Node {
         self.child.as_ref().map(Child::id)
     }
 
+    /// Whether the process the harness started has exited on its own (it is
+    /// a zombie waiting to be reaped: state `Z` in `/proc/PID/stat`).
+    pub fn has_exited(&self) -> bool {
+        let Some(pid) = self.pid() else {
+            return false;
+        };
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| {
+                let (_, after_name) = stat.rsplit_once(')')?;
+                after_name
+                    .split_whitespace()
+                    .next()
+                    .map(|state| state == "Z")
+            })
+            .unwrap_or(true)
+    }
+
+    /// Panics with the output's tail when the process exited on its own.
+    pub fn assert_alive(&self) {
+        assert!(
+            !self.has_exited(),
+            "node {} exited unexpectedly; its last lines:\n{}",
+            self.id,
+            self.output_tail(10)
+        );
+    }
+
     /// Whether a process was started and has not been stopped by the harness.
     pub fn is_running(&self) -> bool {
         self.child.is_some()
@@ -407,7 +435,12 @@ impl Quorum {
 
     /// Waits until one of `among` is a ready leader; `(id, epoch)`.
     pub fn wait_for_leader(&self, among: &[i32], timeout: Duration) -> (i32, i32) {
-        wait_for(timeout, "a ready leader", || self.ready_leader(among))
+        wait_for(timeout, "a ready leader", || {
+            for id in among {
+                self.node(*id).assert_alive();
+            }
+            self.ready_leader(among)
+        })
     }
 
     /// Waits until node `id` is a ready follower of `leader`.
@@ -416,7 +449,10 @@ impl Quorum {
         wait_for(
             timeout,
             &format!("node {id} a caught-up follower of {leader}"),
-            || match self.node(id).readyz() {
+            || match {
+                self.node(id).assert_alive();
+                self.node(id).readyz()
+            } {
                 Some((true, reason)) if reason.starts_with(&prefix) => Some(()),
                 _ => None,
             },
