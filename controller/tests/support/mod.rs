@@ -449,12 +449,13 @@ impl Quorum {
         wait_for(
             timeout,
             &format!("node {id} a caught-up follower of {leader}"),
-            || match {
-                self.node(id).assert_alive();
-                self.node(id).readyz()
-            } {
-                Some((true, reason)) if reason.starts_with(&prefix) => Some(()),
-                _ => None,
+            || {
+                let node = self.node(id);
+                node.assert_alive();
+                match node.readyz() {
+                    Some((true, reason)) if reason.starts_with(&prefix) => Some(()),
+                    _ => None,
+                }
             },
         );
     }
