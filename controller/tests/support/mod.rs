@@ -1,0 +1,618 @@
+//! A harness for process tests: real `kraft-controller` processes on
+//! 127.0.0.1, each with its own formatted metadata log dir, controller port
+//! and HTTP port (DESIGN 4, "process" tier).
+//!
+//! It owns the processes: every one it starts is killed (SIGKILL) when the
+//! [`Quorum`] is dropped, also when a test panics, and then the tail of each
+//! node's log is printed so a failure explains itself. Conditions are awaited
+//! by polling with a deadline ([`wait_for`]), never by sleeping a fixed time.
+//!
+//! It must not reach into a node's memory: everything it knows comes from
+//! what an operator sees (the HTTP endpoint, the Kafka protocol, the files
+//! after a stop, the log lines).
+//!
+//! Ports are picked by binding port 0 and releasing it, so tests of one binary
+//! may run in parallel.
+
+#![allow(dead_code)] // each test binary uses a different part of the harness
+
+use std::{
+    fs::File,
+    io::{Read, Write},
+    net::{SocketAddr, TcpListener, TcpStream},
+    path::{Path, PathBuf},
+    process::{Child, Command, ExitStatus, Stdio},
+    time::{Duration, Instant},
+};
+
+use kraft_controller::admin::{AdminClient, AdminError, QuorumInfo, kafka_uuid_string};
+use uuid::Uuid;
+
+/// The binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_kraft-controller");
+/// The cluster id every test quorum is formatted with (Kafka's uuid text).
+pub const CLUSTER_ID: &str = "MkU3OEVBNTcwNTJENDM2Qg";
+
+/// Kafka 4.1's defaults of the `controller.quorum.*` timings (`QuorumConfig`),
+/// which every test runs with unless it says otherwise and why.
+pub mod kafka_defaults {
+    /// `controller.quorum.election.timeout.ms`: randomised in [T, 2T).
+    pub const ELECTION_TIMEOUT_MS: u64 = 1_000;
+    /// `controller.quorum.fetch.timeout.ms`.
+    pub const FETCH_TIMEOUT_MS: u64 = 2_000;
+    /// `controller.quorum.election.backoff.max.ms`.
+    pub const ELECTION_BACKOFF_MAX_MS: u64 = 1_000;
+    /// `metadata.max.idle.interval.ms`: a no-op record when idle this long.
+    pub const MAX_IDLE_INTERVAL_MS: u64 = 500;
+}
+
+/// How the initial voters are known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// KIP-853: each node formatted with the same `--initial-controllers`,
+    /// `controller.quorum.bootstrap.servers` in the config.
+    Dynamic,
+    /// `controller.quorum.voters` in the config, formatted with
+    /// `--no-initial-controllers` (no bootstrap voter set on disk).
+    Static,
+}
+
+/// One controller: its files, ports and (while running) its process.
+#[derive(Debug)]
+pub struct Node {
+    /// `node.id`.
+    pub id: i32,
+    /// `metadata.log.dir`.
+    pub log_dir: PathBuf,
+    /// The properties file.
+    pub config: PathBuf,
+    /// Where stdout and stderr of every run of this node go (appended).
+    pub output: PathBuf,
+    /// The controller listener's port.
+    pub port: u16,
+    /// `kraftwerk.http.listener`'s port.
+    pub http_port: u16,
+    child: Option<Child>,
+}
+
+impl Node {
+    /// `127.0.0.1:PORT` of the controller listener.
+    pub fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// The running process's id, if it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
+    /// Whether the process the harness started has exited on its own (it is
+    /// a zombie waiting to be reaped: state `Z` in `/proc/PID/stat`).
+    pub fn has_exited(&self) -> bool {
+        let Some(pid) = self.pid() else {
+            return false;
+        };
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| {
+                let (_, after_name) = stat.rsplit_once(')')?;
+                after_name
+                    .split_whitespace()
+                    .next()
+                    .map(|state| state == "Z")
+            })
+            .unwrap_or(true)
+    }
+
+    /// Panics with the output's tail when the process exited on its own.
+    pub fn assert_alive(&self) {
+        assert!(
+            !self.has_exited(),
+            "node {} exited unexpectedly; its last lines:\n{}",
+            self.id,
+            self.output_tail(10)
+        );
+    }
+
+    /// Whether a process was started and has not been stopped by the harness.
+    pub fn is_running(&self) -> bool {
+        self.child.is_some()
+    }
+
+    /// `GET path` on the node's HTTP endpoint: `(status, body)`, or `None`
+    /// when nothing answers (the process is down or not yet listening).
+    pub fn http_get(&self, path: &str) -> Option<(u16, String)> {
+        http_get(SocketAddr::from(([127, 0, 0, 1], self.http_port)), path)
+    }
+
+    /// `/readyz`: `(ready, reason)`, `None` when nothing answers.
+    pub fn readyz(&self) -> Option<(bool, String)> {
+        self.http_get("/readyz")
+            .map(|(code, body)| (code == 200, body.trim().to_owned()))
+    }
+
+    /// The epoch if `/readyz` says this node is a ready leader
+    /// ("leader in epoch E, high watermark H").
+    pub fn ready_leader_epoch(&self) -> Option<i32> {
+        let (ready, reason) = self.readyz()?;
+        if !ready {
+            return None;
+        }
+        let rest = reason.strip_prefix("leader in epoch ")?;
+        rest.split(',').next()?.trim().parse().ok()
+    }
+
+    /// A gauge of `/metrics` without labels, e.g.
+    /// `kafka_server_raft_metrics_high_watermark`.
+    pub fn metric(&self, name: &str) -> Option<f64> {
+        let (code, body) = self.http_get("/metrics")?;
+        if code != 200 {
+            return None;
+        }
+        body.lines().find_map(|line| {
+            let (key, value) = line.split_once(' ')?;
+            (key == name).then(|| value.trim().parse().ok()).flatten()
+        })
+    }
+
+    /// `kafka_server_raft_metrics_high_watermark` (-1 when unknown).
+    pub fn high_watermark(&self) -> Option<i64> {
+        self.metric("kafka_server_raft_metrics_high_watermark")
+            .map(|v| v as i64)
+    }
+
+    /// `kafka_server_raft_metrics_log_end_offset`.
+    pub fn log_end_offset(&self) -> Option<i64> {
+        self.metric("kafka_server_raft_metrics_log_end_offset")
+            .map(|v| v as i64)
+    }
+
+    /// `kafka_server_raft_metrics_current_leader` (-1 when unknown).
+    pub fn current_leader(&self) -> Option<i32> {
+        self.metric("kafka_server_raft_metrics_current_leader")
+            .map(|v| v as i32)
+    }
+
+    /// The last `lines` lines of this node's output.
+    pub fn output_tail(&self, lines: usize) -> String {
+        let text = std::fs::read_to_string(&self.output).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+
+    /// The node's output lines that contain `needle`.
+    pub fn output_lines(&self, needle: &str) -> Vec<String> {
+        std::fs::read_to_string(&self.output)
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.contains(needle))
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// A set of controllers formatted into one temporary directory.
+#[derive(Debug)]
+pub struct Quorum {
+    /// The nodes, ids 1..=n in order.
+    pub nodes: Vec<Node>,
+    dir: tempfile::TempDir,
+}
+
+/// Builds a [`Quorum`]: `size` nodes, a [`Mode`], extra properties.
+#[derive(Debug)]
+pub struct QuorumBuilder {
+    size: usize,
+    mode: Mode,
+    properties: Vec<(String, String)>,
+}
+
+impl QuorumBuilder {
+    /// A quorum of `size` voters in `mode`, with Kafka's default timings.
+    pub fn new(size: usize, mode: Mode) -> Self {
+        Self {
+            size,
+            mode,
+            properties: Vec::new(),
+        }
+    }
+
+    /// Adds `key=value` to every node's properties (later keys win).
+    pub fn property(mut self, key: &str, value: impl ToString) -> Self {
+        self.properties.push((key.to_owned(), value.to_string()));
+        self
+    }
+
+    /// Allocates ports, writes each node's properties and formats its log dir
+    /// with the real `kraft-controller format`. Starts nothing.
+    pub fn format(self) -> Quorum {
+        let dir = tempfile::tempdir().expect("a temporary directory");
+        let ports = free_ports(self.size * 2);
+        let ids: Vec<i32> = (1..=self.size as i32).collect();
+        let directory_ids: Vec<String> = ids
+            .iter()
+            .map(|id| {
+                kafka_uuid_string(Uuid::from_u128(
+                    0x5eed_0000_0000_0000_0000_0000_0000_0000 + *id as u128,
+                ))
+            })
+            .collect();
+        let controller_port = |i: usize| ports[2 * i];
+        let bootstrap = (0..self.size)
+            .map(|i| format!("127.0.0.1:{}", controller_port(i)))
+            .collect::<Vec<_>>()
+            .join(",");
+        let static_voters = (0..self.size)
+            .map(|i| format!("{}@127.0.0.1:{}", ids[i], controller_port(i)))
+            .collect::<Vec<_>>()
+            .join(",");
+        let initial_controllers = (0..self.size)
+            .map(|i| {
+                format!(
+                    "{}@127.0.0.1:{}:{}",
+                    ids[i],
+                    controller_port(i),
+                    directory_ids[i]
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(",");
+        let mut nodes = Vec::new();
+        for (i, id) in ids.iter().enumerate() {
+            let node_dir = dir.path().join(format!("node-{id}"));
+            std::fs::create_dir_all(&node_dir).expect("node dir");
+            let log_dir = node_dir.join("metadata");
+            let config = node_dir.join("server.properties");
+            let mut text = format!(
+                "node.id={id}\nprocess.roles=controller\n\
+                 listeners=CONTROLLER://127.0.0.1:{port}\n\
+                 controller.listener.names=CONTROLLER\n\
+                 metadata.log.dir={log_dir}\n\
+                 kraftwerk.http.listener=127.0.0.1:{http}\n",
+                port = controller_port(i),
+                http = ports[2 * i + 1],
+                log_dir = log_dir.display(),
+            );
+            match self.mode {
+                Mode::Dynamic => text.push_str(&format!(
+                    "controller.quorum.bootstrap.servers={bootstrap}\n"
+                )),
+                Mode::Static => {
+                    text.push_str(&format!("controller.quorum.voters={static_voters}\n"))
+                }
+            }
+            for (k, v) in &self.properties {
+                text.push_str(&format!("{k}={v}\n"));
+            }
+            std::fs::write(&config, text).expect("write server.properties");
+            let mut format = Command::new(BIN);
+            format
+                .arg("format")
+                .arg("--config")
+                .arg(&config)
+                .arg(format!("--cluster-id={CLUSTER_ID}"))
+                .args(["--node-id", &id.to_string()])
+                .args(["--directory-id", &directory_ids[i]]);
+            match self.mode {
+                Mode::Dynamic => format.args(["--initial-controllers", &initial_controllers]),
+                Mode::Static => format.arg("--no-initial-controllers"),
+            };
+            let out = format.output().expect("run kraft-controller format");
+            assert!(
+                out.status.success(),
+                "format of node {id} failed: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            nodes.push(Node {
+                id: *id,
+                log_dir,
+                output: node_dir.join("output.log"),
+                config,
+                port: controller_port(i),
+                http_port: ports[2 * i + 1],
+                child: None,
+            });
+        }
+        Quorum { nodes, dir }
+    }
+}
+
+impl Quorum {
+    /// The node with `id`.
+    pub fn node(&self, id: i32) -> &Node {
+        self.nodes
+            .iter()
+            .find(|n| n.id == id)
+            .unwrap_or_else(|| panic!("no node {id} in this quorum"))
+    }
+
+    fn node_mut(&mut self, id: i32) -> &mut Node {
+        self.nodes
+            .iter_mut()
+            .find(|n| n.id == id)
+            .unwrap_or_else(|| panic!("no node {id} in this quorum"))
+    }
+
+    /// The ids of the nodes, in order.
+    pub fn ids(&self) -> Vec<i32> {
+        self.nodes.iter().map(|n| n.id).collect()
+    }
+
+    /// Starts `kraft-controller run` for node `id` (`RUST_LOG=info`, output
+    /// appended to the node's output file). Panics if it already runs.
+    pub fn start(&mut self, id: i32) {
+        let node = self.node_mut(id);
+        assert!(node.child.is_none(), "node {id} already runs");
+        let out = File::options()
+            .create(true)
+            .append(true)
+            .open(&node.output)
+            .expect("open the output file");
+        let err = out.try_clone().expect("clone the output file");
+        let child = Command::new(BIN)
+            .args(["run", "--config"])
+            .arg(&node.config)
+            .args(["--cluster-id", CLUSTER_ID])
+            .env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(out))
+            .stderr(Stdio::from(err))
+            .spawn()
+            .expect("spawn kraft-controller run");
+        node.child = Some(child);
+    }
+
+    /// Starts every node.
+    pub fn start_all(&mut self) {
+        for id in self.ids() {
+            self.start(id);
+        }
+    }
+
+    /// SIGKILL (`kill -9`) node `id` and reaps it.
+    pub fn kill(&mut self, id: i32) {
+        if let Some(mut child) = self.node_mut(id).child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Sends SIGTERM to node `id` and returns at once; [`Self::wait_exit`]
+    /// reaps it.
+    pub fn terminate(&mut self, id: i32) {
+        let pid = self
+            .node(id)
+            .pid()
+            .unwrap_or_else(|| panic!("node {id} does not run"));
+        let status = Command::new("kill")
+            .args(["-TERM", &pid.to_string()])
+            .status()
+            .expect("run kill -TERM");
+        assert!(status.success(), "kill -TERM {pid} failed");
+    }
+
+    /// Waits up to `timeout` for node `id`'s process to exit and returns its
+    /// status; panics when it is still running then.
+    pub fn wait_exit(&mut self, id: i32, timeout: Duration) -> ExitStatus {
+        let deadline = Instant::now() + timeout;
+        loop {
+            let node = self.node_mut(id);
+            let child = node
+                .child
+                .as_mut()
+                .unwrap_or_else(|| panic!("node {id} does not run"));
+            if let Some(status) = child.try_wait().expect("try_wait") {
+                node.child = None;
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "node {id} still runs {timeout:?} after being asked to stop"
+            );
+            std::thread::sleep(POLL);
+        }
+    }
+
+    /// Kills every running node (SIGKILL).
+    pub fn kill_all(&mut self) {
+        for id in self.ids() {
+            self.kill(id);
+        }
+    }
+
+    /// The running nodes among `among` whose `/readyz` says "leader in
+    /// epoch E" and ready: `(id, epoch)` of the one with the highest epoch.
+    pub fn ready_leader(&self, among: &[i32]) -> Option<(i32, i32)> {
+        among
+            .iter()
+            .map(|id| self.node(*id))
+            .filter(|n| n.is_running())
+            .filter_map(|n| n.ready_leader_epoch().map(|e| (n.id, e)))
+            .max_by_key(|(_, e)| *e)
+    }
+
+    /// Waits until one of `among` is a ready leader; `(id, epoch)`.
+    pub fn wait_for_leader(&self, among: &[i32], timeout: Duration) -> (i32, i32) {
+        wait_for(timeout, "a ready leader", || {
+            for id in among {
+                self.node(*id).assert_alive();
+            }
+            self.ready_leader(among)
+        })
+    }
+
+    /// Waits until node `id` is a ready follower of `leader`.
+    pub fn wait_for_follower(&self, id: i32, leader: i32, timeout: Duration) {
+        let prefix = format!("follower of {leader} in epoch");
+        wait_for(
+            timeout,
+            &format!("node {id} a caught-up follower of {leader}"),
+            || {
+                let node = self.node(id);
+                node.assert_alive();
+                match node.readyz() {
+                    Some((true, reason)) if reason.starts_with(&prefix) => Some(()),
+                    _ => None,
+                }
+            },
+        );
+    }
+
+    /// DescribeQuorum through the admin client bootstrapped at node `id`
+    /// (it follows the active controller, as Kafka's Admin does).
+    pub fn describe_quorum(&self, id: i32) -> Result<QuorumInfo, AdminError> {
+        let address = self.node(id).address();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a tokio runtime");
+        runtime.block_on(async move {
+            let mut client = AdminClient::connect(&address, Duration::from_secs(3)).await?;
+            client.describe_quorum().await
+        })
+    }
+
+    /// `kraft-controller dump-log` of node `id`'s log segments (`*.log` of
+    /// `__cluster_metadata-0`, in offset order), run while the node is stopped.
+    pub fn dump_log(&self, id: i32) -> String {
+        let partition = self.node(id).log_dir.join("__cluster_metadata-0");
+        let mut segments: Vec<PathBuf> = std::fs::read_dir(&partition)
+            .expect("list the partition dir")
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "log"))
+            .collect();
+        segments.sort();
+        assert!(!segments.is_empty(), "node {id} has no log segment");
+        let out = Command::new(BIN)
+            .arg("dump-log")
+            .args(&segments)
+            .output()
+            .expect("run kraft-controller dump-log");
+        assert!(
+            out.status.success(),
+            "dump-log of node {id} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// The temporary directory holding every node's files.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for Quorum {
+    fn drop(&mut self) {
+        self.kill_all();
+        if std::env::var_os(KEEP_ENV).is_some() {
+            let dir = std::mem::replace(
+                &mut self.dir,
+                tempfile::tempdir().expect("a temporary directory"),
+            );
+            eprintln!("{KEEP_ENV}: node files kept in {}", dir.keep().display());
+        }
+        if std::thread::panicking() {
+            for node in &self.nodes {
+                eprintln!(
+                    "---- node {} (port {}, http {}): last lines of {}\n{}\n",
+                    node.id,
+                    node.port,
+                    node.http_port,
+                    node.output.display(),
+                    node.output_tail(40)
+                );
+            }
+        }
+    }
+}
+
+/// Set this environment variable to keep every node's files (configs, log
+/// dirs, output) after a test, e.g. to read the role-change lines.
+pub const KEEP_ENV: &str = "KRAFTWERK_KEEP_PROCESS_FILES";
+
+/// How often conditions are polled.
+pub const POLL: Duration = Duration::from_millis(20);
+
+/// Polls `check` every [`POLL`] until it returns `Some`, for at most
+/// `timeout`; panics naming `what` otherwise.
+pub fn wait_for<T>(timeout: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = check() {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(POLL);
+    }
+}
+
+/// `n` distinct free TCP ports on 127.0.0.1, found by binding port 0; all are
+/// held until every one is found, then released.
+pub fn free_ports(n: usize) -> Vec<u16> {
+    let listeners: Vec<TcpListener> = (0..n)
+        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind port 0"))
+        .collect();
+    listeners
+        .iter()
+        .map(|l| l.local_addr().expect("local addr").port())
+        .collect()
+}
+
+/// A minimal HTTP/1.1 GET (`Connection: close`): `(status, body)`, `None`
+/// when the connection fails or the answer does not parse.
+pub fn http_get(addr: SocketAddr, path: &str) -> Option<(u16, String)> {
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_millis(500)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        )
+        .ok()?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text).ok()?;
+    let status = text.get(9..12)?.parse().ok()?;
+    let body = text.split_once("\r\n\r\n")?.1.to_owned();
+    Some((status, body))
+}
+
+/// The batch blocks of a `dump-log` text whose base offset is below
+/// `end_offset`, each block being the `batch …` line and its record lines;
+/// the file headers (`== …`) and text files are left out.
+pub fn batches_below(dump: &str, end_offset: i64) -> Vec<String> {
+    let mut blocks: Vec<String> = Vec::new();
+    let mut keep = false;
+    for line in dump.lines() {
+        if let Some(rest) = line.strip_prefix("batch base_offset=") {
+            let base: i64 = rest
+                .split(' ')
+                .next()
+                .and_then(|s| s.parse().ok())
+                .expect("a batch line starts with its base offset");
+            keep = base < end_offset;
+            if keep {
+                blocks.push(line.to_owned());
+            }
+        } else if line.starts_with("==") || !line.starts_with("  offset=") {
+            keep = false;
+        } else if keep {
+            let last = blocks.last_mut().expect("a record line follows a batch");
+            last.push('\n');
+            last.push_str(line);
+        }
+    }
+    blocks
+}
+
+/// The median of `values` (the lower middle for an even count).
+pub fn median(values: &[Duration]) -> Duration {
+    let mut sorted = values.to_vec();
+    sorted.sort();
+    sorted[(sorted.len() - 1) / 2]
+}
