@@ -6,7 +6,8 @@
 //! `envFrom` (ConfigMaps, Secrets, with their prefix), then `env` in order, each
 //! value with `$(VAR)` references to earlier variables expanded (`$$` escapes).
 //! `valueFrom` supports the downward API `fieldRef`s, `configMapKeyRef`,
-//! `secretKeyRef` and `resourceFieldRef` (the limit, else the request, else "0").
+//! `secretKeyRef` and `resourceFieldRef` (the quantity set in the container's
+//! resources, else "0").
 //! This module reads ConfigMaps and Secrets; it must not write anything.
 
 use std::collections::BTreeMap;
@@ -132,10 +133,10 @@ pub async fn container_env(
                     },
                     None => None,
                 }
-            } else if let Some(r) = &from.resource_field_ref {
-                Some(resource_value(container, &r.resource))
             } else {
-                None
+                from.resource_field_ref
+                    .as_ref()
+                    .map(|r| resource_value(container, &r.resource))
             }
         } else {
             Some(expand(var.value.as_deref().unwrap_or(""), &env))

@@ -77,10 +77,8 @@ pub async fn run(client: Client, info: NodeInfo) {
                 Err(e) => warn!(error = %e, "could not register the node"),
             }
         }
-        if registered {
-            if let Err(e) = heartbeat(&nodes, &leases, &info, &apply).await {
-                warn!(error = %e, "node heartbeat failed");
-            }
+        if registered && let Err(e) = heartbeat(&nodes, &leases, &info, &apply).await {
+            warn!(error = %e, "node heartbeat failed");
         }
         tokio::time::sleep(if registered {
             HEARTBEAT

@@ -13,7 +13,8 @@
 //! When the pod gets a `deletionTimestamp`, the worker stops every container
 //! (SIGTERM, SIGKILL after the grace period), removes the network namespace and
 //! the pod's directory, and deletes the pod with grace 0, as a kubelet does.
-//! A pod that is already Succeeded or Failed when first seen is not run again.
+//! A pod that is already Succeeded, Failed or deleting when first seen is not
+//! run again.
 //! This module must not bind pods or touch other pods.
 
 use std::{
@@ -143,7 +144,9 @@ pub async fn run(shared: Arc<Shared>, mut rx: watch::Receiver<Option<Pod>>) {
         .as_ref()
         .and_then(|s| s.phase.clone())
         .unwrap_or_default();
-    let terminal = phase == "Succeeded" || phase == "Failed";
+    // A pod first seen finished, or already being deleted, is not (re)started.
+    let terminal =
+        phase == "Succeeded" || phase == "Failed" || pod.metadata.deletion_timestamp.is_some();
     let worker = Worker::new(shared.clone(), pod.clone());
     if terminal {
         info!(pod = %key, %phase, "pod already finished; waiting for its deletion");
@@ -160,7 +163,22 @@ pub async fn run(shared: Arc<Shared>, mut rx: watch::Receiver<Option<Pod>>) {
     let mut tick = tokio::time::interval(Duration::from_millis(250));
     let mut last_pushed = serde_json::Value::Null;
     let mut conditions = Conditions::default();
+    let deletion = |p: &Pod| {
+        let spec_grace = p
+            .spec
+            .as_ref()
+            .and_then(|s| s.termination_grace_period_seconds);
+        let secs = p
+            .metadata
+            .deletion_grace_period_seconds
+            .or(spec_grace)
+            .unwrap_or(30);
+        Duration::from_secs(u64::try_from(secs).unwrap_or(0))
+    };
     let (grace, delete_from_api) = loop {
+        if pod.metadata.deletion_timestamp.is_some() {
+            break (deletion(&pod), true);
+        }
         tokio::select! {
             changed = rx.changed() => {
                 if changed.is_err() {
@@ -170,11 +188,7 @@ pub async fn run(shared: Arc<Shared>, mut rx: watch::Receiver<Option<Pod>>) {
                 match current {
                     // Gone from the API (a forced deletion): stop quickly.
                     None => break (Duration::from_secs(2), false),
-                    Some(p) if p.metadata.deletion_timestamp.is_some() => {
-                        let spec_grace = p.spec.as_ref().and_then(|s| s.termination_grace_period_seconds);
-                        let secs = p.metadata.deletion_grace_period_seconds.or(spec_grace).unwrap_or(30);
-                        break (Duration::from_secs(u64::try_from(secs).unwrap_or(0)), true);
-                    }
+                    Some(p) if p.metadata.deletion_timestamp.is_some() => break (deletion(&p), true),
                     Some(_) => {}
                 }
             }
@@ -740,10 +754,11 @@ fn phase(s: &State, policy: &str) -> &'static str {
             .and_then(|x| x.terminated.as_ref())
             .map(|t| t.exit_code)
     };
-    let done = |c: &ContainerStatus| match (exit(c), policy) {
-        (Some(_), "Never") => true,
-        (Some(0), "OnFailure") => true,
-        _ => false,
+    let done = |c: &ContainerStatus| {
+        matches!(
+            (exit(c), policy),
+            (Some(_), "Never") | (Some(0), "OnFailure")
+        )
     };
     if !s.main.is_empty() && s.main.iter().all(done) {
         if s.main.iter().all(|c| exit(c) == Some(0)) {

@@ -151,13 +151,12 @@ async fn reclaim(client: &Client) -> Result<(), kube::Error> {
         {
             continue;
         }
-        if let Some(path) = spec.host_path.map(|h| h.path) {
-            if let Err(e) = std::fs::remove_dir_all(&path)
-                && e.kind() != std::io::ErrorKind::NotFound
-            {
-                warn!(%path, error = %e, "cannot delete the volume directory");
-                continue;
-            }
+        if let Some(path) = spec.host_path.map(|h| h.path)
+            && let Err(e) = std::fs::remove_dir_all(&path)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            warn!(%path, error = %e, "cannot delete the volume directory");
+            continue;
         }
         match pvs.delete(&pv.name_any(), &DeleteParams::default()).await {
             Ok(_) => info!(pv = %pv.name_any(), "released volume deleted"),
