@@ -230,7 +230,7 @@ up() {
     --enable-admission-plugins NodeRestriction \
     --allow-privileged=true --profiling=false \
     --cert-dir "$dir/apiserver-certs"
-  wait_for kube-apiserver 120 "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" get --raw /readyz
+  wait_for kube-apiserver 300 "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" get --raw /readyz
 
   start kube-controller-manager "$bin/kube-controller-manager" \
     --kubeconfig "$dir/controller-manager.kubeconfig" \
@@ -242,16 +242,16 @@ up() {
     --service-cluster-ip-range "$SERVICE_CIDR" \
     --controllers '*' --leader-elect=false \
     --bind-address 127.0.0.1 --profiling=false
-  wait_for kube-controller-manager 60 bash -c "exec 3<>/dev/tcp/127.0.0.1/10257"
+  wait_for kube-controller-manager 180 bash -c "exec 3<>/dev/tcp/127.0.0.1/10257"
 
   start node-agent env RUST_LOG="${RUST_LOG:-info}" "$TARGET_DIR/kraft-node-agent" \
     --kubeconfig "$dir/node-agent.kubeconfig" --node-name "$NODE_NAME" \
     --images "$dir/images.yaml" --state-dir "$dir" --bridge "$BRIDGE" \
     --host-ip "$HOST_IP" --pod-cidr "$POD_CIDR" --api-port "$API_PORT" \
     --ca-file "$pki/ca.crt"
-  wait_for "node $NODE_NAME Ready" 60 "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" \
+  wait_for "node $NODE_NAME Ready" 180 "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" \
     wait --for=condition=Ready "node/$NODE_NAME" --timeout=1s
-  wait_for "default service account" 60 "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" \
+  wait_for "default service account" 180 "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" \
     get serviceaccount default
   log "cluster up"
   print_env
