@@ -34,7 +34,9 @@ pub enum ImageError {
     },
     #[error("no local program for image {0:?}: add its repository to the image map (images.yaml)")]
     Unknown(String),
-    #[error("image {0:?} has no entrypoint in the image map, so the container must set `command`")]
+    #[error(
+        "image {0:?} has no entrypoint in the image map, so the container must set `command` or `args`"
+    )]
     NoEntrypoint(String),
 }
 
@@ -89,12 +91,8 @@ impl ImageMap {
             .map(|e| e.split_whitespace().map(str::to_owned).collect())
             .unwrap_or_default();
         let command = container.command.clone().unwrap_or_default();
-        let mut argv = if command.is_empty() {
-            if entrypoint.is_empty() {
-                return Err(ImageError::NoEntrypoint(image));
-            }
-            entrypoint
-        } else {
+        let args = container.args.clone().unwrap_or_default();
+        let mut argv = if !command.is_empty() {
             let mut command = command;
             if let Some(program) = entrypoint.first()
                 && base_name(&command[0]) == base_name(program)
@@ -102,8 +100,16 @@ impl ImageMap {
                 command[0] = program.clone();
             }
             command
+        } else if !entrypoint.is_empty() {
+            entrypoint
+        } else if !args.is_empty() {
+            // No entrypoint (busybox): the arguments are the command, as
+            // `kubectl run --image=busybox -- sleep 60` expects.
+            return Ok(args);
+        } else {
+            return Err(ImageError::NoEntrypoint(image));
         };
-        argv.extend(container.args.clone().unwrap_or_default());
+        argv.extend(args);
         Ok(argv)
     }
 }
@@ -167,6 +173,12 @@ mod tests {
     fn a_busybox_command_runs_the_host_program() {
         let c = container("docker.io/library/busybox:1.36", &["sleep"], &["3600"]);
         assert_eq!(map().argv(&c).expect("mapped"), vec!["sleep", "3600"]);
+    }
+
+    #[test]
+    fn args_alone_are_the_command_of_an_image_without_entrypoint() {
+        let c = container("busybox", &[], &["sleep", "300"]);
+        assert_eq!(map().argv(&c).expect("mapped"), vec!["sleep", "300"]);
     }
 
     #[test]

@@ -111,6 +111,8 @@ pub fn script(launch: &Launch) -> String {
     }
     if let Some(dir) = &launch.working_dir {
         let _ = writeln!(s, "mkdir -p {0} && cd {0}", quote(dir));
+    } else {
+        s.push_str("cd /\n");
     }
     s.push_str("exec \"$0\" \"$@\"\n");
     s
