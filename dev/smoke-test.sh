@@ -147,9 +147,13 @@ for i in 0 1; do
 done
 pass "both PVCs are Bound and each pod wrote to its own volume"
 
-netns0="$(ip netns list | awk '{print $1}' | while read -r n; do
-  [[ -f "/etc/netns/$n/hosts" ]] && grep -q "smoke-0.smoke.$ns.svc.cluster.local smoke-0.smoke.$ns.svc smoke-0.smoke.$ns smoke-0.smoke smoke-0\$" "/etc/netns/$n/hosts" && echo "$n"
-done | head -n1)"
+# smoke-0's namespace: the one whose hosts file gives smoke-0 its own hostname.
+netns0=""
+for n in $(ip netns list | awk '{print $1}'); do
+  if grep -qs "smoke-0.smoke.$ns.svc.cluster.local smoke-0.smoke.$ns.svc smoke-0.smoke.$ns smoke-0.smoke smoke-0\$" "/etc/netns/$n/hosts"; then
+    netns0="$n"
+  fi
+done
 [[ -n "$netns0" ]] || { echo "no netns for smoke-0" >&2; exit 1; }
 ip1="$(kubectl -n "$ns" get pod smoke-1 -o jsonpath='{.status.podIP}')"
 resolved="$(ip netns exec "$netns0" getent hosts "smoke-1.smoke.$ns.svc.cluster.local" | awk '{print $1}')"
