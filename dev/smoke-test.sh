@@ -2,7 +2,9 @@
 # Smoke test of the local cluster (`make test-cluster`):
 #   1. cluster up
 #   2. a plain Pod running `sleep` becomes Running and Ready, with an IP on the
-#      bridge, its service-account token mounted, and gets deleted gracefully
+#      bridge, its service-account token mounted, and gets deleted gracefully;
+#      a pod with an HTTP readiness probe and a configMap volume becomes Ready
+#      and serves the file; a crashing container is restarted
 #   3. a StatefulSet of 2 (headless Service, volumeClaimTemplates) gets pods
 #      smoke-0 and smoke-1, both Ready, their PVCs Bound, each pod resolving
 #      the other by its DNS name through /etc/hosts
@@ -89,6 +91,60 @@ pass "the pod's projected token authenticates as $who"
 
 kubectl -n "$ns" delete pod sleeper --wait=true --timeout=60s
 pass "the pod is deleted gracefully"
+
+# --- probes, restarts, ConfigMaps ---------------------------------------------------
+kubectl -n "$ns" apply -f - <<'EOF'
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: web
+data:
+  index.html: "hello from a configMap volume\n"
+  greeting: hello
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: web
+spec:
+  terminationGracePeriodSeconds: 5
+  containers:
+    - name: web
+      image: busybox
+      command: ["python3", "-m", "http.server", "8080", "--directory", "/srv"]
+      env:
+        - name: GREETING
+          valueFrom: {configMapKeyRef: {name: web, key: greeting}}
+      readinessProbe:
+        httpGet: {path: /index.html, port: 8080}
+        periodSeconds: 1
+      volumeMounts:
+        - {name: site, mountPath: /srv, readOnly: true}
+  volumes:
+    - name: site
+      configMap: {name: web}
+---
+apiVersion: v1
+kind: Pod
+metadata:
+  name: crasher
+spec:
+  restartPolicy: Always
+  containers:
+    - name: main
+      image: busybox
+      command: ["sh", "-c", "exit 3"]
+EOF
+kubectl -n "$ns" wait --for=condition=Ready pod/web --timeout=60s
+web_ip="$(kubectl -n "$ns" get pod web -o jsonpath='{.status.podIP}')"
+body="$(curl -sf --noproxy "*" --max-time 10 "http://$web_ip:8080/index.html")"
+[[ "$body" == "hello from a configMap volume" ]] || { echo "web served '$body'" >&2; exit 1; }
+pass "a pod with an HTTP readiness probe becomes Ready and serves its configMap volume at $web_ip"
+poll "crasher restarts after exiting 3" 60 bash -c \
+  "[[ \$(kubectl -n $ns get pod crasher -o jsonpath='{.status.containerStatuses[0].restartCount}') -ge 1 && \
+     \$(kubectl -n $ns get pod crasher -o jsonpath='{.status.containerStatuses[0].lastState.terminated.exitCode}') == 3 ]]"
+pass "a failing container is restarted under restartPolicy Always, its exit code in lastState"
+kubectl -n "$ns" delete pod web crasher --wait=true --timeout=60s
 
 # --- a StatefulSet -----------------------------------------------------------------
 kubectl -n "$ns" apply -f - <<'EOF'
