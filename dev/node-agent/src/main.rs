@@ -92,6 +92,10 @@ async fn main() -> anyhow::Result<()> {
     let images = images::ImageMap::load(&args.images)?;
     let network = net::Network::new(&args.bridge, args.host_ip, &args.pod_cidr);
     network.check_bridge().await?;
+    let stale = network.remove_stale().await;
+    if !stale.is_empty() {
+        info!(?stale, "removed pod namespaces of an earlier run");
+    }
     let hosts = hosts::Hosts::new(args.host_ip, PathBuf::from("/etc/netns"));
     let volumes = volumes::Volumes::new(client.clone(), args.state_dir.join("pods"));
     let shared = Arc::new(pod::Shared {

@@ -84,6 +84,27 @@ impl Network {
             .map_err(|_| NetError::NoBridge(self.bridge.clone()))
     }
 
+    /// Removes every pod namespace left by an earlier run of the agent (with
+    /// what still runs in them): this agent restarts every pod it is given, so
+    /// nothing of the earlier run is adopted. Returns the names removed.
+    pub async fn remove_stale(&self) -> Vec<String> {
+        let Ok(out) = Command::new("ip").args(["netns", "list"]).output().await else {
+            return Vec::new();
+        };
+        let mut removed = Vec::new();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            if let Some(name) = line.split_whitespace().next()
+                && name.starts_with(NETNS_PREFIX)
+            {
+                remove_netns(name).await;
+                let host_veth = format!("kwv{}", &name[NETNS_PREFIX.len()..]);
+                let _ = ip(&["link", "delete", &host_veth]).await;
+                removed.push(name.to_owned());
+            }
+        }
+        removed
+    }
+
     fn allocate(&self) -> Result<Ipv4Addr, NetError> {
         let mut in_use = self.in_use.lock().unwrap_or_else(|p| p.into_inner());
         let last = (2..=254u8)
