@@ -1,0 +1,305 @@
+#!/usr/bin/env bash
+# The local Kubernetes cluster: a real etcd, kube-apiserver and
+# kube-controller-manager, plus our node agent (dev/node-agent) that runs pods
+# as local processes in network namespaces. See docs/local-cluster.md.
+#
+#   dev/cluster.sh up       start everything (idempotent); prints `export KUBECONFIG=...`
+#   dev/cluster.sh down     stop everything; leaves no process, netns, bridge or veth
+#   dev/cluster.sh status   what runs
+#   dev/cluster.sh logs     print the component logs and every container log
+#
+# Must run as root (network namespaces, bridge, bind mounts). One cluster per
+# machine: the bridge, its addresses and the ports below are fixed.
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/.." && pwd)"
+cache="${KRAFTWERK_CACHE:-$HOME/.cache/kraftwerk}"
+bin="$cache/bin"
+dir="$cache/cluster"
+pki="$dir/pki"
+run="$dir/run"
+logs="$dir/logs"
+
+BRIDGE="${KRAFTWERK_BRIDGE:-kw0}"
+HOST_IP=10.244.0.1          # the bridge's address: API server, pods' gateway
+POD_CIDR=10.244.0.0/24      # pod IPs, only on $BRIDGE (never routed off this host)
+SERVICE_CIDR=10.96.0.0/24   # ClusterIPs are allocated but nothing proxies them
+API_PORT=6443
+ETCD_CLIENT=127.0.0.1:2379
+ETCD_PEER=127.0.0.1:2380
+NODE_NAME="${KRAFTWERK_NODE_NAME:-kraft-node}"
+NETNS_PREFIX=kw-
+TARGET_DIR="${KRAFTWERK_TARGET_DIR:-${CARGO_TARGET_DIR:-$repo/target}/debug}"
+CARGO="${CARGO:-cargo}"
+
+log() { printf '[cluster] %s\n' "$*" >&2; }
+die() { printf '[cluster] error: %s\n' "$*" >&2; exit 1; }
+
+[[ $(id -u) -eq 0 ]] || die "must run as root (network namespaces, bridge, bind mounts)"
+
+alive() { [[ -f "$run/$1.pid" ]] && kill -0 "$(cat "$run/$1.pid")" 2>/dev/null; }
+
+# start NAME CMD...: starts a component in its own session, its output in logs/NAME.log.
+start() {
+  local name="$1"
+  shift
+  if alive "$name"; then return 0; fi
+  setsid "$@" >>"$logs/$name.log" 2>&1 </dev/null &
+  echo $! >"$run/$name.pid"
+  log "started $name (pid $!)"
+}
+
+# stop NAME: SIGTERM, then SIGKILL after 10 s; only the process we recorded.
+stop() {
+  local name="$1" pid
+  [[ -f "$run/$name.pid" ]] || return 0
+  pid="$(cat "$run/$name.pid")"
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+    log "stopped $name (pid $pid)"
+  fi
+  rm -f "$run/$name.pid"
+}
+
+# wait_for WHAT SECONDS CMD...: polls CMD until it succeeds.
+wait_for() {
+  local what="$1" secs="$2"
+  shift 2
+  local deadline=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    if ((SECONDS >= deadline)); then
+      log "timed out after ${secs}s waiting for $what; last lines of the logs:"
+      tail -n 30 "$logs"/*.log >&2 || true
+      exit 1
+    fi
+    sleep 0.5
+  done
+}
+
+# --- certificates ---------------------------------------------------------------
+# cert NAME CN ORG [SAN]: a client or server certificate signed by the cluster CA.
+cert() {
+  local name="$1" cn="$2" org="$3" san="${4:-}"
+  [[ -f "$pki/$name.crt" ]] && return 0
+  local subj="/CN=$cn"
+  [[ -n "$org" ]] && subj="/O=$org$subj"
+  openssl genrsa -out "$pki/$name.key" 2048 2>/dev/null
+  openssl req -new -key "$pki/$name.key" -subj "$subj" -out "$pki/$name.csr" 2>/dev/null
+  {
+    echo "basicConstraints=CA:FALSE"
+    echo "keyUsage=critical,digitalSignature,keyEncipherment"
+    if [[ -n "$san" ]]; then
+      echo "extendedKeyUsage=serverAuth,clientAuth"
+      echo "subjectAltName=$san"
+    else
+      echo "extendedKeyUsage=clientAuth"
+    fi
+  } >"$pki/$name.ext"
+  openssl x509 -req -in "$pki/$name.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
+    -days 365 -sha256 -extfile "$pki/$name.ext" -out "$pki/$name.crt" 2>/dev/null
+  rm -f "$pki/$name.csr" "$pki/$name.ext"
+}
+
+kubeconfig() {
+  local name="$1"
+  cat >"$dir/$name.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: kraftwerk
+  cluster:
+    server: https://$HOST_IP:$API_PORT
+    certificate-authority: $pki/ca.crt
+users:
+- name: $name
+  user:
+    client-certificate: $pki/$name.crt
+    client-key: $pki/$name.key
+contexts:
+- name: kraftwerk
+  context: {cluster: kraftwerk, user: $name}
+current-context: kraftwerk
+EOF
+}
+
+make_pki() {
+  mkdir -p "$pki"
+  if [[ ! -f "$pki/ca.crt" ]]; then
+    openssl genrsa -out "$pki/ca.key" 2048 2>/dev/null
+    openssl req -x509 -new -key "$pki/ca.key" -subj "/CN=kraftwerk-local-ca" -days 3650 -sha256 \
+      -addext "basicConstraints=critical,CA:TRUE" -addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" \
+      -out "$pki/ca.crt" 2>/dev/null
+  fi
+  cert apiserver kube-apiserver "" \
+    "IP:$HOST_IP,IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+  cert admin kubernetes-admin system:masters
+  cert controller-manager system:kube-controller-manager ""
+  # The node agent is also the scheduler and the volume provisioner, so it is an
+  # administrator rather than a NodeRestriction-bound system:node identity.
+  cert node-agent kraft-node-agent system:masters
+  if [[ ! -f "$pki/sa.key" ]]; then
+    openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
+    openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
+  fi
+  kubeconfig admin
+  kubeconfig controller-manager
+  kubeconfig node-agent
+}
+
+# --- network --------------------------------------------------------------------
+bridge_up() {
+  if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
+    ip link add "$BRIDGE" type bridge
+  fi
+  ip addr replace "$HOST_IP/24" dev "$BRIDGE"
+  ip link set "$BRIDGE" up
+}
+
+# Removes every pod network namespace (killing what still runs in it), their
+# /etc/netns files and the bridge. Deleting a namespace deletes its veth pair.
+network_down() {
+  local ns
+  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$NETNS_PREFIX" || true); do
+    local pids
+    pids="$(ip netns pids "$ns" 2>/dev/null || true)"
+    [[ -n "$pids" ]] && kill -KILL $pids 2>/dev/null || true
+    ip netns delete "$ns" 2>/dev/null || true
+    rm -rf "/etc/netns/$ns"
+  done
+  rm -rf /etc/netns/"$NETNS_PREFIX"*
+  if ip link show "$BRIDGE" >/dev/null 2>&1; then
+    ip link delete "$BRIDGE"
+  fi
+}
+
+write_images() {
+  # Image repository suffix -> local binary. See dev/node-agent/src/images.rs.
+  cat >"$dir/images.yaml" <<EOF
+# Written by dev/cluster.sh: which local program runs a container image.
+images:
+  - repository: kraft-controller
+    entrypoint: $TARGET_DIR/kraft-controller
+  - repository: kraft-operator
+    entrypoint: $TARGET_DIR/kraft-operator
+  - repository: busybox
+  - repository: pause
+    entrypoint: $(command -v sleep) infinity
+EOF
+}
+
+# --- up / down --------------------------------------------------------------------
+up() {
+  "$here/install-tools.sh"
+  mkdir -p "$dir" "$run" "$logs"
+  if alive etcd && alive kube-apiserver && alive kube-controller-manager && alive node-agent; then
+    log "already up"
+    print_env
+    return 0
+  fi
+  if ! alive etcd && ! alive kube-apiserver && ! alive kube-controller-manager && ! alive node-agent; then
+    # A fresh start: no state or logs of an earlier cluster.
+    network_down
+    rm -rf "$logs" "$dir/etcd" "$dir/volumes" "$dir/pods"
+    mkdir -p "$logs"
+  fi
+  log "building the node agent"
+  "$CARGO" build --quiet -p kraft-node-agent
+  make_pki
+  write_images
+  bridge_up
+
+  start etcd "$bin/etcd" --name kraftwerk --data-dir "$dir/etcd" \
+    --listen-client-urls "http://$ETCD_CLIENT" --advertise-client-urls "http://$ETCD_CLIENT" \
+    --listen-peer-urls "http://$ETCD_PEER" --initial-advertise-peer-urls "http://$ETCD_PEER" \
+    --initial-cluster "kraftwerk=http://$ETCD_PEER" --listen-metrics-urls "" \
+    --unsafe-no-fsync --log-level warn
+  wait_for etcd 60 bash -c "exec 3<>/dev/tcp/${ETCD_CLIENT%:*}/${ETCD_CLIENT#*:}"
+
+  start kube-apiserver "$bin/kube-apiserver" \
+    --etcd-servers "http://$ETCD_CLIENT" \
+    --bind-address "$HOST_IP" --advertise-address "$HOST_IP" --secure-port "$API_PORT" \
+    --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
+    --client-ca-file "$pki/ca.crt" \
+    --service-account-issuer https://kubernetes.default.svc.cluster.local \
+    --service-account-key-file "$pki/sa.pub" --service-account-signing-key-file "$pki/sa.key" \
+    --service-cluster-ip-range "$SERVICE_CIDR" \
+    --authorization-mode Node,RBAC \
+    --enable-admission-plugins NodeRestriction \
+    --allow-privileged=true --profiling=false \
+    --cert-dir "$dir/apiserver-certs"
+  wait_for kube-apiserver 300 "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" get --raw /readyz
+
+  start kube-controller-manager "$bin/kube-controller-manager" \
+    --kubeconfig "$dir/controller-manager.kubeconfig" \
+    --authentication-kubeconfig "$dir/controller-manager.kubeconfig" \
+    --authorization-kubeconfig "$dir/controller-manager.kubeconfig" \
+    --use-service-account-credentials=true \
+    --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
+    --cluster-signing-cert-file "$pki/ca.crt" --cluster-signing-key-file "$pki/ca.key" \
+    --service-cluster-ip-range "$SERVICE_CIDR" \
+    --controllers '*' --leader-elect=false \
+    --bind-address 127.0.0.1 --profiling=false
+  wait_for kube-controller-manager 180 bash -c "exec 3<>/dev/tcp/127.0.0.1/10257"
+
+  start node-agent env RUST_LOG="${RUST_LOG:-info}" "$TARGET_DIR/kraft-node-agent" \
+    --kubeconfig "$dir/node-agent.kubeconfig" --node-name "$NODE_NAME" \
+    --images "$dir/images.yaml" --state-dir "$dir" --bridge "$BRIDGE" \
+    --host-ip "$HOST_IP" --pod-cidr "$POD_CIDR" --api-port "$API_PORT" \
+    --ca-file "$pki/ca.crt"
+  wait_for "node $NODE_NAME Ready" 180 "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" \
+    wait --for=condition=Ready "node/$NODE_NAME" --timeout=1s
+  wait_for "default service account" 180 "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" \
+    get serviceaccount default
+  log "cluster up"
+  print_env
+}
+
+down() {
+  mkdir -p "$run"
+  stop node-agent
+  network_down
+  stop kube-controller-manager
+  stop kube-apiserver
+  stop etcd
+  # State goes with the cluster; logs stay for debugging until the next `up`.
+  rm -rf "$dir/etcd" "$dir/volumes" "$dir/pods" "$dir/apiserver-certs"
+  log "cluster down"
+}
+
+print_env() {
+  echo "export KUBECONFIG=$dir/admin.kubeconfig"
+  echo "export PATH=$bin:\$PATH"
+}
+
+status() {
+  local c
+  for c in etcd kube-apiserver kube-controller-manager node-agent; do
+    if alive "$c"; then echo "$c: running (pid $(cat "$run/$c.pid"))"; else echo "$c: stopped"; fi
+  done
+  ip netns list 2>/dev/null | grep "^$NETNS_PREFIX" || true
+}
+
+print_logs() {
+  local f
+  for f in "$logs"/*.log; do
+    [[ -f "$f" ]] || continue
+    echo "===== $f (last 200 lines)"
+    tail -n 200 "$f"
+  done
+  find "$logs" -mindepth 3 -name '*.log' 2>/dev/null | sort | while read -r f; do
+    echo "===== $f (last 100 lines)"
+    tail -n 100 "$f"
+  done
+}
+
+case "${1:-}" in
+  up) up ;;
+  down) down ;;
+  status) status ;;
+  logs) print_logs ;;
+  env) print_env ;;
+  *) die "usage: $0 up|down|status|logs|env" ;;
+esac
