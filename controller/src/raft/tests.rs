@@ -902,7 +902,9 @@ fn describe_quorum_reports_voters_and_observers_with_their_fetch_state() {
 }
 
 #[test]
-fn a_leader_shutting_down_resigns_and_completes_once_the_voters_acknowledge() {
+fn a_leader_shutting_down_resigns_and_completes_once_a_successor_leads() {
+    // Kafka's `KafkaRaftClient.pollShutdown`: done when a remote leader is
+    // known (or the timeout passes), not when EndQuorumEpoch is acknowledged.
     use kafka_protocol::messages::{EndQuorumEpochResponse, end_quorum_epoch_response};
     let mut e = leader(MemoryLog::new());
     let commands = e
@@ -936,10 +938,47 @@ fn a_leader_shutting_down_resigns_and_completes_once_the_voters_acknowledge() {
         )),
     };
     assert!(render(&e.handle(ack(ids[0]), 2_010).expect("ack")).is_empty());
-    assert_eq!(
-        render(&e.handle(ack(ids[1]), 2_020).expect("ack")),
-        ["shutdown complete"]
+    let after_acks = render(&e.handle(ack(ids[1]), 2_020).expect("ack"));
+    assert!(
+        !after_acks.iter().any(|c| c == "shutdown complete"),
+        "acknowledgements alone must not complete the shutdown: {after_acks:?}"
     );
+    let successor = BeginQuorumEpochRequest::default()
+        .with_cluster_id(Some("test".into()))
+        .with_topics(vec![
+            begin_quorum_epoch_request::TopicData::default().with_partitions(vec![
+                begin_quorum_epoch_request::PartitionData::default()
+                    .with_leader_id(2.into())
+                    .with_leader_epoch(2),
+            ]),
+        ]);
+    let commands = render(
+        &e.handle(
+            Event::Request {
+                handle: ReplyHandle(9),
+                api_version: 1,
+                request: RaftRequest::BeginQuorumEpoch(successor),
+            },
+            2_100,
+        )
+        .expect("handles"),
+    );
+    assert_eq!(
+        commands.last().map(String::as_str),
+        Some("shutdown complete"),
+        "{commands:?}"
+    );
+}
+
+#[test]
+fn a_leader_shutting_down_stops_waiting_for_a_successor_at_the_timeout() {
+    let mut e = leader(MemoryLog::new());
+    e.handle(Event::Shutdown { timeout_ms: 5_000 }, 2_000)
+        .expect("shutdown");
+    let early = render(&e.handle(Event::Tick, 6_999).expect("tick"));
+    assert!(!early.iter().any(|c| c == "shutdown complete"), "{early:?}");
+    let late = render(&e.handle(Event::Tick, 7_000).expect("tick"));
+    assert!(late.iter().any(|c| c == "shutdown complete"), "{late:?}");
 }
 
 #[test]

@@ -1,10 +1,7 @@
-//! NOT in the default run (cargo does not build `tests/pending/`): this test
-//! fails against the engine as of main 1c2fe53 / engine e203d89, and would
-//! break `make test`. Move it to `controller/tests/` once the engine completes
-//! a graceful shutdown only when a successor is known (Kafka's
-//! `KafkaRaftClient.pollShutdown`: done when `quorum.hasRemoteLeader()`, or no
-//! remote voters, or the timeout), not when every voter acknowledged
-//! EndQuorumEpoch (`RaftEngine::poll`, `handed_over = unacked.is_empty()`).
+//! A SIGTERM'd leader completes its graceful shutdown only once a successor
+//! is known (Kafka's `KafkaRaftClient.pollShutdown`: done when
+//! `quorum.hasRemoteLeader()`, or no remote voters, or the timeout), not when
+//! every voter acknowledged EndQuorumEpoch.
 //!
 //! Issue 4: "Graceful shutdown on SIGTERM: a leader resigns (EndQuorumEpoch)
 //! and waits, bounded, until a successor is known".
