@@ -549,3 +549,69 @@ async fn quorum_remove_voter_exits_1_on_voter_not_found_and_on_a_bad_directory_i
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("'xyz'"), "{err}");
 }
+
+#[tokio::test]
+async fn a_not_leader_answer_that_names_the_leader_and_its_endpoint_is_followed_directly() {
+    let (_follower, leader, _) = quorum(0, 0).await;
+    let leader_port = leader.addr.port();
+    // This follower does not know the active controller through
+    // DescribeCluster, but its DescribeQuorum answer names the leader (v2).
+    let handler: Handler = Arc::new(move |r| match &r.body {
+        RequestKind::ApiVersions(_) => Some(api_versions(r.api_version)),
+        RequestKind::DescribeCluster(_) => Some(ResponseKind::DescribeCluster(
+            DescribeClusterResponse::default().with_controller_id(BrokerId(-1)),
+        )),
+        RequestKind::DescribeQuorum(_) => Some(ResponseKind::DescribeQuorum(
+            DescribeQuorumResponse::default()
+                .with_topics(vec![
+                    describe_quorum_response::TopicData::default()
+                        .with_topic_name(TopicName(StrBytes::from_static_str("__cluster_metadata")))
+                        .with_partitions(vec![
+                            quorum_partition()
+                                .with_error_code(6)
+                                .with_leader_id(BrokerId(LEADER_ID)),
+                        ]),
+                ])
+                .with_nodes(vec![
+                    describe_quorum_response::Node::default()
+                        .with_node_id(BrokerId(LEADER_ID))
+                        .with_listeners(vec![
+                            describe_quorum_response::Listener::default()
+                                .with_name(StrBytes::from_static_str("CONTROLLER"))
+                                .with_host(StrBytes::from_static_str("127.0.0.1"))
+                                .with_port(leader_port),
+                        ]),
+                ]),
+        )),
+        _ => None,
+    });
+    let follower = CannedServer::start(handler).await;
+    let mut admin = AdminClient::connect(&follower.addr_string(), TIMEOUT)
+        .await
+        .expect("connects");
+    let q = admin
+        .describe_quorum()
+        .await
+        .expect("described at the named leader");
+    assert_eq!(q.leader_id, LEADER_ID);
+    assert_eq!(admin.connected_addr(), leader.addr_string());
+}
+
+#[tokio::test]
+async fn no_known_leader_is_a_retriable_not_leader_error() {
+    let handler: Handler = Arc::new(|r| match &r.body {
+        RequestKind::ApiVersions(_) => Some(api_versions(r.api_version)),
+        RequestKind::DescribeCluster(_) => Some(ResponseKind::DescribeCluster(
+            DescribeClusterResponse::default().with_controller_id(BrokerId(-1)),
+        )),
+        RequestKind::DescribeQuorum(_) => Some(describe_quorum_not_leader()),
+        _ => None,
+    });
+    let server = CannedServer::start(handler).await;
+    let mut admin = AdminClient::connect(&server.addr_string(), TIMEOUT)
+        .await
+        .expect("connects");
+    let err = admin.describe_quorum().await.expect_err("no leader");
+    assert_eq!(err.code(), Some(6));
+    assert!(err.is_retriable());
+}

@@ -503,16 +503,22 @@ impl AdminClient {
                     cluster.controller_id
                 ))
             })?;
-        let addr = if node.host.contains(':') {
-            format!("[{}]:{}", node.host, node.port)
+        let (node_id, host, port) = (node.node_id, node.host.clone(), node.port);
+        self.reconnect(node_id, &host, port).await
+    }
+
+    /// Replaces the connection with one to `node_id` at `host:port`.
+    async fn reconnect(&mut self, node_id: i32, host: &str, port: u16) -> Result<(), AdminError> {
+        let addr = if host.contains(':') {
+            format!("[{host}]:{port}")
         } else {
-            format!("{}:{}", node.host, node.port)
+            format!("{host}:{port}")
         };
-        tracing::debug!(node_id = node.node_id, %addr, "following the active controller");
+        tracing::debug!(node_id, %addr, "following the active controller");
         let (conn, api_versions) = Self::open(&addr, self.timeout).await?;
         self.conn = conn;
         self.api_versions = api_versions;
-        self.connected_node = Some(node.node_id);
+        self.connected_node = Some(node_id);
         Ok(())
     }
 
@@ -542,7 +548,12 @@ impl AdminClient {
             match quorum_info(&r) {
                 Err(e) if e.code() == Some(NOT_LEADER_OR_FOLLOWER) => {
                     last = Some(e);
-                    self.follow_active_controller().await?;
+                    match leader_hint(&r) {
+                        Some((id, endpoint)) if self.connected_node != Some(id) => {
+                            self.reconnect(id, &endpoint.host, endpoint.port).await?;
+                        }
+                        _ => self.follow_active_controller().await?,
+                    }
                 }
                 other => return other,
             }
@@ -636,6 +647,32 @@ impl AdminClient {
         }
         Err(last.unwrap_or_else(|| AdminError::Protocol("no RemoveRaftVoter answer".into())))
     }
+}
+
+/// The leader a NOT_LEADER_OR_FOLLOWER DescribeQuorum answer names, with its
+/// first endpoint, when the answer carries both (v2 `nodes`); Kafka's own
+/// controllers leave them out, and then DescribeCluster is asked instead.
+fn leader_hint(r: &DescribeQuorumResponse) -> Option<(i32, Endpoint)> {
+    let leader_id = r
+        .topics
+        .iter()
+        .flat_map(|t| t.partitions.iter())
+        .map(|p| p.leader_id.0)
+        .find(|id| *id >= 0)?;
+    let listener = r
+        .nodes
+        .iter()
+        .find(|n| n.node_id.0 == leader_id)?
+        .listeners
+        .first()?;
+    Some((
+        leader_id,
+        Endpoint {
+            name: listener.name.as_str().to_owned(),
+            host: listener.host.as_str().to_owned(),
+            port: listener.port,
+        },
+    ))
 }
 
 /// Reads `__cluster_metadata-0` out of a DescribeQuorum answer.

@@ -382,6 +382,14 @@ impl Connection {
                 reply: tx,
             },
         );
+        // A close that drained the map before our insert must not leave this
+        // request waiting for its timeout.
+        if self.is_closed() && self.shared.take(correlation_id).is_some() {
+            return Err(ClientError::Disconnected {
+                addr: self.shared.addr.clone(),
+                reason: "connection closed".to_owned(),
+            });
+        }
         if self.outbound.send(frame).is_err() {
             self.shared.take(correlation_id);
             return Err(ClientError::Disconnected {
