@@ -9,6 +9,9 @@
 CARGO_FUZZ_VERSION ?= 0.13.2
 CARGO_FUZZ_ROOT := $(KRAFTWERK_CACHE)/cargo-fuzz-$(CARGO_FUZZ_VERSION)
 CARGO_FUZZ := $(CARGO_FUZZ_ROOT)/bin/cargo-fuzz
+# The fuzz build (every dependency with ASan) is cached outside the clone, so
+# only a fresh machine pays for it.
+FUZZ_TARGET_DIR ?= $(KRAFTWERK_CACHE)/fuzz-target
 # How long the fuzz run of `make test` lasts, seconds.
 FUZZ_SECONDS ?= 30
 
@@ -28,7 +31,7 @@ test-fuzz: $(CARGO_FUZZ) ## fuzz the request decoder for FUZZ_SECONDS (default 3
 		toolchain=+stable; bootstrap=RUSTC_BOOTSTRAP=1; \
 	fi; \
 	cd fuzz && mkdir -p corpus/decode_request && \
-	PATH="$(CARGO_FUZZ_ROOT)/bin:$$PATH" env $$bootstrap \
+	PATH="$(CARGO_FUZZ_ROOT)/bin:$$PATH" CARGO_TARGET_DIR="$(FUZZ_TARGET_DIR)" env $$bootstrap \
 		cargo $$toolchain fuzz run decode_request corpus/decode_request seeds/decode_request -- \
 		-max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048
 
