@@ -32,7 +32,7 @@ use crate::{
         bootstrap::{encode_bootstrap_checkpoint, write_bootstrap_checkpoint},
         meta_properties::{
             is_reserved_directory_id, parse_kafka_uuid, parse_properties, random_kafka_uuid,
-            uuid_to_kafka_string,
+            uuid_to_kafka_string, validate_cluster_id,
         },
         partition_dir,
         snapshot::{
@@ -359,7 +359,8 @@ pub fn plan(args: &FormatArgs) -> Result<FormatPlan, FormatError> {
     let cluster_text = args.cluster_id.as_deref().ok_or_else(|| {
         invalid("no cluster id: give --cluster-id (22 characters of URL-safe base64)".into())
     })?;
-    let cluster_id = parse_kafka_uuid(cluster_text).ok_or_else(|| {
+    // Kept exactly as given, as Kafka's StorageTool does (docs/interop.md).
+    let cluster_id = validate_cluster_id(cluster_text).ok_or_else(|| {
         invalid(format!(
             "malformed cluster id {cluster_text:?}: expected 22 characters of URL-safe base64 encoding 16 bytes"
         ))
@@ -497,8 +498,8 @@ pub fn execute(plan: &FormatPlan, now_ms: i64) -> Result<FormatOutcome, FormatEr
             return Err(FormatError::Mismatch(format!(
                 "{} is formatted for cluster id {}, not {}",
                 dir.display(),
-                uuid_to_kafka_string(existing.cluster_id),
-                uuid_to_kafka_string(want.cluster_id)
+                existing.cluster_id,
+                want.cluster_id
             )));
         }
         if existing.node_id != want.node_id {
@@ -572,7 +573,7 @@ pub fn run(args: &FormatArgs) -> ExitCode {
             println!(
                 "formatted {} for cluster id {}, node id {}, directory id {}, metadata.version {}{}",
                 plan.log_dir.display(),
-                uuid_to_kafka_string(plan.meta.cluster_id),
+                plan.meta.cluster_id,
                 plan.meta.node_id,
                 uuid_to_kafka_string(plan.meta.directory_id),
                 plan.metadata_version,
@@ -587,7 +588,7 @@ pub fn run(args: &FormatArgs) -> ExitCode {
             println!(
                 "{} is already formatted for cluster id {} and node id {}: left it alone",
                 plan.log_dir.display(),
-                uuid_to_kafka_string(plan.meta.cluster_id),
+                plan.meta.cluster_id,
                 plan.meta.node_id
             );
             ExitCode::SUCCESS

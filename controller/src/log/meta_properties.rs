@@ -20,7 +20,13 @@
 
 use std::{collections::BTreeMap, path::Path};
 
-use base64::{Engine, engine::general_purpose::URL_SAFE_NO_PAD};
+use base64::{
+    Engine, alphabet,
+    engine::{
+        DecodePaddingMode,
+        general_purpose::{GeneralPurpose, GeneralPurposeConfig, URL_SAFE_NO_PAD},
+    },
+};
 use uuid::Uuid;
 
 use super::{LogError, Result, fs::io_err, fs::write_atomically};
@@ -33,13 +39,35 @@ pub fn uuid_to_kafka_string(id: Uuid) -> String {
     URL_SAFE_NO_PAD.encode(id.as_bytes())
 }
 
-/// Kafka's `Uuid.fromString`: 22 URL-safe base64 chars holding 16 bytes.
+/// Java's `Base64.getUrlDecoder()`: URL-safe alphabet, `=` padding optional,
+/// and the unused low bits of the last character ignored (not required to be 0).
+const JAVA_URL_DECODER: GeneralPurpose = GeneralPurpose::new(
+    &alphabet::URL_SAFE,
+    GeneralPurposeConfig::new()
+        .with_decode_allow_trailing_bits(true)
+        .with_decode_padding_mode(DecodePaddingMode::Indifferent),
+);
+
+/// Kafka's `Uuid.fromString`: at most 24 characters of URL-safe base64
+/// (22 without padding) decoding to 16 bytes. Like Java's URL decoder it
+/// accepts a last character whose unused low bits are not zero, so
+/// `MkU3OEVBNTcwNTJENDM2Qk` (Kafka's documentation example) is accepted and
+/// reads as the same uuid as `MkU3OEVBNTcwNTJENDM2Qg`.
 pub fn parse_kafka_uuid(text: &str) -> Option<Uuid> {
-    if text.len() != 22 {
+    if text.len() > 24 {
         return None;
     }
-    let bytes = URL_SAFE_NO_PAD.decode(text).ok()?;
+    let bytes = JAVA_URL_DECODER.decode(text).ok()?;
     Uuid::from_slice(&bytes).ok()
+}
+
+/// Validates a cluster id as Kafka does (it must parse with
+/// [`parse_kafka_uuid`]) and returns it unchanged: Kafka keeps the exact text
+/// given to `kafka-storage format` in `meta.properties` and sends that text
+/// in every ClusterId field, so two spellings of one uuid are two different
+/// clusters. `None` if Kafka would refuse it.
+pub fn validate_cluster_id(text: &str) -> Option<String> {
+    parse_kafka_uuid(text).map(|_| text.to_owned())
 }
 
 /// Whether `id` is one of Kafka's reserved directory ids (`DirectoryId`:
@@ -61,10 +89,11 @@ pub fn random_kafka_uuid() -> Uuid {
 }
 
 /// The identity of a formatted log directory (version 1).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MetaProperties {
-    /// `cluster.id` (22-char Kafka uuid text).
-    pub cluster_id: Uuid,
+    /// `cluster.id`, exactly as given to `format` (Kafka uuid text, checked
+    /// by [`validate_cluster_id`], never re-encoded).
+    pub cluster_id: String,
     /// `node.id`.
     pub node_id: i32,
     /// `directory.id` (KIP-858, KIP-853).
@@ -77,7 +106,7 @@ impl MetaProperties {
     pub fn encode(&self, date: &str) -> String {
         format!(
             "#\n#{date}\ncluster.id={}\ndirectory.id={}\nnode.id={}\nversion=1\n",
-            uuid_to_kafka_string(self.cluster_id),
+            self.cluster_id,
             uuid_to_kafka_string(self.directory_id),
             self.node_id
         )
@@ -106,7 +135,7 @@ impl MetaProperties {
             )));
         }
         let cluster = get("cluster.id")?;
-        let cluster_id = parse_kafka_uuid(cluster)
+        let cluster_id = validate_cluster_id(cluster)
             .ok_or_else(|| bad(format!("cluster.id={cluster} is not a uuid")))?;
         let node = get("node.id")?;
         let node_id = node
@@ -214,6 +243,46 @@ mod tests {
         assert_eq!(parse_kafka_uuid("MkU3OEVBNTcwNTJENDM2Q+"), None);
     }
 
+    /// Interop (docs/interop.md, mismatch 1): Kafka's `Uuid.fromString` uses
+    /// Java's URL decoder, which ignores the unused low bits of the last
+    /// character and accepts `=` padding; `kafka-storage format` accepted the
+    /// documentation's `MkU3OEVBNTcwNTJENDM2Qk` (last char `k` = 0b100100:
+    /// the low 4 bits are unused and not zero) and wrote it as given.
+    #[test]
+    fn kafka_uuid_text_is_read_as_javas_url_decoder_reads_it() {
+        let canonical = parse_kafka_uuid("MkU3OEVBNTcwNTJENDM2Qg").expect("canonical");
+        assert_eq!(parse_kafka_uuid("MkU3OEVBNTcwNTJENDM2Qk"), Some(canonical));
+        assert_eq!(
+            parse_kafka_uuid("MkU3OEVBNTcwNTJENDM2Qg=="),
+            Some(canonical)
+        );
+        assert_eq!(parse_kafka_uuid("MkU3OEVBNTcwNTJENDM2Qg==="), None);
+        assert_eq!(parse_kafka_uuid("MkU3OEVBNTcwNTJENDM2"), None);
+    }
+
+    /// Interop (docs/interop.md, mismatch 1): the cluster id is kept
+    /// byte-for-byte, as Kafka's `MetaProperties` keeps the string.
+    #[test]
+    fn a_non_canonical_cluster_id_is_kept_byte_for_byte_in_meta_properties() {
+        assert_eq!(
+            validate_cluster_id("MkU3OEVBNTcwNTJENDM2Qk").as_deref(),
+            Some("MkU3OEVBNTcwNTJENDM2Qk")
+        );
+        assert_eq!(validate_cluster_id("not a cluster id"), None);
+        let props = MetaProperties {
+            cluster_id: "MkU3OEVBNTcwNTJENDM2Qk".to_owned(),
+            node_id: 1,
+            directory_id: Uuid::from_u128(0x0102),
+        };
+        let text = props.encode("Mon Nov 30 00:21:33 UTC 2026");
+        assert!(
+            text.contains("\ncluster.id=MkU3OEVBNTcwNTJENDM2Qk\n"),
+            "{text}"
+        );
+        let parsed = MetaProperties::parse(Path::new("meta.properties"), &text).expect("parses");
+        assert_eq!(parsed.cluster_id, "MkU3OEVBNTcwNTJENDM2Qk");
+    }
+
     #[test]
     fn java_dates_are_formatted_as_date_to_string_in_utc() {
         assert_eq!(java_date_string(0), "Thu Jan 01 00:00:00 UTC 1970");
@@ -227,7 +296,7 @@ mod tests {
     #[test]
     fn meta_properties_golden_bytes() {
         let props = MetaProperties {
-            cluster_id: parse_kafka_uuid("MkU3OEVBNTcwNTJENDM2Qg").expect("valid"),
+            cluster_id: "MkU3OEVBNTcwNTJENDM2Qg".to_owned(),
             node_id: 1,
             directory_id: Uuid::from_u128(0x0102),
         };

@@ -148,7 +148,8 @@ pub async fn run(
             configured: config.node_id,
         });
     }
-    let cluster_id = uuid_to_kafka_string(meta.cluster_id);
+    // The exact text of meta.properties, as Kafka sends it (docs/interop.md).
+    let cluster_id = meta.cluster_id.clone();
     if let Some(expected) = expected_cluster_id {
         if expected != cluster_id {
             return Err(ServerError::ClusterIdMismatch {

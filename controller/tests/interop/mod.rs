@@ -1,0 +1,357 @@
+//! Harness of the Apache Kafka interop tests: real `kraft-controller`
+//! processes on 127.0.0.1 (killed on drop, their logs printed when a test
+//! fails) and Kafka's own tool classes run through `tests/kafka/kafka-run-class`
+//! with the jars `make kafka-jars` resolved.
+//!
+//! Owns process handling and text parsing of the tools' output; it must not
+//! decide what a test expects.
+
+#![allow(dead_code, clippy::unwrap_used)]
+
+use std::{
+    collections::BTreeMap,
+    net::TcpListener,
+    path::{Path, PathBuf},
+    process::{Child, Command, Output, Stdio},
+    time::{Duration, Instant},
+};
+
+/// The cluster id of Kafka's documentation: not canonical base64 (the last
+/// character has non-zero unused bits), accepted by Kafka and kept as given.
+pub const CLUSTER_ID: &str = "MkU3OEVBNTcwNTJENDM2Qk";
+
+/// Our binary, built by cargo for this test.
+pub fn ours() -> &'static str {
+    env!("CARGO_BIN_EXE_kraft-controller")
+}
+
+/// `tests/kafka/kafka-run-class` of this repository.
+pub fn kafka_run_class() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/kafka/kafka-run-class")
+}
+
+fn text(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+/// Runs a Kafka tool class; returns stdout, panics with all output if it fails.
+pub fn kafka(class: &str, args: &[&str]) -> String {
+    let output = Command::new(kafka_run_class())
+        .arg(class)
+        .args(args)
+        .output()
+        .expect("kafka-run-class runs");
+    assert!(
+        output.status.success(),
+        "{class} {args:?} failed ({}):\n{}",
+        output.status,
+        text(&output)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Runs our binary; returns stdout, panics with all output if it fails.
+pub fn run_ours(args: &[&str]) -> String {
+    let output = Command::new(ours())
+        .args(args)
+        .output()
+        .expect("kraft-controller runs");
+    assert!(
+        output.status.success(),
+        "kraft-controller {args:?} failed ({}):\n{}",
+        output.status,
+        text(&output)
+    );
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// An admin config for Kafka's tools with short timeouts, so a wrong answer
+/// fails in seconds rather than after Kafka's default minute.
+pub fn admin_config(dir: &Path) -> PathBuf {
+    let path = dir.join("admin.properties");
+    std::fs::write(
+        &path,
+        "request.timeout.ms=5000\ndefault.api.timeout.ms=15000\n",
+    )
+    .expect("write admin.properties");
+    path
+}
+
+/// A port free at the time of asking.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("bind an ephemeral port")
+        .port()
+}
+
+/// Polls `check` every 100 ms until it returns `Some`, or panics after `timeout`
+/// naming `what`.
+pub fn wait_for<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = check() {
+            return v;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {timeout:?} waiting for {what}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// One controller: its properties file, directory, and process when running.
+#[derive(Debug)]
+pub struct Node {
+    /// node.id.
+    pub id: i32,
+    /// Controller listener port on 127.0.0.1.
+    pub port: u16,
+    /// metadata.log.dir.
+    pub dir: PathBuf,
+    /// The properties file.
+    pub config: PathBuf,
+    log: PathBuf,
+    child: Option<Child>,
+}
+
+impl Node {
+    /// Writes the properties of node `id` under `root`; `bootstrap` is
+    /// `controller.quorum.bootstrap.servers`.
+    pub fn new(root: &Path, id: i32, port: u16, bootstrap: &str) -> Self {
+        let dir = root.join(format!("node{id}"));
+        let config = root.join(format!("node{id}.properties"));
+        let http = free_port();
+        std::fs::write(
+            &config,
+            format!(
+                "process.roles=controller\nnode.id={id}\ncontroller.listener.names=CONTROLLER\n\
+                 listeners=CONTROLLER://127.0.0.1:{port}\n\
+                 controller.quorum.bootstrap.servers={bootstrap}\n\
+                 metadata.log.dir={d}\nlog.dirs={d}\nkraftwerk.http.listener=127.0.0.1:{http}\n",
+                d = dir.display()
+            ),
+        )
+        .expect("write node properties");
+        Self {
+            id,
+            port,
+            dir,
+            config,
+            log: root.join(format!("node{id}.log")),
+            child: None,
+        }
+    }
+
+    /// `HOST:PORT` of the listener.
+    pub fn address(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// Starts `kraft-controller run`.
+    pub fn start(&mut self) {
+        let log = std::fs::File::create(&self.log).expect("create node log");
+        let child = Command::new(ours())
+            .args(["run", "--config"])
+            .arg(&self.config)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .expect("start kraft-controller run");
+        self.child = Some(child);
+    }
+
+    /// Kills the process and waits for it (its files stay).
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// The node's log so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.stop();
+        if std::thread::panicking() {
+            eprintln!("----- log of node {} -----\n{}", self.id, self.log_text());
+        }
+    }
+}
+
+/// `n` nodes with ids 1..=n, all listing each other as bootstrap servers.
+pub fn nodes(root: &Path, n: i32) -> Vec<Node> {
+    let ports: Vec<u16> = (0..n).map(|_| free_port()).collect();
+    let bootstrap = ports
+        .iter()
+        .map(|p| format!("127.0.0.1:{p}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    (1..=n)
+        .zip(ports)
+        .map(|(id, port)| Node::new(root, id, port, &bootstrap))
+        .collect()
+}
+
+/// `id@127.0.0.1:port:dir` for `--initial-controllers`.
+pub fn initial_controllers(nodes: &[Node], dirs: &[&str]) -> String {
+    nodes
+        .iter()
+        .zip(dirs)
+        .map(|(n, d)| format!("{}@127.0.0.1:{}:{d}", n.id, n.port))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// `Key: value` lines of a `describe --status` output.
+pub fn parse_status(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|l| l.split_once(':'))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect()
+}
+
+/// Rows of a `describe --replication` table as maps from the header's names.
+pub fn parse_replication(text: &str) -> Vec<BTreeMap<String, String>> {
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let Some(header) = lines.next() else {
+        return Vec::new();
+    };
+    let names: Vec<&str> = header.split_whitespace().collect();
+    lines
+        .map(|l| {
+            names
+                .iter()
+                .zip(l.split_whitespace())
+                .map(|(k, v)| ((*k).to_owned(), v.to_owned()))
+                .collect()
+        })
+        .collect()
+}
+
+/// Our `quorum describe --status`, parsed; `None` while it fails (no leader yet).
+pub fn our_status(address: &str) -> Option<BTreeMap<String, String>> {
+    let output = Command::new(ours())
+        .args([
+            "quorum",
+            "--bootstrap-controller",
+            address,
+            "--timeout-ms",
+            "2000",
+        ])
+        .args(["describe", "--status"])
+        .output()
+        .ok()?;
+    output
+        .status
+        .success()
+        .then(|| parse_status(&String::from_utf8_lossy(&output.stdout)))
+}
+
+/// Waits until `address` reports a leader and a high watermark above 0.
+pub fn wait_for_leader(address: &str) -> BTreeMap<String, String> {
+    wait_for(
+        "a leader with a high watermark",
+        Duration::from_secs(30),
+        || {
+            our_status(address).filter(|s| {
+                s.get("LeaderId").is_some_and(|l| l != "-1")
+                    && s.get("HighWatermark")
+                        .and_then(|h| h.parse::<i64>().ok())
+                        .is_some_and(|h| h > 0)
+            })
+        },
+    )
+}
+
+/// Kafka's `DumpLogSegments --cluster-metadata-decoder` of `file`, with the
+/// decoded record lines only (`| offset: …`), stripped of what depends on
+/// the time of writing (CreateTime, lastContainedLogTimestamp).
+pub fn kafka_decoded_records(file: &Path) -> Vec<String> {
+    let out = kafka(
+        "kafka.tools.DumpLogSegments",
+        &[
+            "--cluster-metadata-decoder",
+            "--files",
+            &file.display().to_string(),
+        ],
+    );
+    assert_no_errors(&out, file);
+    out.lines()
+        .filter(|l| l.starts_with("| offset:"))
+        .map(|l| {
+            let l = strip_number_after(l, "CreateTime: ");
+            strip_number_after(&l, "\"lastContainedLogTimestamp\":")
+        })
+        .collect()
+}
+
+/// Kafka's dump of `file`: the number of batches and of records.
+pub fn kafka_counts(file: &Path) -> (usize, usize) {
+    let out = kafka(
+        "kafka.tools.DumpLogSegments",
+        &[
+            "--cluster-metadata-decoder",
+            "--files",
+            &file.display().to_string(),
+        ],
+    );
+    assert_no_errors(&out, file);
+    (
+        out.lines().filter(|l| l.starts_with("baseOffset:")).count(),
+        out.lines().filter(|l| l.starts_with("| offset:")).count(),
+    )
+}
+
+/// Our `dump-log` of `file`: the number of batches and of records.
+pub fn our_counts(file: &Path) -> (usize, usize) {
+    let out = run_ours(&["dump-log", &file.display().to_string()]);
+    (
+        out.lines().filter(|l| l.starts_with("batch ")).count(),
+        out.lines().filter(|l| l.starts_with("  offset=")).count(),
+    )
+}
+
+fn assert_no_errors(out: &str, file: &Path) {
+    for word in ["Error", "error", "Exception", "Could not", "isvalid: false"] {
+        assert!(
+            !out.contains(word),
+            "Kafka's dump of {} says {word:?}:\n{out}",
+            file.display()
+        );
+    }
+}
+
+fn strip_number_after(line: &str, marker: &str) -> String {
+    match line.find(marker) {
+        None => line.to_owned(),
+        Some(i) => {
+            let start = i + marker.len();
+            let end = line[start..]
+                .find(|c: char| !c.is_ascii_digit())
+                .map_or(line.len(), |e| start + e);
+            format!("{}{}", &line[..start], &line[end..])
+        }
+    }
+}
+
+/// A Java properties file as a map, comments dropped.
+pub fn properties(path: &Path) -> BTreeMap<String, String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", path.display()))
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}

@@ -1,0 +1,325 @@
+//! Interop with Apache Kafka 4.1's own tools (issue 10, docs/interop.md):
+//! `kafka-metadata-quorum`, `kafka-dump-log` and `kafka-storage` run against
+//! real `kraft-controller` processes and the files they write, and the other
+//! way round. Needs Java and `make kafka-jars`; built only with the
+//! `interop` feature, which `make test-interop` turns on.
+
+mod interop;
+
+use std::{collections::BTreeSet, path::Path, time::Duration};
+
+use interop::*;
+
+const QUORUM_COMMAND: &str = "org.apache.kafka.tools.MetadataQuorumCommand";
+const STORAGE_TOOL: &str = "kafka.tools.StorageTool";
+/// Three valid, non-reserved directory ids in canonical text.
+const DIRS: [&str; 3] = [
+    "LaBaIMiMRmy8YSD1cAd8Ew",
+    "q6CGIHGkTStroizn5hrLMg",
+    "Ww7qv0dqTt2yo2vBmEyd3A",
+];
+const BOOTSTRAP: &str = "bootstrap.checkpoint";
+const ZERO_CHECKPOINT: &str = "__cluster_metadata-0/00000000000000000000-0000000000.checkpoint";
+
+fn tempdir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("create a temp dir")
+}
+
+fn format_ours(node: &Node, mode: &[&str]) -> String {
+    let config = node.config.display().to_string();
+    let mut args = vec!["format", "--config", &config, "--cluster-id", CLUSTER_ID];
+    args.extend_from_slice(mode);
+    run_ours(&args)
+}
+
+fn format_kafka(node: &Node, mode: &[&str]) -> String {
+    let config = node.config.display().to_string();
+    let mut args = vec!["format", "--config", &config, "--cluster-id", CLUSTER_ID];
+    args.extend_from_slice(mode);
+    kafka(STORAGE_TOOL, &args)
+}
+
+fn start_initial_quorum(root: &Path) -> Vec<Node> {
+    let mut nodes = nodes(root, 3);
+    let initial = initial_controllers(&nodes, &DIRS);
+    for node in &nodes {
+        format_ours(node, &["--initial-controllers", &initial]);
+    }
+    for node in &mut nodes {
+        node.start();
+    }
+    nodes
+}
+
+#[test]
+fn kafka_metadata_quorum_describes_our_quorum_as_our_cli_does() {
+    let root = tempdir();
+    let nodes = start_initial_quorum(root.path());
+    let address = nodes[0].address();
+    let admin = admin_config(root.path()).display().to_string();
+    let before = wait_for_leader(&address);
+    let kafka_status = parse_status(&kafka(
+        QUORUM_COMMAND,
+        &[
+            "--bootstrap-controller",
+            &address,
+            "--command-config",
+            &admin,
+            "describe",
+            "--status",
+        ],
+    ));
+    let after = our_status(&address).expect("our describe --status answers");
+
+    // Kafka reads the cluster id with DescribeCluster: the exact text given to format.
+    assert_eq!(kafka_status["ClusterId"], CLUSTER_ID, "{kafka_status:?}");
+    assert_eq!(after["ClusterId"], CLUSTER_ID, "{after:?}");
+    for key in [
+        "LeaderId",
+        "LeaderEpoch",
+        "CurrentVoters",
+        "CurrentObservers",
+    ] {
+        assert_eq!(
+            kafka_status[key], after[key],
+            "{key}: Kafka {kafka_status:?}, ours {after:?}"
+        );
+    }
+    for dir in DIRS {
+        assert!(
+            kafka_status["CurrentVoters"].contains(dir),
+            "{kafka_status:?}"
+        );
+    }
+    for node in &nodes {
+        let endpoint = format!("\"CONTROLLER://127.0.0.1:{}\"", node.port);
+        assert!(
+            kafka_status["CurrentVoters"].contains(&endpoint),
+            "{kafka_status:?}"
+        );
+    }
+    let hw = |s: &std::collections::BTreeMap<String, String>| -> i64 {
+        s["HighWatermark"].parse().expect("a number")
+    };
+    assert!(
+        hw(&before) <= hw(&kafka_status) && hw(&kafka_status) <= hw(&after),
+        "high watermark: ours {} then {}, Kafka's {} in between",
+        hw(&before),
+        hw(&after),
+        hw(&kafka_status)
+    );
+
+    let kafka_rows = parse_replication(&kafka(
+        QUORUM_COMMAND,
+        &[
+            "--bootstrap-controller",
+            &address,
+            "--command-config",
+            &admin,
+            "describe",
+            "--replication",
+        ],
+    ));
+    let our_rows = parse_replication(&run_ours(&[
+        "quorum",
+        "--bootstrap-controller",
+        &address,
+        "describe",
+        "--replication",
+    ]));
+    let identity = |rows: &[std::collections::BTreeMap<String, String>]| -> BTreeSet<(String, String, String)> {
+        rows.iter()
+            .map(|r| (r["NodeId"].clone(), r["DirectoryId"].clone(), r["Status"].clone()))
+            .collect()
+    };
+    assert_eq!(
+        identity(&kafka_rows),
+        identity(&our_rows),
+        "Kafka {kafka_rows:?}\nours {our_rows:?}"
+    );
+    assert_eq!(kafka_rows.len(), 3, "{kafka_rows:?}");
+    let leader = &after["LeaderId"];
+    assert!(
+        kafka_rows
+            .iter()
+            .any(|r| &r["NodeId"] == leader && r["Status"] == "Leader"),
+        "{kafka_rows:?}"
+    );
+}
+
+#[test]
+fn kafka_dump_log_decodes_our_segments_and_checkpoints_as_our_dump_log_counts_them() {
+    let root = tempdir();
+    let mut nodes = nodes(root.path(), 1);
+    format_ours(&nodes[0], &["--standalone"]);
+    nodes[0].start();
+    let address = nodes[0].address();
+    // A few idle intervals: LeaderChange, then NoOpRecords.
+    wait_for(
+        "some no-op records committed",
+        Duration::from_secs(30),
+        || our_status(&address).filter(|s| s["HighWatermark"].parse::<i64>().is_ok_and(|h| h >= 5)),
+    );
+    nodes[0].stop();
+    let dir = nodes[0].dir.clone();
+    let segment = dir.join("__cluster_metadata-0/00000000000000000000.log");
+    for file in [
+        segment.clone(),
+        dir.join(ZERO_CHECKPOINT),
+        dir.join(BOOTSTRAP),
+    ] {
+        let kafka = kafka_counts(&file);
+        assert!(kafka.0 > 0, "Kafka found no batch in {}", file.display());
+        assert_eq!(
+            kafka,
+            our_counts(&file),
+            "(batches, records) of {}",
+            file.display()
+        );
+    }
+    let records = kafka_decoded_records(&segment);
+    assert!(records[0].contains("LeaderChange"), "{records:?}");
+    assert!(
+        records.iter().any(|r| r.contains("NO_OP_RECORD")),
+        "{records:?}"
+    );
+}
+
+/// Formats one directory with Kafka's StorageTool and one with ours, from
+/// the same inputs, and compares what they wrote (decoded, not timestamps).
+fn compare_formats(mode: &[&str], with_directory_id_of_kafka: bool) {
+    let root = tempdir();
+    let kafka_root = root.path().join("kafka");
+    let ours_root = root.path().join("ours");
+    std::fs::create_dir_all(&kafka_root).expect("mkdir");
+    std::fs::create_dir_all(&ours_root).expect("mkdir");
+    let port = free_port();
+    let bootstrap = format!("127.0.0.1:{port}");
+    let kafka_node = Node::new(&kafka_root, 1, port, &bootstrap);
+    let ours_node = Node::new(&ours_root, 1, port, &bootstrap);
+    format_kafka(&kafka_node, mode);
+    let kafka_meta = properties(&kafka_node.dir.join("meta.properties"));
+    let mut our_mode = mode.to_vec();
+    if with_directory_id_of_kafka {
+        // Kafka's format picks a random directory id (it has no flag for
+        // one): give ours the same.
+        our_mode.extend_from_slice(&["--directory-id", &kafka_meta["directory.id"]]);
+    }
+    format_ours(&ours_node, &our_mode);
+    let our_meta = properties(&ours_node.dir.join("meta.properties"));
+    assert_eq!(kafka_meta, our_meta, "meta.properties");
+    assert_eq!(our_meta["cluster.id"], CLUSTER_ID);
+
+    let zero_kafka = kafka_node.dir.join(ZERO_CHECKPOINT);
+    let zero_ours = ours_node.dir.join(ZERO_CHECKPOINT);
+    assert_eq!(
+        zero_kafka.exists(),
+        zero_ours.exists(),
+        "0-0 checkpoint written by one only"
+    );
+    if zero_kafka.exists() {
+        assert_eq!(
+            kafka_decoded_records(&zero_kafka),
+            kafka_decoded_records(&zero_ours),
+            "0-0 checkpoint records"
+        );
+    }
+
+    // bootstrap.checkpoint: the same records, except the broker features that
+    // Kafka finalizes and a controller-only quorum does not (docs/interop.md).
+    let without_offsets = |file: &Path| -> BTreeSet<String> {
+        kafka_decoded_records(file)
+            .into_iter()
+            .map(|l| {
+                l.split_once(" keySize")
+                    .map_or(l.clone(), |(_, rest)| rest.to_owned())
+            })
+            .collect()
+    };
+    let kafka_bootstrap = without_offsets(&kafka_node.dir.join(BOOTSTRAP));
+    let our_bootstrap = without_offsets(&ours_node.dir.join(BOOTSTRAP));
+    let only_kafka: BTreeSet<String> = kafka_bootstrap
+        .difference(&our_bootstrap)
+        .cloned()
+        .collect();
+    let only_ours: BTreeSet<String> = our_bootstrap
+        .difference(&kafka_bootstrap)
+        .cloned()
+        .collect();
+    assert!(
+        only_ours.is_empty(),
+        "records only in our bootstrap.checkpoint: {only_ours:?}"
+    );
+    for line in &only_kafka {
+        assert!(
+            [
+                "eligible.leader.replicas.version",
+                "group.version",
+                "transaction.version"
+            ]
+            .iter()
+            .any(|f| line.contains(&format!("\"name\":\"{f}\""))),
+            "Kafka's bootstrap.checkpoint has a record ours lacks: {line}"
+        );
+    }
+}
+
+#[test]
+fn kafka_storage_format_and_ours_agree_in_standalone_mode() {
+    compare_formats(&["--standalone"], true);
+}
+
+#[test]
+fn kafka_storage_format_and_ours_agree_with_initial_controllers() {
+    let port = free_port();
+    let initial = format!(
+        "1@127.0.0.1:{port}:{},2@127.0.0.1:{}:{}",
+        DIRS[0],
+        free_port(),
+        DIRS[1]
+    );
+    // The listener port of node 1 is not read in this mode.
+    compare_formats(&["--initial-controllers", &initial], false);
+}
+
+#[test]
+fn kafka_storage_format_and_ours_agree_with_no_initial_controllers() {
+    // Kafka picks a random directory id here too: ours is given the same.
+    compare_formats(
+        &["--no-initial-controllers", "--release-version", "4.0-IV3"],
+        true,
+    );
+}
+
+#[test]
+fn our_controller_runs_on_a_directory_that_kafka_formatted_standalone() {
+    let root = tempdir();
+    let mut nodes = nodes(root.path(), 1);
+    format_kafka(&nodes[0], &["--standalone"]);
+    nodes[0].start();
+    let status = wait_for_leader(&nodes[0].address());
+    assert_eq!(status["LeaderId"], "1", "{status:?}");
+    assert_eq!(status["ClusterId"], CLUSTER_ID, "{status:?}");
+}
+
+#[test]
+fn our_controllers_run_on_directories_that_kafka_formatted_with_initial_controllers() {
+    let root = tempdir();
+    let mut nodes = nodes(root.path(), 3);
+    let initial = initial_controllers(&nodes, &DIRS);
+    for node in &nodes {
+        format_kafka(node, &["--initial-controllers", &initial]);
+    }
+    for node in &mut nodes {
+        node.start();
+    }
+    let status = wait_for_leader(&nodes[0].address());
+    for dir in DIRS {
+        assert!(status["CurrentVoters"].contains(dir), "{status:?}");
+    }
+    // Every node agrees on the leader.
+    for node in &nodes {
+        let s = wait_for_leader(&node.address());
+        assert_eq!(s["LeaderId"], status["LeaderId"], "node {}: {s:?}", node.id);
+    }
+}

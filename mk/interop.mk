@@ -1,0 +1,17 @@
+# Interop with Apache Kafka's own tools (issue 10, docs/interop.md): the tests
+# of controller/tests/interop_kafka*.rs, built with the `interop` feature, run
+# Kafka 4.1's kafka-metadata-quorum, kafka-storage and kafka-dump-log classes
+# (jars from `make kafka-jars`) against real kraft-controller processes.
+# Without a JDK they are skipped with a loud message, never silently.
+
+TEST_TARGETS += test-interop
+
+.PHONY: test-interop
+test-interop: ## Apache Kafka's tools against our controllers and files (needs a JDK 17)
+	@if ! command -v java >/dev/null 2>&1; then \
+	  printf '\n%s\n!!! SKIPPED test-interop: no java on PATH (install a JDK 17 to run the Kafka interop tests)\n%s\n\n' \
+	    "$$(printf '!%.0s' {1..90})" "$$(printf '!%.0s' {1..90})"; \
+	  exit 0; \
+	fi; \
+	$(MAKE) --no-print-directory kafka-jars && \
+	$(CARGO) test -p kraft-controller --features interop --no-fail-fast --test interop_kafka --test interop_kafka_voters -- --nocapture --test-threads 2
