@@ -123,8 +123,10 @@ class Cluster:
     def dir(self, n: int) -> Path:
         return self.work / f"node-{n}"
 
-    def initial_controllers(self) -> str:
-        return ",".join(f"{n}@127.0.0.1:{self.ports[n]}:{DIR_IDS[n - 1]}" for n in NODES)
+    def static_voters(self) -> str:
+        """`controller.quorum.voters`: both systems run a static 3-voter quorum
+        (kraft.version 0), the same Raft path for both."""
+        return ",".join(f"{n}@127.0.0.1:{self.ports[n]}" for n in NODES)
 
     def start_all(self, rate: int, record_size: int) -> None:
         self.started_at = time.monotonic()
@@ -175,6 +177,7 @@ class Ours(Cluster):
         for n in NODES:
             self.properties(n).write_text(
                 f"node.id={n}\nprocess.roles=controller\nmetadata.log.dir={self.dir(n)}\n"
+                f"controller.quorum.voters={self.static_voters()}\n"
                 "controller.listener.names=CONTROLLER\n"
                 f"listeners=CONTROLLER://127.0.0.1:{self.ports[n]}\n"
                 f"advertised.listeners=CONTROLLER://127.0.0.1:{self.ports[n]}\n"
@@ -182,7 +185,7 @@ class Ours(Cluster):
             )
             subprocess.run(
                 [self.binary, "format", "--config", self.properties(n), "--cluster-id", CLUSTER_ID,
-                 "--directory-id", DIR_IDS[n - 1], "--initial-controllers", self.initial_controllers()],
+                 "--directory-id", DIR_IDS[n - 1], "--no-initial-controllers"],
                 check=True, stdout=subprocess.DEVNULL,
             )
 
@@ -232,17 +235,16 @@ class Kafka(Cluster):
         return self.work / f"kafka-{n}.properties"
 
     def format(self) -> None:
-        bootstrap = ",".join(f"127.0.0.1:{self.ports[n]}" for n in NODES)
         for n in NODES:
             self.properties(n).write_text(
                 f"process.roles=controller\nnode.id={n}\ncontroller.listener.names=CONTROLLER\n"
                 f"listeners=CONTROLLER://127.0.0.1:{self.ports[n]}\n"
-                f"controller.quorum.bootstrap.servers={bootstrap}\n"
+                f"controller.quorum.voters={self.static_voters()}\n"
                 f"log.dirs={self.dir(n)}\nmetadata.log.dir={self.dir(n)}\n"
             )
             subprocess.run(
                 self.java + ["kafka.tools.StorageTool", "format", "--config", str(self.properties(n)),
-                             "--cluster-id", CLUSTER_ID, "--initial-controllers", self.initial_controllers()],
+                             "--cluster-id", CLUSTER_ID],
                 check=True, stdout=subprocess.DEVNULL,
             )
 
