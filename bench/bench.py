@@ -335,7 +335,8 @@ def main() -> int:
     ap.add_argument("--kafka-heap", default="-Xmx512m")
     ap.add_argument("--rates", default="1000,5000,20000")
     ap.add_argument("--record-size", type=int, default=256)
-    ap.add_argument("--duration", type=float, default=25, help="seconds measured per rate and system")
+    ap.add_argument("--duration", type=float, default=40,
+                    help="seconds measured per rate and system (at least 35: Kafka's rate meter reads low for its first 30 s window)")
     ap.add_argument("--failovers", type=int, default=5)
     ap.add_argument("--failover-rate", type=int, default=1000)
     ap.add_argument("--workdir", type=Path, default=None)
