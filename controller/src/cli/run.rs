@@ -19,6 +19,14 @@ pub struct RunArgs {
     /// Refuse to start unless meta.properties holds this cluster id.
     #[arg(long)]
     cluster_id: Option<String>,
+    /// Benchmark only: the leader appends this many records per second, one
+    /// record per append, and reports append-to-commit latency on
+    /// `GET /workload` (Kafka's `TestRaftServer --throughput`).
+    #[arg(long, value_name = "RECORDS_PER_SEC")]
+    workload_throughput: Option<u32>,
+    /// Benchmark only: bytes per workload record (`TestRaftServer --record-size`).
+    #[arg(long, value_name = "BYTES", default_value_t = 256)]
+    workload_record_size: usize,
 }
 
 /// Runs the controller until SIGTERM or SIGINT; exit code 1 on any error,
@@ -29,6 +37,18 @@ pub fn run(args: RunArgs) -> ExitCode {
         Err(e) => {
             eprintln!("kraft-controller run: {e}");
             return ExitCode::FAILURE;
+        }
+    };
+    let workload = match args.workload_throughput {
+        None => None,
+        Some(rate) => {
+            match server::workload::WorkloadConfig::new(rate, args.workload_record_size) {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    eprintln!("kraft-controller run: {e}");
+                    return ExitCode::FAILURE;
+                }
+            }
         }
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -48,7 +68,7 @@ pub fn run(args: RunArgs) -> ExitCode {
             tracing::info!("signal received: shutting down");
             let _ = tx.send(true);
         });
-        server::run(config, args.cluster_id, rx).await
+        server::run_with_workload(config, args.cluster_id, workload, rx).await
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -17,7 +17,7 @@
 
 use std::{
     collections::{HashMap, VecDeque},
-    time::{Duration, SystemTime, UNIX_EPOCH},
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
 use bytes::Bytes;
@@ -95,6 +95,8 @@ pub struct LoopContext {
     pub max_idle_interval_ms: u64,
     /// `controller.quorum.fetch.timeout.ms`, for readiness.
     pub fetch_timeout_ms: u64,
+    /// The benchmark workload (TestRaftServer's), when enabled.
+    pub workload: Option<super::workload::SharedWorkload>,
 }
 
 struct PendingProposal {
@@ -178,6 +180,7 @@ pub async fn run(
                 lp.execute(&mut engine, cmds)?;
             }
         }
+        lp.drive_workload(&mut engine)?;
         lp.publish(&engine);
     }
     Ok(engine)
@@ -286,6 +289,9 @@ impl Loop {
         let mut deadline = engine.next_deadline_ms();
         if engine.role() == Role::Leader && !self.shutdown_started {
             deadline = deadline.min(self.last_proposal_ms + self.ctx.max_idle_interval_ms);
+        }
+        if let Some(due) = self.workload_next_due() {
+            deadline = deadline.min(now + due);
         }
         // Refresh windowed metrics at least once a second.
         deadline.min(now + 1_000)
@@ -442,6 +448,9 @@ impl Loop {
     }
 
     fn on_committed(&mut self, high_watermark: i64) {
+        if let Some(w) = &self.ctx.workload {
+            lock(w).committed(high_watermark, Instant::now());
+        }
         let now = now_ms();
         while let Some(p) = self.proposals.front() {
             if p.last_offset >= high_watermark {
@@ -473,6 +482,14 @@ impl Loop {
         }
         // Proposals of an older epoch will never commit as such.
         self.proposals.retain(|p| p.epoch == epoch);
+        if let Some(w) = &self.ctx.workload {
+            let mut w = lock(w);
+            if role == Role::Leader {
+                w.claim(epoch, Instant::now());
+            } else {
+                w.resign();
+            }
+        }
         self.last_role = Some((role, epoch, leader_id));
     }
 
@@ -488,16 +505,17 @@ impl Loop {
             return Ok(());
         }
         let record = crate::metadata::records::no_op_record();
-        self.propose(engine, &[record], now)
+        self.propose(engine, &[record], now).map(|_| ())
     }
 
-    /// Appends `records` as the leader (for the layer above and no-ops).
+    /// Appends `records` as the leader (for the layer above and no-ops);
+    /// returns the offset of the last one, `None` when not leader.
     fn propose(
         &mut self,
         engine: &mut RaftEngine<FileLog>,
         records: &[Bytes],
         now: u64,
-    ) -> Result<(), LoopError> {
+    ) -> Result<Option<i64>, LoopError> {
         self.last_proposal_ms = now;
         match engine.propose(records, now) {
             Ok((proposed, cmds)) => {
@@ -507,11 +525,41 @@ impl Loop {
                     epoch: proposed.epoch,
                     proposed_at_ms: now,
                 });
-                self.execute(engine, cmds)
+                self.execute(engine, cmds)?;
+                Ok(Some(proposed.last_offset))
             }
-            Err(raft::RaftError::NotLeader { .. }) => Ok(()),
+            Err(raft::RaftError::NotLeader { .. }) => Ok(None),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// Milliseconds until the workload's next record is due, if it runs.
+    fn workload_next_due(&self) -> Option<u64> {
+        let due = lock(self.ctx.workload.as_ref()?).next_due()?;
+        let wait = due.saturating_duration_since(Instant::now());
+        Some(u64::try_from(wait.as_millis()).unwrap_or(u64::MAX))
+    }
+
+    /// Appends the workload's due records, one record per append (as
+    /// TestRaftServer), while this node leads and is not shutting down.
+    fn drive_workload(&mut self, engine: &mut RaftEngine<FileLog>) -> Result<(), LoopError> {
+        let Some(shared) = self.ctx.workload.clone() else {
+            return Ok(());
+        };
+        if engine.role() != Role::Leader || self.shutdown_started {
+            return Ok(());
+        }
+        let (due, payload) = {
+            let w = lock(&shared);
+            (w.due(Instant::now()), w.payload())
+        };
+        for _ in 0..due {
+            match self.propose(engine, std::slice::from_ref(&payload), now_ms())? {
+                Some(offset) => lock(&shared).appended(offset, Instant::now()),
+                None => break,
+            }
+        }
+        Ok(())
     }
 
     fn publish(&self, engine: &RaftEngine<FileLog>) {
@@ -584,4 +632,12 @@ fn readiness(status: &raft::RaftStatus) -> Readiness {
             reason: format!("{} in epoch {epoch}, no leader known", role.name()),
         },
     }
+}
+
+/// Locks the workload; a panic elsewhere while holding it leaves plain
+/// counters behind, still worth reading.
+fn lock(
+    w: &super::workload::SharedWorkload,
+) -> std::sync::MutexGuard<'_, super::workload::Workload> {
+    w.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }

@@ -10,6 +10,7 @@ pub mod event_loop;
 pub mod fit;
 pub mod http;
 pub mod metrics;
+pub mod workload;
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
@@ -135,6 +136,21 @@ pub async fn run(
     expected_cluster_id: Option<String>,
     shutdown: watch::Receiver<bool>,
 ) -> Result<(), ServerError> {
+    run_with_workload(config, expected_cluster_id, None, shutdown).await
+}
+
+/// [`run`], with the benchmark workload of [`workload`] when `workload` is
+/// set (`kraft-controller run --workload-throughput N`): the leader appends
+/// records at the given rate and `GET /workload` reports the latencies; the
+/// report is also printed on stdout at shutdown.
+///
+/// Errors: [`ServerError`].
+pub async fn run_with_workload(
+    config: ControllerConfig,
+    expected_cluster_id: Option<String>,
+    workload: Option<workload::WorkloadConfig>,
+    shutdown: watch::Receiver<bool>,
+) -> Result<(), ServerError> {
     for key in &config.unknown_keys {
         tracing::warn!(key = %key, "unknown configuration key ignored");
     }
@@ -251,7 +267,11 @@ pub async fn run(
             address: config.http_listener.to_string(),
             source,
         })?;
-    let router = http::router(registry, readiness_rx);
+    let workload = workload.map(|w| Arc::new(std::sync::Mutex::new(workload::Workload::new(w))));
+    let mut router = http::router(registry, readiness_rx);
+    if let Some(w) = &workload {
+        router = router.merge(workload::router(w.clone()));
+    }
     let mut http_shutdown = shutdown.clone();
     let http_task = tokio::spawn(async move {
         let stop = async move {
@@ -306,9 +326,19 @@ pub async fn run(
         metrics,
         max_idle_interval_ms: config.max_idle_interval_ms,
         fetch_timeout_ms: t.fetch_timeout_ms,
+        workload: workload.clone(),
     };
     let result = event_loop::run(engine, initial, ctx, shutdown).await;
     accept_task.abort();
+    if let Some(w) = workload {
+        let report = w
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .report();
+        if let Ok(json) = serde_json::to_string(&report) {
+            println!("workload-report {json}");
+        }
+    }
     match result {
         Ok(engine) => {
             let mut log = engine.into_log();

@@ -1,0 +1,377 @@
+//! The benchmark workload, equivalent to Apache Kafka's `kafka.tools.TestRaftServer`
+//! (its `RaftWorkloadGenerator`): while this node is the leader it appends one
+//! record of `record_size` bytes per append at `throughput` records/s, and
+//! measures, for its own epoch only, the append-to-commit latency of every
+//! record and the committed bytes per second.
+//!
+//! It owns the pacing (Kafka's `ThroughputThrottler`: record n is due at
+//! `claim + n / throughput` s) and the accounting; the event loop owns the
+//! appends and tells it about role changes and commits. It must not touch the
+//! engine or the log itself, and it is never enabled outside benchmarks
+//! (`kraft-controller run --workload-throughput N`).
+//!
+//! Results: `GET /workload` on the HTTP listener answers one JSON object
+//! ([`WorkloadReport`]); the same object is printed on stdout at shutdown,
+//! prefixed by `workload-report `.
+
+use std::{
+    collections::VecDeque,
+    sync::{Arc, Mutex},
+    time::{Duration, Instant},
+};
+
+use axum::{
+    Router,
+    extract::State,
+    http::{StatusCode, header},
+    response::IntoResponse,
+    routing::get,
+};
+use bytes::Bytes;
+use serde::Serialize;
+
+/// Errors of the workload settings.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkloadError {
+    /// `--workload-throughput` must be at least 1 record/s.
+    #[error("workload throughput must be at least 1 record/s, got {0}")]
+    Throughput(u32),
+    /// `--workload-record-size` must be at least 1 byte.
+    #[error("workload record size must be at least 1 byte, got {0}")]
+    RecordSize(usize),
+}
+
+/// What to append (TestRaftServer's `--throughput` and `--record-size`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkloadConfig {
+    /// Records per second the leader appends (TestRaftServer default 5000).
+    pub throughput: u32,
+    /// Bytes of each record's value (TestRaftServer default 256).
+    pub record_size: usize,
+}
+
+impl WorkloadConfig {
+    /// Checks the settings.
+    ///
+    /// Errors: [`WorkloadError`] for a zero rate or size.
+    pub fn new(throughput: u32, record_size: usize) -> Result<Self, WorkloadError> {
+        if throughput == 0 {
+            return Err(WorkloadError::Throughput(throughput));
+        }
+        if record_size == 0 {
+            return Err(WorkloadError::RecordSize(record_size));
+        }
+        Ok(Self {
+            throughput,
+            record_size,
+        })
+    }
+}
+
+/// The results of the current (or last) epoch this node led, the body of
+/// `GET /workload`. Latencies in milliseconds (microsecond resolution).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct WorkloadReport {
+    /// The epoch measured; -1 when this node has never led.
+    pub epoch: i32,
+    /// Target rate, records/s.
+    pub target_records_per_sec: u32,
+    /// Bytes per record.
+    pub record_size: usize,
+    /// Records appended in this epoch.
+    pub appended: u64,
+    /// Records of this epoch committed.
+    pub committed: u64,
+    /// Committed payload bytes.
+    pub committed_bytes: u64,
+    /// Seconds from the claim of the epoch to the last commit.
+    pub elapsed_s: f64,
+    /// `committed_bytes / elapsed_s`.
+    pub bytes_per_sec: f64,
+    /// `committed / elapsed_s`.
+    pub records_per_sec: f64,
+    /// Append-to-commit latency percentiles, ms.
+    pub p50_ms: f64,
+    /// 75th percentile, ms.
+    pub p75_ms: f64,
+    /// 99th percentile, ms.
+    pub p99_ms: f64,
+    /// 99.9th percentile, ms.
+    pub p999_ms: f64,
+    /// Largest latency, ms.
+    pub max_ms: f64,
+}
+
+/// The workload's state: pacing, the appends waiting for commit (offset
+/// order) and the latencies of the committed ones, for one epoch.
+#[derive(Debug)]
+pub struct Workload {
+    config: WorkloadConfig,
+    payload: Bytes,
+    epoch: Option<i32>,
+    measured_epoch: i32,
+    claimed_at: Option<Instant>,
+    last_commit_at: Option<Instant>,
+    appended: u64,
+    pending: VecDeque<(i64, Instant)>,
+    latencies_us: Vec<u64>,
+    committed_bytes: u64,
+}
+
+/// The workload shared between the event loop and the HTTP handler.
+pub type SharedWorkload = Arc<Mutex<Workload>>;
+
+impl Workload {
+    /// A workload that waits for this node to become leader.
+    pub fn new(config: WorkloadConfig) -> Self {
+        Self {
+            config,
+            payload: Bytes::from(vec![0u8; config.record_size]),
+            epoch: None,
+            measured_epoch: -1,
+            claimed_at: None,
+            last_commit_at: None,
+            appended: 0,
+            pending: VecDeque::new(),
+            latencies_us: Vec::new(),
+            committed_bytes: 0,
+        }
+    }
+
+    /// The value of every record (zeros, as TestRaftServer's payload).
+    pub fn payload(&self) -> Bytes {
+        self.payload.clone()
+    }
+
+    /// This node became leader of `epoch` at `now`: starts measuring afresh
+    /// (Kafka's `handleLeaderChange` to self: throttler reset, pending cleared).
+    pub fn claim(&mut self, epoch: i32, now: Instant) {
+        if self.epoch == Some(epoch) {
+            return;
+        }
+        self.epoch = Some(epoch);
+        self.measured_epoch = epoch;
+        self.claimed_at = Some(now);
+        self.last_commit_at = None;
+        self.appended = 0;
+        self.pending.clear();
+        self.latencies_us.clear();
+        self.committed_bytes = 0;
+    }
+
+    /// This node is no longer leader: stops appending; the results of the
+    /// epoch stay readable.
+    pub fn resign(&mut self) {
+        self.epoch = None;
+        self.pending.clear();
+    }
+
+    /// The epoch being led, if any.
+    pub fn epoch(&self) -> Option<i32> {
+        self.epoch
+    }
+
+    /// How many records are due at `now` and not yet appended (0 when not
+    /// leader). Record n (from 1) is due `n / throughput` seconds after the claim.
+    pub fn due(&self, now: Instant) -> u64 {
+        match (self.epoch, self.claimed_at) {
+            (Some(_), Some(start)) => {
+                let elapsed_us = now.saturating_duration_since(start).as_micros();
+                let target = elapsed_us * u128::from(self.config.throughput) / 1_000_000;
+                u64::try_from(target)
+                    .unwrap_or(u64::MAX)
+                    .saturating_sub(self.appended)
+            }
+            _ => 0,
+        }
+    }
+
+    /// When the next record is due; `None` when not leader.
+    pub fn next_due(&self) -> Option<Instant> {
+        let start = self.claimed_at?;
+        self.epoch?;
+        let n = u128::from(self.appended + 1);
+        let us = n * 1_000_000 / u128::from(self.config.throughput);
+        Some(start + Duration::from_micros(u64::try_from(us).unwrap_or(u64::MAX)))
+    }
+
+    /// One record was appended at `offset` at `now`.
+    pub fn appended(&mut self, offset: i64, now: Instant) {
+        self.appended += 1;
+        self.pending.push_back((offset, now));
+    }
+
+    /// The high watermark moved to `high_watermark` (exclusive) at `now`:
+    /// every pending record below it is committed.
+    pub fn committed(&mut self, high_watermark: i64, now: Instant) {
+        while let Some(&(offset, at)) = self.pending.front() {
+            if offset >= high_watermark {
+                break;
+            }
+            self.pending.pop_front();
+            let us = now.saturating_duration_since(at).as_micros();
+            self.latencies_us
+                .push(u64::try_from(us).unwrap_or(u64::MAX));
+            self.committed_bytes += self.config.record_size as u64;
+            self.last_commit_at = Some(now);
+        }
+    }
+
+    /// The results so far (sorts a copy of the latencies).
+    pub fn report(&self) -> WorkloadReport {
+        let mut sorted = self.latencies_us.clone();
+        sorted.sort_unstable();
+        let elapsed_s = match (self.claimed_at, self.last_commit_at) {
+            (Some(a), Some(b)) => b.saturating_duration_since(a).as_secs_f64(),
+            _ => 0.0,
+        };
+        let per_sec = |x: u64| {
+            if elapsed_s > 0.0 {
+                x as f64 / elapsed_s
+            } else {
+                0.0
+            }
+        };
+        let committed = sorted.len() as u64;
+        WorkloadReport {
+            epoch: self.measured_epoch,
+            target_records_per_sec: self.config.throughput,
+            record_size: self.config.record_size,
+            appended: self.appended,
+            committed,
+            committed_bytes: self.committed_bytes,
+            elapsed_s,
+            bytes_per_sec: per_sec(self.committed_bytes),
+            records_per_sec: per_sec(committed),
+            p50_ms: percentile_ms(&sorted, 50.0),
+            p75_ms: percentile_ms(&sorted, 75.0),
+            p99_ms: percentile_ms(&sorted, 99.0),
+            p999_ms: percentile_ms(&sorted, 99.9),
+            max_ms: sorted.last().map_or(0.0, |&us| us as f64 / 1000.0),
+        }
+    }
+}
+
+/// The `q`th percentile (nearest rank) of `sorted_us` (microseconds,
+/// ascending), in milliseconds; 0 for an empty slice.
+pub fn percentile_ms(sorted_us: &[u64], q: f64) -> f64 {
+    if sorted_us.is_empty() {
+        return 0.0;
+    }
+    // The small epsilon keeps 99.9 % of 1000 at rank 999 despite float rounding.
+    let rank = (q / 100.0 * sorted_us.len() as f64 - 1e-9).ceil() as usize;
+    let index = rank.clamp(1, sorted_us.len()) - 1;
+    sorted_us[index] as f64 / 1000.0
+}
+
+/// The `/workload` route, answering the JSON [`WorkloadReport`].
+pub fn router(workload: SharedWorkload) -> Router {
+    Router::new()
+        .route("/workload", get(report))
+        .with_state(workload)
+}
+
+async fn report(State(workload): State<SharedWorkload>) -> impl IntoResponse {
+    let report = match workload.lock() {
+        Ok(w) => w.report(),
+        Err(poisoned) => poisoned.into_inner().report(),
+    };
+    match serde_json::to_string(&report) {
+        Ok(body) => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            body + "\n",
+        )
+            .into_response(),
+        Err(e) => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("encoding the workload report: {e}\n"),
+        )
+            .into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> WorkloadConfig {
+        WorkloadConfig::new(1000, 256).expect("valid")
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank_over_the_committed_latencies() {
+        let sorted: Vec<u64> = (1..=1000).map(|ms| ms * 1000).collect();
+        assert_eq!(percentile_ms(&sorted, 50.0), 500.0);
+        assert_eq!(percentile_ms(&sorted, 75.0), 750.0);
+        assert_eq!(percentile_ms(&sorted, 99.0), 990.0);
+        assert_eq!(percentile_ms(&sorted, 99.9), 999.0);
+        assert_eq!(percentile_ms(&[2500], 99.9), 2.5);
+        assert_eq!(percentile_ms(&[], 50.0), 0.0);
+    }
+
+    #[test]
+    fn records_are_due_at_the_target_rate_from_the_claim() {
+        let mut w = Workload::new(config());
+        let t0 = Instant::now();
+        assert_eq!(w.due(t0 + Duration::from_secs(1)), 0, "not leader");
+        w.claim(3, t0);
+        assert_eq!(w.due(t0), 0);
+        assert_eq!(w.next_due(), Some(t0 + Duration::from_millis(1)));
+        assert_eq!(w.due(t0 + Duration::from_millis(10)), 10);
+        for offset in 0..10 {
+            w.appended(offset, t0 + Duration::from_millis(10));
+        }
+        assert_eq!(w.due(t0 + Duration::from_millis(10)), 0);
+        assert_eq!(w.next_due(), Some(t0 + Duration::from_millis(11)));
+        w.resign();
+        assert_eq!(w.next_due(), None);
+    }
+
+    #[test]
+    fn a_commit_measures_each_record_below_the_high_watermark_from_its_append() {
+        let mut w = Workload::new(config());
+        let t0 = Instant::now();
+        w.claim(5, t0);
+        w.appended(10, t0);
+        w.appended(11, t0 + Duration::from_millis(1));
+        w.appended(12, t0 + Duration::from_millis(2));
+        // High watermark 12: offsets 10 and 11 committed, 12 still pending.
+        w.committed(12, t0 + Duration::from_millis(5));
+        let r = w.report();
+        assert_eq!(r.epoch, 5);
+        assert_eq!(r.appended, 3);
+        assert_eq!(r.committed, 2);
+        assert_eq!(r.committed_bytes, 512);
+        assert_eq!(r.p50_ms, 4.0);
+        assert_eq!(r.max_ms, 5.0);
+        assert!((r.elapsed_s - 0.005).abs() < 1e-9);
+        assert!((r.bytes_per_sec - 512.0 / 0.005).abs() < 1e-6);
+        w.committed(13, t0 + Duration::from_millis(9));
+        assert_eq!(w.report().committed, 3);
+        assert_eq!(w.report().max_ms, 7.0);
+    }
+
+    #[test]
+    fn a_new_epoch_starts_the_measurement_afresh_and_resigning_keeps_it_readable() {
+        let mut w = Workload::new(config());
+        let t0 = Instant::now();
+        w.claim(1, t0);
+        w.appended(0, t0);
+        w.committed(1, t0 + Duration::from_millis(3));
+        w.resign();
+        assert_eq!(w.report().committed, 1, "readable after resigning");
+        w.claim(2, t0 + Duration::from_secs(1));
+        let r = w.report();
+        assert_eq!((r.epoch, r.appended, r.committed), (2, 0, 0));
+    }
+
+    #[test]
+    fn zero_rate_or_size_is_refused_naming_the_value() {
+        assert_eq!(
+            WorkloadConfig::new(0, 256).unwrap_err().to_string(),
+            "workload throughput must be at least 1 record/s, got 0"
+        );
+        assert!(WorkloadConfig::new(10, 0).is_err());
+    }
+}
