@@ -43,10 +43,13 @@ fn a_formatted_directory_dumps_to_this_exact_text() {
 == bootstrap.checkpoint
 batch base_offset=0 last_offset=0 count=1 epoch=0 control=true crc=0x483d7a4f size=83 position=0 timestamp=1795998093000
   offset=0 SNAPSHOT_HEADER version=0 last_contained_log_timestamp=0
-batch base_offset=1 last_offset=1 count=1 epoch=0 control=false crc=0xf90cf907 size=91 position=83 timestamp=1795998093000
+batch base_offset=1 last_offset=4 count=4 epoch=0 control=false crc=0x87821ce5 size=197 position=83 timestamp=1795998093000
   offset=1 FEATURE_LEVEL_RECORD(12) version=0 name=metadata.version feature_level=27
-batch base_offset=2 last_offset=2 count=1 epoch=0 control=true crc=0x50a749f8 size=75 position=174 timestamp=1795998093000
-  offset=2 SNAPSHOT_FOOTER version=0
+  offset=2 FEATURE_LEVEL_RECORD(12) version=0 name=eligible.leader.replicas.version feature_level=1
+  offset=3 FEATURE_LEVEL_RECORD(12) version=0 name=group.version feature_level=1
+  offset=4 FEATURE_LEVEL_RECORD(12) version=0 name=transaction.version feature_level=2
+batch base_offset=5 last_offset=5 count=1 epoch=0 control=true crc=0x50a749f8 size=75 position=280 timestamp=1795998093000
+  offset=5 SNAPSHOT_FOOTER version=0
 == __cluster_metadata-0/
 == 00000000000000000000-0000000000.checkpoint
 batch base_offset=0 last_offset=2 count=3 epoch=0 control=true crc=0xbd85993c size=204 position=0 timestamp=1795998093000

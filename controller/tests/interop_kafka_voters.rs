@@ -2,11 +2,8 @@
 //! `remove-controller` (issue 10, test 2; KIP-853): Kafka's tool changes our
 //! voter set. Built only with the `interop` feature (`make test-interop`).
 //!
-//! Runs only when our controller really answers AddRaftVoter (the engine's
-//! KIP-853 work, branch `engine`): the probe asks the standalone leader to add
-//! itself, which a KIP-853 leader refuses with DUPLICATE_VOTER. Any other
-//! answer prints a LOUD skip message; the lead removes the probe once the
-//! engine has landed in main.
+//! First, our own admin client checks KIP-853's DUPLICATE_VOTER: asked to add
+//! itself, the standalone leader refuses.
 
 mod interop;
 
@@ -71,15 +68,9 @@ fn kafka_metadata_quorum_adds_and_removes_a_controller_of_ours() {
     nodes[0].start();
     let address = nodes[0].address();
     wait_for_leader(&address);
-    if let Err(why) = answers_add_raft_voter(&address, nodes[0].port) {
-        eprintln!(
-            "\n{bar}\n!!! SKIPPED: kafka_metadata_quorum_adds_and_removes_a_controller_of_ours\n\
-             !!! kraft-controller does not answer AddRaftVoter yet (KIP-853 engine work, branch `engine`):\n\
-             !!! {why}\n{bar}\n",
-            bar = "!".repeat(100)
-        );
-        return;
-    }
+    answers_add_raft_voter(&address, nodes[0].port).unwrap_or_else(|why| {
+        panic!("KIP-853: adding an existing voter must answer DUPLICATE_VOTER: {why}")
+    });
     nodes[1].start();
     let admin = admin_config(root.path()).display().to_string();
     let joining = nodes[1].config.display().to_string();

@@ -6,9 +6,10 @@
 //! SnapshotHeader (`lastContainedLogTimestamp` 0), one data batch with the
 //! FeatureLevelRecords in `ApiMessageAndVersion` framing, and a control batch
 //! with SnapshotFooter; epoch 0 throughout, timestamps the time of writing.
-//! We write `metadata.version` only (the other features of Kafka 4.1 —
-//! group.version, transaction.version, … — are broker features this
-//! controller-only project does not finalize).
+//! The records are those Kafka 4.1's `Formatter` writes: `metadata.version`,
+//! then each production feature at its default level for that
+//! metadata.version (Kafka's `Feature.defaultLevel`), in Kafka's order, levels
+//! of 0 left out. Found by the interop test against `kafka-storage format`.
 //!
 //! Owns the file; it must not interpret feature levels.
 
@@ -33,11 +34,71 @@ pub fn encode_bootstrap_checkpoint(
     metadata_version: MetadataVersion,
     timestamp_ms: i64,
 ) -> Result<Bytes> {
-    let record = FeatureLevelRecord {
-        name: METADATA_VERSION_FEATURE.into(),
-        feature_level: metadata_version.feature_level(),
-    };
-    encode_snapshot(0, timestamp_ms, 0, &[], &[record.encode_framed()])
+    let mut records = vec![
+        FeatureLevelRecord {
+            name: METADATA_VERSION_FEATURE.into(),
+            feature_level: metadata_version.feature_level(),
+        }
+        .encode_framed(),
+    ];
+    for (name, level) in default_feature_levels(metadata_version.feature_level()) {
+        records.push(
+            FeatureLevelRecord {
+                name: name.into(),
+                feature_level: level,
+            }
+            .encode_framed(),
+        );
+    }
+    encode_snapshot(0, timestamp_ms, 0, &[], &records)
+}
+
+/// Kafka 4.1's production features other than metadata.version and
+/// kraft.version, each with the metadata.version level from which a level is
+/// the default (`Feature.defaultLevel`: the highest feature level whose
+/// bootstrap metadata.version is at or below the cluster's):
+/// `eligible.leader.replicas.version` 1 from 4.1-IV0 (26), `group.version` 1
+/// from 4.0-IV0 (22), `transaction.version` 2 from 4.0-IV2 (24). In the order
+/// Kafka's `Formatter` writes them.
+const FEATURE_DEFAULTS: &[(&str, &[(i16, i16)])] = &[
+    ("eligible.leader.replicas.version", &[(26, 1)]),
+    ("group.version", &[(22, 1)]),
+    ("transaction.version", &[(24, 2)]),
+];
+
+/// The non-zero default levels of the other features at `metadata_version`.
+pub fn default_feature_levels(metadata_version: i16) -> Vec<(&'static str, i16)> {
+    FEATURE_DEFAULTS
+        .iter()
+        .filter_map(|(name, steps)| {
+            steps
+                .iter()
+                .filter(|(from, _)| metadata_version >= *from)
+                .map(|(_, level)| *level)
+                .max()
+                .map(|level| (*name, level))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kafka_4_1_bootstraps_the_broker_features_at_their_default_levels() {
+        // As `kafka-storage format` 4.1.2 writes for 4.1-IV1 (interop mismatch 3).
+        assert_eq!(
+            default_feature_levels(27),
+            vec![
+                ("eligible.leader.replicas.version", 1),
+                ("group.version", 1),
+                ("transaction.version", 2)
+            ]
+        );
+        assert_eq!(default_feature_levels(21), Vec::<(&str, i16)>::new());
+        assert_eq!(default_feature_levels(22), vec![("group.version", 1)]);
+    }
 }
 
 /// Writes `<log_dir>/bootstrap.checkpoint` atomically (temp file, fsync,
