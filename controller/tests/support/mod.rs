@@ -72,6 +72,8 @@ pub struct Node {
     pub port: u16,
     /// `kraftwerk.http.listener`'s port.
     pub http_port: u16,
+    /// `directory.id` of its current format (Kafka's uuid text).
+    pub directory_id: String,
     child: Option<Child>,
 }
 
@@ -194,9 +196,14 @@ impl Node {
 /// A set of controllers formatted into one temporary directory.
 #[derive(Debug)]
 pub struct Quorum {
-    /// The nodes, ids 1..=n in order.
+    /// The nodes, ids 1..=n in order (then the ones [`Quorum::add_observer`]
+    /// formatted).
     pub nodes: Vec<Node>,
     dir: tempfile::TempDir,
+    mode: Mode,
+    properties: Vec<(String, String)>,
+    /// How many formats so far, to give each a distinct directory id.
+    formats: u128,
 }
 
 /// Builds a [`Quorum`]: `size` nodes, a [`Mode`], extra properties.
@@ -204,6 +211,7 @@ pub struct Quorum {
 pub struct QuorumBuilder {
     size: usize,
     mode: Mode,
+    standalone: bool,
     properties: Vec<(String, String)>,
 }
 
@@ -213,7 +221,17 @@ impl QuorumBuilder {
         Self {
             size,
             mode,
+            standalone: false,
             properties: Vec::new(),
+        }
+    }
+
+    /// One node formatted with `format --standalone` (KIP-853: a dynamic
+    /// quorum of itself, to grow with AddRaftVoter).
+    pub fn standalone() -> Self {
+        Self {
+            standalone: true,
+            ..Self::new(1, Mode::Dynamic)
         }
     }
 
@@ -257,68 +275,227 @@ impl QuorumBuilder {
             })
             .collect::<Vec<_>>()
             .join(",");
-        let mut nodes = Vec::new();
+        let mut quorum = Quorum {
+            nodes: Vec::new(),
+            dir,
+            mode: self.mode,
+            properties: self.properties,
+            formats: 0,
+        };
         for (i, id) in ids.iter().enumerate() {
-            let node_dir = dir.path().join(format!("node-{id}"));
-            std::fs::create_dir_all(&node_dir).expect("node dir");
-            let log_dir = node_dir.join("metadata");
-            let config = node_dir.join("server.properties");
-            let mut text = format!(
-                "node.id={id}\nprocess.roles=controller\n\
-                 listeners=CONTROLLER://127.0.0.1:{port}\n\
-                 controller.listener.names=CONTROLLER\n\
-                 metadata.log.dir={log_dir}\n\
-                 kraftwerk.http.listener=127.0.0.1:{http}\n",
-                port = controller_port(i),
-                http = ports[2 * i + 1],
-                log_dir = log_dir.display(),
+            let config = quorum.write_config(
+                *id,
+                controller_port(i),
+                ports[2 * i + 1],
+                &bootstrap,
+                &static_voters,
             );
-            match self.mode {
-                Mode::Dynamic => text.push_str(&format!(
-                    "controller.quorum.bootstrap.servers={bootstrap}\n"
-                )),
-                Mode::Static => {
-                    text.push_str(&format!("controller.quorum.voters={static_voters}\n"))
+            let bootstrap_flag = if self.standalone {
+                vec!["--standalone".to_owned()]
+            } else {
+                match self.mode {
+                    Mode::Dynamic => {
+                        vec![
+                            "--initial-controllers".to_owned(),
+                            initial_controllers.clone(),
+                        ]
+                    }
+                    Mode::Static => vec!["--no-initial-controllers".to_owned()],
                 }
-            }
-            for (k, v) in &self.properties {
-                text.push_str(&format!("{k}={v}\n"));
-            }
-            std::fs::write(&config, text).expect("write server.properties");
-            let mut format = Command::new(BIN);
-            format
-                .arg("format")
-                .arg("--config")
-                .arg(&config)
-                .arg(format!("--cluster-id={CLUSTER_ID}"))
-                .args(["--node-id", &id.to_string()])
-                .args(["--directory-id", &directory_ids[i]]);
-            match self.mode {
-                Mode::Dynamic => format.args(["--initial-controllers", &initial_controllers]),
-                Mode::Static => format.arg("--no-initial-controllers"),
             };
-            let out = format.output().expect("run kraft-controller format");
-            assert!(
-                out.status.success(),
-                "format of node {id} failed: {}{}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-            nodes.push(Node {
+            format_node(*id, &config, &directory_ids[i], &bootstrap_flag);
+            quorum.nodes.push(Node {
                 id: *id,
-                log_dir,
-                output: node_dir.join("output.log"),
+                log_dir: config.parent().expect("node dir").join("metadata"),
+                output: config.parent().expect("node dir").join("output.log"),
                 config,
                 port: controller_port(i),
                 http_port: ports[2 * i + 1],
+                directory_id: directory_ids[i].clone(),
                 child: None,
             });
         }
-        Quorum { nodes, dir }
+        quorum
+    }
+}
+
+/// Runs `kraft-controller format` of node `id` with `directory_id` and the
+/// bootstrap flag(s) (`--standalone`, `--initial-controllers …` or
+/// `--no-initial-controllers`); panics with its output when it fails.
+fn format_node(id: i32, config: &Path, directory_id: &str, bootstrap: &[String]) {
+    let out = Command::new(BIN)
+        .arg("format")
+        .arg("--config")
+        .arg(config)
+        .arg(format!("--cluster-id={CLUSTER_ID}"))
+        .args(["--node-id", &id.to_string()])
+        .args(["--directory-id", directory_id])
+        .args(bootstrap)
+        .output()
+        .expect("run kraft-controller format");
+    assert!(
+        out.status.success(),
+        "format of node {id} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// What a `kraft-controller` command printed and how it exited.
+#[derive(Debug)]
+pub struct CliOutput {
+    /// The exit code (-1 when killed by a signal).
+    pub code: i32,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl std::fmt::Display for CliOutput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit code {}; stdout: {}; stderr: {}",
+            self.code,
+            self.stdout.trim(),
+            self.stderr.trim()
+        )
+    }
+}
+
+/// Runs `kraft-controller ARGS…` to completion.
+pub fn cli(args: &[&str]) -> CliOutput {
+    let out = Command::new(BIN)
+        .args(args)
+        .output()
+        .expect("run kraft-controller");
+    CliOutput {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
 
 impl Quorum {
+    /// Writes node `id`'s directory and `server.properties` (the builder's
+    /// mode and extra properties); returns the file's path.
+    fn write_config(
+        &self,
+        id: i32,
+        port: u16,
+        http_port: u16,
+        bootstrap: &str,
+        static_voters: &str,
+    ) -> PathBuf {
+        let node_dir = self.dir.path().join(format!("node-{id}"));
+        std::fs::create_dir_all(&node_dir).expect("node dir");
+        let log_dir = node_dir.join("metadata");
+        let config = node_dir.join("server.properties");
+        let mut text = format!(
+            "node.id={id}\nprocess.roles=controller\n\
+             listeners=CONTROLLER://127.0.0.1:{port}\n\
+             controller.listener.names=CONTROLLER\n\
+             metadata.log.dir={log_dir}\n\
+             kraftwerk.http.listener=127.0.0.1:{http_port}\n",
+            log_dir = log_dir.display(),
+        );
+        match self.mode {
+            Mode::Dynamic => text.push_str(&format!(
+                "controller.quorum.bootstrap.servers={bootstrap}\n"
+            )),
+            Mode::Static => text.push_str(&format!("controller.quorum.voters={static_voters}\n")),
+        }
+        for (k, v) in &self.properties {
+            text.push_str(&format!("{k}={v}\n"));
+        }
+        std::fs::write(&config, text).expect("write server.properties");
+        config
+    }
+
+    /// A directory id no format of this quorum has used yet.
+    fn fresh_directory_id(&mut self, id: i32) -> String {
+        self.formats += 1;
+        kafka_uuid_string(Uuid::from_u128(
+            0x5eed_0000_0000_0000_0000_0000_0000_0000 + (self.formats << 32) + id as u128,
+        ))
+    }
+
+    /// Formats a new node (the next id) with `--no-initial-controllers`
+    /// and a fresh directory id, its `controller.quorum.bootstrap.servers`
+    /// naming every node so far (KIP-853: it fetches as an observer until a
+    /// voter change adds it). Starts nothing; returns its id. Dynamic mode.
+    pub fn add_observer(&mut self) -> i32 {
+        assert_eq!(self.mode, Mode::Dynamic, "observers join dynamic quorums");
+        let id = self.nodes.iter().map(|n| n.id).max().unwrap_or(0) + 1;
+        let ports = free_ports(2);
+        let bootstrap = self
+            .nodes
+            .iter()
+            .map(Node::address)
+            .collect::<Vec<_>>()
+            .join(",");
+        let config = self.write_config(id, ports[0], ports[1], &bootstrap, "");
+        let directory_id = self.fresh_directory_id(id);
+        format_node(
+            id,
+            &config,
+            &directory_id,
+            &["--no-initial-controllers".to_owned()],
+        );
+        self.nodes.push(Node {
+            id,
+            log_dir: config.parent().expect("node dir").join("metadata"),
+            output: config.parent().expect("node dir").join("output.log"),
+            config,
+            port: ports[0],
+            http_port: ports[1],
+            directory_id,
+            child: None,
+        });
+        id
+    }
+
+    /// Replaces stopped node `id`'s disk: deletes its metadata log dir and
+    /// formats it again with `--no-initial-controllers` and a fresh
+    /// directory id (same config, ports and output file); returns the new
+    /// directory id.
+    pub fn replace_disk(&mut self, id: i32) -> String {
+        assert!(!self.node(id).is_running(), "stop node {id} first");
+        let directory_id = self.fresh_directory_id(id);
+        let node = self.node(id);
+        std::fs::remove_dir_all(&node.log_dir).expect("wipe the metadata log dir");
+        format_node(
+            id,
+            &node.config,
+            &directory_id,
+            &["--no-initial-controllers".to_owned()],
+        );
+        self.node_mut(id).directory_id = directory_id.clone();
+        directory_id
+    }
+
+    /// Sends `signal` (`STOP`, `CONT`, …) to node `id`'s process.
+    pub fn signal(&self, id: i32, signal: &str) {
+        let pid = self
+            .node(id)
+            .pid()
+            .unwrap_or_else(|| panic!("node {id} does not run"));
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &pid.to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -{signal} {pid} failed");
+    }
+
+    /// `kraft-controller quorum --bootstrap-controller <node id> ARGS…`.
+    pub fn quorum_cli(&self, via: i32, args: &[&str]) -> CliOutput {
+        let address = self.node(via).address();
+        let mut all = vec!["quorum", "--bootstrap-controller", &address];
+        all.extend_from_slice(args);
+        cli(&all)
+    }
+
     /// The node with `id`.
     pub fn node(&self, id: i32) -> &Node {
         self.nodes
