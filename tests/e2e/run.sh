@@ -35,6 +35,15 @@ spec:
 EOF
 }
 
+# ready_three NS: a KraftQuorum q of 3 voters in NS, Ready; records the time
+# from apply to Ready.
+ready_three() {
+  local start=$SECONDS
+  apply_quorum "$1" q 3
+  poll "3 voters Ready" 240 is_ready "$1" q 3
+  figure apply_to_ready_3 $((SECONDS - start))
+}
+
 # figure NAME SECONDS: record one measurement.
 figure() { echo "$1 $2" >>"$figures"; }
 
@@ -89,11 +98,8 @@ print(" ".join(re.search(r"node (\d+)", e.get("note", "")).group(1) for e in ite
 # (1) 3 voters become Ready; DescribeQuorum shows them with the directory ids
 # of the status; the status' leader and epoch match.
 t_three_voters_become_ready() {
-  local ns=e2e-ready start
-  start=$SECONDS
-  apply_quorum "$ns" q 3
-  poll "3 voters Ready" 240 is_ready "$ns" q 3
-  figure apply_to_ready_3 $((SECONDS - start))
+  local ns=e2e-ready
+  ready_three "$ns"
   poll "DescribeQuorum agrees with the status" 60 voters_match "$ns" q 3
 }
 
@@ -101,8 +107,7 @@ t_three_voters_become_ready() {
 # 3 removed, highest first.
 t_scaling_adds_and_removes_voters_one_at_a_time() {
   local ns=e2e-scale start
-  apply_quorum "$ns" q 3
-  poll "3 voters Ready" 240 is_ready "$ns" q 3
+  ready_three "$ns"
   start=$SECONDS
   kubectl -n "$ns" scale kq/q --replicas=5 >/dev/null
   poll "5 voters Ready" 300 is_ready "$ns" q 5
@@ -172,8 +177,7 @@ voter_dir() { kq "$1" "$2" "{.status.voters[?(@.nodeId==$3)].directoryId}"; }
 # rejoins; the membership does not change.
 t_a_deleted_leader_pod_rejoins_with_the_same_directory_id() {
   local ns=e2e-leader leader dirs uid
-  apply_quorum "$ns" q 3
-  poll "3 voters Ready" 240 is_ready "$ns" q 3
+  ready_three "$ns"
   poll "DescribeQuorum agrees with the status" 60 voters_match "$ns" q 3
   leader="$(kq "$ns" q '{.status.leaderId}')"
   dirs="$(kq "$ns" q '{.status.voters[*].directoryId}')"
@@ -197,8 +201,7 @@ t_a_deleted_leader_pod_rejoins_with_the_same_directory_id() {
 # quorum keeps committing (the high watermark grows).
 t_a_lost_volume_is_replaced_with_a_new_directory_id() {
   local ns=e2e-volume old hw
-  apply_quorum "$ns" q 3
-  poll "3 voters Ready" 240 is_ready "$ns" q 3
+  ready_three "$ns"
   old="$(voter_dir "$ns" q 2)"
   kubectl -n "$ns" delete pvc data-q-2 --wait=false >/dev/null
   kubectl -n "$ns" delete pod q-2 --wait=false >/dev/null
@@ -213,8 +216,7 @@ t_a_lost_volume_is_replaced_with_a_new_directory_id() {
 # Service and ConfigMap.
 t_deleting_the_quorum_collects_its_children() {
   local ns=e2e-delete
-  apply_quorum "$ns" q 3
-  poll "3 voters Ready" 240 is_ready "$ns" q 3
+  ready_three "$ns"
   kubectl -n "$ns" delete kq q --wait=true --timeout=120s >/dev/null
   poll "statefulset, pods, service collected" 180 bash -c \
     "[[ -z \"\$(kubectl -n $ns get statefulsets,pods,services -o name 2>/dev/null)\" ]]"
@@ -251,8 +253,16 @@ finish() {
   fi
   echo
   if [[ -f "$figures" ]]; then
-    echo "figures (seconds):"
-    sort "$figures" | awk '{v[$1]=v[$1]" "$2} END {for (k in v) print "  " k ":" v[k]}'
+    echo "figures (seconds; median of the samples):"
+    python3 - "$figures" <<'PY'
+import statistics, sys
+samples = {}
+for line in open(sys.argv[1]):
+    name, value = line.split()
+    samples.setdefault(name, []).append(int(value))
+for name, values in sorted(samples.items()):
+    print(f"  {name}: median {statistics.median(values)} of {values}")
+PY
   fi
   ((${#failures[@]} == 0)) || echo "failed: ${failures[*]}"
   echo "$passed passed, $failed failed"
