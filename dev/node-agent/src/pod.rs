@@ -46,7 +46,7 @@ use crate::{
     hosts::{HostEntry, Hosts},
     images::ImageMap,
     net::{Network, PodNetwork},
-    probes::Prober,
+    probes::{Prober, resolve_named_ports},
     process::{Launch, Mount, exit_code, spawn, stop},
     volumes::Volumes,
 };
@@ -519,14 +519,17 @@ impl Worker {
             let mut startup = (!init)
                 .then(|| c.startup_probe.clone())
                 .flatten()
+                .map(|p| resolve_named_ports(p, c.ports.as_deref().unwrap_or_default()))
                 .map(|p| Prober::new(p, started, false));
             let mut readiness = (!init)
                 .then(|| c.readiness_probe.clone())
                 .flatten()
+                .map(|p| resolve_named_ports(p, c.ports.as_deref().unwrap_or_default()))
                 .map(|p| Prober::new(p, started, false));
             let mut liveness = (!init)
                 .then(|| c.liveness_probe.clone())
                 .flatten()
+                .map(|p| resolve_named_ports(p, c.ports.as_deref().unwrap_or_default()))
                 .map(|p| Prober::new(p, started, true));
             let uid = self.uid();
             let update = |ready: bool, started_ok: bool| {

@@ -10,7 +10,10 @@
 
 use std::time::Duration;
 
-use k8s_openapi::{api::core::v1::Probe, apimachinery::pkg::util::intstr::IntOrString};
+use k8s_openapi::{
+    api::core::v1::{ContainerPort, Probe},
+    apimachinery::pkg::util::intstr::IntOrString,
+};
 use tokio::{
     io::{AsyncReadExt, AsyncWriteExt},
     net::TcpStream,
@@ -81,10 +84,34 @@ fn secs(value: Option<i32>, default: i32) -> Duration {
     Duration::from_secs(u64::try_from(value.unwrap_or(default)).unwrap_or(0))
 }
 
+/// `probe` with a named port (`port: http`) of its HTTP GET or TCP socket
+/// check replaced by the number of the container port of that name, as the
+/// kubelet resolves it. A name no container port has stays as it is (and the
+/// check fails).
+pub fn resolve_named_ports(mut probe: Probe, ports: &[ContainerPort]) -> Probe {
+    let resolve = |port: &mut IntOrString| {
+        if let IntOrString::String(name) = port {
+            if let Some(p) = ports
+                .iter()
+                .find(|p| p.name.as_deref() == Some(name.as_str()))
+            {
+                *port = IntOrString::Int(p.container_port);
+            }
+        }
+    };
+    if let Some(http) = probe.http_get.as_mut() {
+        resolve(&mut http.port);
+    }
+    if let Some(tcp) = probe.tcp_socket.as_mut() {
+        resolve(&mut tcp.port);
+    }
+    probe
+}
+
 fn port_of(port: &IntOrString) -> Option<u16> {
     match port {
         IntOrString::Int(p) => u16::try_from(*p).ok(),
-        // Named ports would need the container's port list; digits are accepted.
+        // Names are resolved by `resolve_named_ports`; digits are accepted.
         IntOrString::String(s) => s.parse().ok(),
     }
 }
@@ -218,5 +245,21 @@ mod tests {
         let port = listener.local_addr().expect("addr").port();
         drop(listener);
         assert!(!http_get("127.0.0.1", port, "/").await);
+    }
+
+    #[test]
+    fn a_named_probe_port_is_resolved_to_the_container_port_of_that_name() {
+        let mut probe = http_probe(1, 1);
+        if let Some(http) = probe.http_get.as_mut() {
+            http.port = IntOrString::String("http".into());
+        }
+        let ports = [ContainerPort {
+            name: Some("http".into()),
+            container_port: 8080,
+            ..ContainerPort::default()
+        }];
+        let resolved = resolve_named_ports(probe, &ports);
+        let port = resolved.http_get.map(|h| h.port);
+        assert_eq!(port, Some(IntOrString::Int(8080)));
     }
 }

@@ -23,7 +23,7 @@ use futures::StreamExt;
 use k8s_openapi::{
     api::{
         apps::v1::StatefulSet,
-        core::v1::{ConfigMap, Pod, Service},
+        core::v1::{ConfigMap, ObjectReference, Pod, Service},
         policy::v1::PodDisruptionBudget,
     },
     jiff::Timestamp,
@@ -272,16 +272,32 @@ async fn publish<Q>(
     reason: &str,
     action: &str,
     note: String,
+    related: Option<ObjectReference>,
 ) {
+    // kube-rs folds events with the same (type, reason, action, regarding,
+    // related) into one series and keeps only the first note: the object an
+    // event is about (the pod of a voter) goes in `related`, so that "added
+    // voter node 3" and "added voter node 4" stay two events.
     let event = KubeEvent {
         type_,
         reason: reason.to_string(),
         note: Some(note),
         action: action.to_string(),
-        secondary: None,
+        secondary: related,
     };
     if let Err(e) = ctx.recorder.publish(&event, &kq.object_ref(&())).await {
         warn!(error = %e, reason, "cannot publish event");
+    }
+}
+
+/// A reference to pod `name` in `namespace`, the `related` object of an event.
+fn pod_ref(namespace: &str, name: &str) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        namespace: Some(namespace.into()),
+        name: Some(name.into()),
+        ..ObjectReference::default()
     }
 }
 
@@ -350,6 +366,7 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
                 "InvalidSpec",
                 "Validate",
                 message,
+                None,
             )
             .await;
             return Ok(Action::await_change());
@@ -389,6 +406,7 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
                 "quorum bootstrapped; leader is node {}",
                 status.leader_id.unwrap_or(-1)
             ),
+            None,
         )
         .await;
         return Ok(Action::requeue(Duration::ZERO));
@@ -471,6 +489,7 @@ async fn act<Q: QuorumClient>(
                 reason.as_str(),
                 "PlanMembership",
                 message.clone(),
+                None,
             )
             .await;
             (
@@ -515,6 +534,7 @@ async fn act<Q: QuorumClient>(
                 result,
                 "VoterAdded",
                 &format!("added voter {what}"),
+                pod_ref(&q.namespace, &q.pod_name(*node_id)),
             )
             .await
         }
@@ -545,6 +565,7 @@ async fn act<Q: QuorumClient>(
                 result,
                 "VoterRemoved",
                 &format!("removed voter {what}"),
+                pod_ref(&q.namespace, &q.pod_name(*node_id)),
             )
             .await
         }
@@ -565,6 +586,7 @@ async fn act<Q: QuorumClient>(
                 "Scaled",
                 "ScaleStatefulSet",
                 note.clone(),
+                None,
             )
             .await;
             (progressing("Scaling", note), BUSY_REQUEUE)
@@ -586,6 +608,7 @@ async fn act<Q: QuorumClient>(
                 "PodRestarted",
                 "RestartPod",
                 note.clone(),
+                Some(pod_ref(&q.namespace, &pod)),
             )
             .await;
             (progressing("RollingRestart", note), BUSY_REQUEUE)
@@ -600,6 +623,7 @@ async fn change_result<Q: QuorumClient>(
     result: Result<(), QuorumError>,
     reason: &str,
     done: &str,
+    related: ObjectReference,
 ) -> (Outcome, Duration) {
     match result {
         // Kafka answers AddRaftVoter/RemoveRaftVoter once the new voter set
@@ -613,6 +637,7 @@ async fn change_result<Q: QuorumClient>(
                 reason,
                 "ChangeVoters",
                 done.to_string(),
+                Some(related.clone()),
             )
             .await;
             (
@@ -637,6 +662,7 @@ async fn change_result<Q: QuorumClient>(
                 "VoterChangeRetrying",
                 "ChangeVoters",
                 e.to_string(),
+                None,
             )
             .await;
             (
@@ -656,6 +682,7 @@ async fn change_result<Q: QuorumClient>(
                 "VoterChangeRejected",
                 "ChangeVoters",
                 e.to_string(),
+                None,
             )
             .await;
             (
@@ -681,6 +708,7 @@ async fn cleanup<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<
         "Deleting",
         "Cleanup",
         format!("deleting the quorum; volumes: {policy}"),
+        None,
     )
     .await;
     Ok(Action::await_change())

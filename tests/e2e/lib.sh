@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Helpers shared by dev/demo.sh and tests/e2e/run.sh: the local cluster's
+# kubeconfig and tools, polling with a timeout, the operator's installation,
+# reading a KraftQuorum's status and describing its quorum from the host, and
+# dumping everything needed to debug a failure from a CI log alone.
+# Sourced, not run. Expects `set -euo pipefail` in the caller.
+
+e2e_lib_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$e2e_lib_dir/../.." && pwd)"
+cache="${KRAFTWERK_CACHE:-$HOME/.cache/kraftwerk}"
+export KRAFTWERK_CACHE="$cache"
+export KUBECONFIG="${KUBECONFIG:-$cache/cluster/admin.kubeconfig}"
+export PATH="$cache/bin:$PATH"
+# The kraft-controller binary the host runs (`quorum describe`).
+kraft_controller="${KRAFTWERK_TARGET_DIR:-${CARGO_TARGET_DIR:-$repo/target}/debug}/kraft-controller"
+operator_ns="${HELM_NAMESPACE:-kraft-system}"
+operator_release="${HELM_RELEASE:-kraft-operator}"
+# The controllers' listener port (operator/src/crd.rs DEFAULT_LISTENER_PORT).
+controller_port=9093
+
+log() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
+
+# poll DESCRIPTION SECONDS CMD...: run CMD every 0.5 s until it succeeds; fail
+# with DESCRIPTION after SECONDS.
+poll() {
+  local what="$1" secs="$2"
+  shift 2
+  local deadline=$((SECONDS + secs))
+  until "$@" >/dev/null 2>&1; do
+    if ((SECONDS >= deadline)); then
+      echo "timed out after ${secs}s: $what" >&2
+      return 1
+    fi
+    sleep 0.5
+  done
+}
+
+# install_operator: helm upgrade --install the chart (its CRD included) and
+# wait for the operator's Deployment to be available.
+install_operator() {
+  helm upgrade --install "$operator_release" "$repo/charts/kraft-operator" \
+    --namespace "$operator_ns" --create-namespace --wait --timeout 3m >/dev/null
+  kubectl -n "$operator_ns" rollout status deployment/"$operator_release" --timeout 2m >/dev/null
+}
+
+# kq NS NAME JSONPATH: one field of a KraftQuorum.
+kq() { kubectl -n "$1" get kraftquorum "$2" -o jsonpath="$3"; }
+
+# condition NS NAME TYPE: the status of one condition (True/False/"").
+condition() { kq "$1" "$2" "{.status.conditions[?(@.type==\"$3\")].status}"; }
+
+# is_ready NS NAME [REPLICAS]: Ready=True, and (when given) REPLICAS voters in status.
+is_ready() {
+  [[ "$(condition "$1" "$2" Ready)" == True ]] || return 1
+  if (($# > 2)); then
+    local n
+    n="$(kq "$1" "$2" '{.status.voters[*].nodeId}' | wc -w)"
+    [[ "$n" == "$3" && "$(kq "$1" "$2" '{.status.readyReplicas}')" == "$3" ]] || return 1
+    [[ -z "$(kq "$1" "$2" '{.status.pendingChange}')" ]] || return 1
+  fi
+}
+
+# pod_ip NS POD
+pod_ip() { kubectl -n "$1" get pod "$2" -o jsonpath='{.status.podIP}'; }
+
+# describe_quorum NS NAME: `kraft-controller quorum describe --status` against
+# the first pod of the quorum that answers (pod IPs are reachable from the host).
+describe_quorum() {
+  local ns="$1" name="$2" pod ip
+  for pod in $(kubectl -n "$ns" get pods -l "app.kubernetes.io/instance=$name" -o name 2>/dev/null | sed 's|pod/||'); do
+    ip="$(pod_ip "$ns" "$pod")"
+    [[ -n "$ip" ]] || continue
+    if "$kraft_controller" quorum --bootstrap-controller "$ip:$controller_port" describe --status 2>/dev/null; then
+      return 0
+    fi
+  done
+  return 1
+}
+
+# dump NS: everything needed to debug a failure in NS: the KraftQuorums, pods,
+# PVCs, events, the operator's log and every container log of NS.
+dump() {
+  local ns="$1" f
+  {
+    echo "==== dump of namespace $ns"
+    kubectl -n "$ns" get kraftquorums -o yaml || true
+    kubectl -n "$ns" get pods,pvc,statefulsets,services -o wide || true
+    kubectl -n "$ns" get events --sort-by=.lastTimestamp || true
+    echo "==== operator pods and log"
+    kubectl -n "$operator_ns" get pods -o wide || true
+    for f in "$cache/cluster/logs/$operator_ns"/*/*.log; do
+      [[ -f "$f" ]] && { echo "---- $f (last 200 lines)"; tail -n 200 "$f"; }
+    done
+    for f in "$cache/cluster/logs/$ns"/*/*.log; do
+      [[ -f "$f" ]] && { echo "---- $f (last 100 lines)"; tail -n 100 "$f"; }
+    done
+  } >&2
+}

@@ -1,0 +1,292 @@
+#!/usr/bin/env bash
+# The cluster tests of issue 9 (`make test-e2e`), against the local Kubernetes
+# cluster: the operator installed by its Helm chart, KraftQuorums applied with
+# kubectl, the quorum checked from the host with `kraft-controller quorum
+# describe`. Each test runs in its own namespace and its own process (so
+# `set -e` holds inside it); a failing test dumps the namespace's objects,
+# events, the operator's log and every container log, and the next test runs.
+#
+#   tests/e2e/run.sh              cluster up, every test, cluster down
+#   tests/e2e/run.sh NAME...      only these tests (cluster left up: KEEP_CLUSTER=1)
+#
+# Ends with "N passed, N failed" and the measured figures (seconds).
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=lib.sh
+source "$here/lib.sh"
+
+image=ghcr.io/kraftwerk/kraft-controller:0.1.0
+figures="${E2E_FIGURES:-$cache/e2e-figures.txt}"
+
+# apply_quorum NS NAME REPLICAS: create NS and a KraftQuorum NAME in it.
+apply_quorum() {
+  kubectl create namespace "$1" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+  kubectl -n "$1" apply -f - >/dev/null <<EOF
+apiVersion: kraft.krabka.io/v1alpha1
+kind: KraftQuorum
+metadata:
+  name: $2
+spec:
+  replicas: $3
+  image: $image
+  storage:
+    size: 1Gi
+EOF
+}
+
+# ready_three NS: a KraftQuorum q of 3 voters in NS, Ready; records the time
+# from apply to Ready.
+ready_three() {
+  local start=$SECONDS
+  apply_quorum "$1" q 3
+  poll "3 voters Ready" 240 is_ready "$1" q 3
+  figure apply_to_ready_3 $((SECONDS - start))
+}
+
+# figure NAME SECONDS: record one measurement.
+figure() { echo "$1 $2" >>"$figures"; }
+
+# described NS NAME: DescribeQuorum as JSON: {leaderId, leaderEpoch, voters: [{id, directoryId}]}.
+described() {
+  describe_quorum "$1" "$2" | python3 -c '
+import json, sys
+out = {}
+for line in sys.stdin:
+    key, _, value = line.partition(":")
+    value = value.strip()
+    if key == "LeaderId": out["leaderId"] = int(value)
+    if key == "LeaderEpoch": out["leaderEpoch"] = int(value)
+    if key == "CurrentVoters": out["voters"] = [{"id": v["id"], "directoryId": v["directoryId"]} for v in json.loads(value)]
+print(json.dumps(out))'
+}
+
+# voters_match NS NAME N: DescribeQuorum and status agree on N voters (ids,
+# directory ids), the leader and the epoch.
+voters_match() {
+  local d s
+  d="$(described "$1" "$2")" || return 1
+  s="$(kubectl -n "$1" get kq "$2" -o json)" || return 1
+  python3 - "$d" "$s" "$3" <<'PY'
+import json, sys
+d, s, n = json.loads(sys.argv[1]), json.loads(sys.argv[2])["status"], int(sys.argv[3])
+described = sorted((v["id"], v["directoryId"]) for v in d["voters"])
+status = sorted((v["nodeId"], v["directoryId"]) for v in s["voters"])
+ok = described == status and len(described) == n \
+    and [i for i, _ in described] == list(range(n)) \
+    and d["leaderId"] == s.get("leaderId") and d["leaderEpoch"] == s.get("leaderEpoch")
+if not ok:
+    print(f"describe {d} vs status voters {status} leader {s.get('leaderId')} epoch {s.get('leaderEpoch')}", file=sys.stderr)
+sys.exit(0 if ok else 1)
+PY
+}
+
+# voter_events NS NAME REASON: the node ids of the REASON events of the
+# KraftQuorum, in the order they were emitted.
+voter_events() {
+  kubectl -n "$1" get events.v1.events.k8s.io -o json | python3 -c '
+import json, re, sys
+name, reason = sys.argv[1], sys.argv[2]
+items = [e for e in json.load(sys.stdin)["items"]
+         if e["regarding"].get("kind") == "KraftQuorum" and e["regarding"].get("name") == name and e["reason"] == reason]
+items.sort(key=lambda e: e.get("eventTime") or "")
+print(" ".join(re.search(r"node (\d+)", e.get("note", "")).group(1) for e in items))' "$2" "$3"
+}
+
+# --- the tests ------------------------------------------------------------------
+
+# (1) 3 voters become Ready; DescribeQuorum shows them with the directory ids
+# of the status; the status' leader and epoch match.
+t_three_voters_become_ready() {
+  local ns=e2e-ready
+  ready_three "$ns"
+  poll "DescribeQuorum agrees with the status" 60 voters_match "$ns" q 3
+}
+
+# (2) scale 3 → 5: voters 3 then 4 added one at a time; 5 → 3: voters 4 then
+# 3 removed, highest first.
+t_scaling_adds_and_removes_voters_one_at_a_time() {
+  local ns=e2e-scale start
+  ready_three "$ns"
+  start=$SECONDS
+  kubectl -n "$ns" scale kq/q --replicas=5 >/dev/null
+  poll "5 voters Ready" 300 is_ready "$ns" q 5
+  figure add_voter_each $(((SECONDS - start) / 2))
+  poll "DescribeQuorum shows 5 voters" 60 voters_match "$ns" q 5
+  [[ "$(voter_events "$ns" q VoterAdded)" == "3 4" ]] || {
+    echo "VoterAdded events: '$(voter_events "$ns" q VoterAdded)', want '3 4'" >&2
+    return 1
+  }
+  start=$SECONDS
+  kubectl -n "$ns" scale kq/q --replicas=3 >/dev/null
+  poll "3 voters Ready after scaling down" 300 is_ready "$ns" q 3
+  figure remove_voter_each $(((SECONDS - start) / 2))
+  poll "DescribeQuorum shows 3 voters" 60 voters_match "$ns" q 3
+  [[ "$(voter_events "$ns" q VoterRemoved)" == "4 3" ]] || {
+    echo "VoterRemoved events: '$(voter_events "$ns" q VoterRemoved)', want '4 3'" >&2
+    return 1
+  }
+  poll "pods quorum-3 and -4 gone" 120 bash -c "! kubectl -n $ns get pod q-3 q-4 2>/dev/null | grep -q q-"
+}
+
+# expect_rejected NS FILE-CONTENT MESSAGE: kubectl apply fails with MESSAGE.
+expect_rejected() {
+  local out
+  if out="$(kubectl -n "$1" apply -f - 2>&1 <<<"$2")"; then
+    echo "accepted, want rejected with '$3': $out" >&2
+    return 1
+  fi
+  grep -qF "$3" <<<"$out" || {
+    echo "rejected without '$3': $out" >&2
+    return 1
+  }
+}
+
+# (8) the API server rejects replicas 0 and 10 and a changed clusterId with the
+# CRD's CEL messages.
+t_invalid_specs_are_rejected_by_the_api_server() {
+  local ns=e2e-invalid r id other
+  kubectl create namespace "$ns" >/dev/null
+  for r in 0 10; do
+    expect_rejected "$ns" "apiVersion: kraft.krabka.io/v1alpha1
+kind: KraftQuorum
+metadata: {name: bad}
+spec: {replicas: $r, image: $image, storage: {size: 1Gi}}" "replicas must be between 1 and 9"
+  done
+  id=MkU3OEVBNTcwNTJENDM2Qg
+  other=AAAAAAAAAAAAAAAAAAAAAA
+  kubectl -n "$ns" apply -f - >/dev/null <<EOF
+apiVersion: kraft.krabka.io/v1alpha1
+kind: KraftQuorum
+metadata: {name: fixed}
+spec: {replicas: 1, image: $image, clusterId: $id, storage: {size: 1Gi}}
+EOF
+  expect_rejected "$ns" "apiVersion: kraft.krabka.io/v1alpha1
+kind: KraftQuorum
+metadata: {name: fixed}
+spec: {replicas: 1, image: $image, clusterId: $other, storage: {size: 1Gi}}" "clusterId is immutable once set"
+}
+
+# pod_uid NS POD
+pod_uid() { kubectl -n "$1" get pod "$2" -o jsonpath='{.metadata.uid}'; }
+
+# voter_dir NS NAME NODE: the directory id of voter NODE in the status.
+voter_dir() { kq "$1" "$2" "{.status.voters[?(@.nodeId==$3)].directoryId}"; }
+
+# (4) the leader's pod deleted: it comes back with the same directory id and
+# rejoins; the membership does not change.
+t_a_deleted_leader_pod_rejoins_with_the_same_directory_id() {
+  local ns=e2e-leader leader dirs uid
+  ready_three "$ns"
+  poll "DescribeQuorum agrees with the status" 60 voters_match "$ns" q 3
+  leader="$(kq "$ns" q '{.status.leaderId}')"
+  dirs="$(kq "$ns" q '{.status.voters[*].directoryId}')"
+  uid="$(pod_uid "$ns" "q-$leader")"
+  kubectl -n "$ns" delete pod "q-$leader" --wait=false >/dev/null
+  poll "pod q-$leader replaced" 120 bash -c "[[ \"\$(kubectl -n $ns get pod q-$leader -o jsonpath='{.metadata.uid}')\" != $uid ]]"
+  poll "3 voters Ready again" 240 is_ready "$ns" q 3
+  poll "DescribeQuorum agrees with the status" 60 voters_match "$ns" q 3
+  [[ "$(kq "$ns" q '{.status.voters[*].directoryId}')" == "$dirs" ]] || {
+    echo "directory ids changed: '$dirs' -> '$(kq "$ns" q '{.status.voters[*].directoryId}')'" >&2
+    return 1
+  }
+  [[ -z "$(voter_events "$ns" q VoterAdded)$(voter_events "$ns" q VoterRemoved)" ]] || {
+    echo "unexpected membership change" >&2
+    return 1
+  }
+}
+
+# (5) a voter's PVC and pod deleted: it comes back with a new directory id;
+# the operator replaces the old voter (same node id) with the new one; the
+# quorum keeps committing (the high watermark grows).
+t_a_lost_volume_is_replaced_with_a_new_directory_id() {
+  local ns=e2e-volume old hw
+  ready_three "$ns"
+  old="$(voter_dir "$ns" q 2)"
+  kubectl -n "$ns" delete pvc data-q-2 --wait=false >/dev/null
+  kubectl -n "$ns" delete pod q-2 --wait=false >/dev/null
+  poll "voter 2 with a new directory id" 300 bash -c "d=\$(kubectl -n $ns get kq q -o jsonpath='{.status.voters[?(@.nodeId==2)].directoryId}'); [[ -n \$d && \$d != $old ]]"
+  poll "3 voters Ready again" 300 is_ready "$ns" q 3
+  poll "DescribeQuorum agrees with the status" 60 voters_match "$ns" q 3
+  hw="$(kq "$ns" q '{.status.highWatermark}')"
+  poll "the high watermark grows past $hw" 60 bash -c "(( \$(kubectl -n $ns get kq q -o jsonpath='{.status.highWatermark}') > $hw ))"
+}
+
+# (10) deleting the KraftQuorum garbage-collects its StatefulSet, pods,
+# Service and ConfigMap.
+t_deleting_the_quorum_collects_its_children() {
+  local ns=e2e-delete
+  ready_three "$ns"
+  kubectl -n "$ns" delete kq q --wait=true --timeout=120s >/dev/null
+  poll "statefulset, pods, service collected" 180 bash -c \
+    "[[ -z \"\$(kubectl -n $ns get statefulsets,pods,services -o name 2>/dev/null)\" ]]"
+}
+
+all_tests=(
+  t_three_voters_become_ready
+  t_scaling_adds_and_removes_voters_one_at_a_time
+  t_invalid_specs_are_rejected_by_the_api_server
+  t_a_deleted_leader_pod_rejoins_with_the_same_directory_id
+  t_a_lost_volume_is_replaced_with_a_new_directory_id
+  t_deleting_the_quorum_collects_its_children
+)
+
+# --- the driver -----------------------------------------------------------------
+
+if [[ "${1:-}" == --one ]]; then
+  "$2"
+  exit 0
+fi
+
+namespace_of() { grep -A3 "^$1()" "${BASH_SOURCE[0]}" | grep -o 'ns=e2e-[a-z]*' | head -1 | cut -d= -f2; }
+
+tests=("$@")
+((${#tests[@]} > 0)) || tests=("${all_tests[@]}")
+passed=0
+failed=0
+failures=()
+
+finish() {
+  local rc=$?
+  if [[ -z "${KEEP_CLUSTER:-}" ]]; then
+    "$repo/dev/cluster.sh" down >/dev/null 2>&1 || true
+  fi
+  echo
+  if [[ -f "$figures" ]]; then
+    echo "figures (seconds; median of the samples):"
+    python3 - "$figures" <<'PY'
+import statistics, sys
+samples = {}
+for line in open(sys.argv[1]):
+    name, value = line.split()
+    samples.setdefault(name, []).append(int(value))
+for name, values in sorted(samples.items()):
+    print(f"  {name}: median {statistics.median(values)} of {values}")
+PY
+  fi
+  ((${#failures[@]} == 0)) || echo "failed: ${failures[*]}"
+  echo "$passed passed, $failed failed"
+  ((failed == 0 && rc == 0)) || exit 1
+}
+trap finish EXIT
+
+rm -f "$figures"
+log "cluster up"
+"$repo/dev/cluster.sh" up >/dev/null
+log "installing the operator with its Helm chart"
+install_operator
+
+for t in "${tests[@]}"; do
+  log "RUN  $t"
+  start=$SECONDS
+  if "${BASH_SOURCE[0]}" --one "$t"; then
+    log "PASS $t ($((SECONDS - start)) s)"
+    passed=$((passed + 1))
+    kubectl delete namespace "$(namespace_of "$t")" --wait=false >/dev/null 2>&1 || true
+  else
+    log "FAIL $t ($((SECONDS - start)) s)"
+    failed=$((failed + 1))
+    failures+=("$t")
+    dump "$(namespace_of "$t")"
+  fi
+done
