@@ -38,6 +38,7 @@ use super::{
 };
 use crate::{
     log::{FileLog, QuorumStateStore},
+    metadata::{image::MetadataImage, records::METADATA_VERSION_FEATURE, version::MetadataVersion},
     raft::{
         self, Command, Event, RaftEngine, RaftRequest, RaftResponse, ReplyHandle, RequestFailure,
         RequestId, Role,
@@ -62,6 +63,11 @@ pub enum LoopError {
     /// The quorum-state file could not be written.
     #[error("persisting the election state: {0}")]
     Persist(#[from] crate::log::LogError),
+    /// A committed metadata record could not be applied to the image (the
+    /// log holds a malformed record of a known type): the node must stop
+    /// rather than serve a wrong image.
+    #[error("applying committed metadata: {0}")]
+    Image(#[from] crate::metadata::image::ImageError),
 }
 
 /// Wall-clock milliseconds, as Kafka's `Time.milliseconds()` that its raft
@@ -115,6 +121,9 @@ struct Loop {
     proposals: VecDeque<PendingProposal>,
     election_started_ms: Option<u64>,
     last_role: Option<(Role, i32, Option<i32>)>,
+    /// The state machine over the committed records; starts empty at the log
+    /// start and replays the log as the high watermark becomes known.
+    image: MetadataImage,
 }
 
 /// Runs the loop until the engine completes a graceful shutdown (after
@@ -139,6 +148,7 @@ pub async fn run(
         proposals: VecDeque::new(),
         election_started_ms: None,
         last_role: None,
+        image: MetadataImage::starting_at(crate::log::ReplicatedLog::start_offset(engine.log())),
     };
     lp.execute(&mut engine, initial)?;
     lp.publish(&engine);
@@ -429,7 +439,10 @@ impl Loop {
                     })?;
                 }
                 Command::Flush => self.flush_pending = true,
-                Command::Committed { high_watermark } => self.on_committed(high_watermark),
+                Command::Committed { high_watermark } => {
+                    self.on_committed(high_watermark);
+                    self.apply_committed(engine, high_watermark)?;
+                }
                 Command::RoleChanged {
                     role,
                     epoch,
@@ -452,6 +465,32 @@ impl Loop {
                 .record_commit_latency(now, now.saturating_sub(p.proposed_at_ms) as f64);
             self.proposals.pop_front();
         }
+    }
+
+    /// Applies the newly committed records to the metadata image.
+    fn apply_committed(
+        &mut self,
+        engine: &RaftEngine<FileLog>,
+        high_watermark: i64,
+    ) -> Result<(), LoopError> {
+        let before = self.image.feature_level(METADATA_VERSION_FEATURE);
+        let applied = self.image.apply_log(engine.log(), high_watermark)?;
+        let after = self.image.feature_level(METADATA_VERSION_FEATURE);
+        if before != after {
+            tracing::info!(
+                metadata_version = ?after.map(|l| MetadataVersion::from_feature_level(l)
+                    .map_or_else(|| format!("level {l}"), |v| v.to_string())),
+                "metadata.version changed"
+            );
+        }
+        if applied > 0 {
+            tracing::trace!(
+                applied,
+                next_offset = self.image.next_offset(),
+                "applied committed metadata records"
+            );
+        }
+        Ok(())
     }
 
     fn on_role_changed(&mut self, role: Role, epoch: i32, leader_id: Option<i32>) {
