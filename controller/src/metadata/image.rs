@@ -88,6 +88,8 @@ pub struct MetadataImage {
     no_op_records: u64,
     unknown: Vec<UnknownRecord>,
     next_offset: i64,
+    last_epoch: i32,
+    applied_bytes: u64,
 }
 
 impl MetadataImage {
@@ -129,6 +131,24 @@ impl MetadataImage {
     /// The offset after the last record applied.
     pub fn next_offset(&self) -> i64 {
         self.next_offset
+    }
+
+    /// Leader epoch of the last batch applied (0 before any): with
+    /// [`Self::next_offset`], the id a snapshot of this image takes.
+    pub fn last_epoch(&self) -> i32 {
+        self.last_epoch
+    }
+
+    /// Bytes of log batches applied since this image was created (the
+    /// measure `metadata.log.max.record.bytes.between.snapshots` counts).
+    pub fn applied_bytes(&self) -> u64 {
+        self.applied_bytes
+    }
+
+    /// Sets the offset and epoch a loaded snapshot ends at.
+    pub(crate) fn set_position(&mut self, next_offset: i64, last_epoch: i32) {
+        self.next_offset = next_offset;
+        self.last_epoch = last_epoch;
     }
 
     /// Applies one framed metadata record value committed at `offset`.
@@ -201,6 +221,8 @@ impl MetadataImage {
                 }
             }
             self.next_offset = header.next_offset();
+            self.last_epoch = header.partition_leader_epoch;
+            self.applied_bytes += header.size_in_bytes() as u64;
         }
         Ok(applied)
     }

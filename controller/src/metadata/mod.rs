@@ -6,4 +6,5 @@
 
 pub mod image;
 pub mod records;
+pub mod snapshot;
 pub mod version;
