@@ -176,8 +176,8 @@ mod tests {
 
     #[test]
     fn a_snapshot_is_header_kraft_version_and_voters_then_data_then_footer() {
-        let bytes = encode_image_snapshot(&sample_image(), 1, VotersRecord::default(), 5)
-            .expect("encodes");
+        let bytes =
+            encode_image_snapshot(&sample_image(), 1, VotersRecord::default(), 5).expect("encodes");
         let batches: Vec<DecodedBatch> = iter_batches(&bytes, true)
             .map(|b| DecodedBatch::decode(b.expect("batch").1).expect("decodes"))
             .collect();

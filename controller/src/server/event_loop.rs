@@ -37,8 +37,13 @@ use super::{
     metrics::{RaftGauges, RaftMetrics},
 };
 use crate::{
-    log::{FileLog, QuorumStateStore},
-    metadata::{image::MetadataImage, records::METADATA_VERSION_FEATURE, version::MetadataVersion},
+    log::{FileLog, OffsetAndEpoch, QuorumStateStore},
+    metadata::{
+        image::MetadataImage,
+        records::METADATA_VERSION_FEATURE,
+        snapshot::{SnapshotPolicy, encode_image_snapshot, image_snapshot_id, load_image_snapshot},
+        version::MetadataVersion,
+    },
     raft::{
         self, Command, Event, RaftEngine, RaftRequest, RaftResponse, ReplyHandle, RequestFailure,
         RequestId, Role,
@@ -101,6 +106,27 @@ pub struct LoopContext {
     pub max_idle_interval_ms: u64,
     /// `controller.quorum.fetch.timeout.ms`, for readiness.
     pub fetch_timeout_ms: u64,
+    /// When to write a snapshot of the metadata image
+    /// (`metadata.log.max.record.bytes.between.snapshots`,
+    /// `metadata.log.max.snapshot.interval.ms`).
+    pub snapshot_policy: SnapshotPolicy,
+}
+
+/// The outcome of a snapshot written off the loop: its id, or why not.
+type SnapshotOutcome = (OffsetAndEpoch, Result<(), crate::log::LogError>);
+
+/// Snapshot generation state of the loop.
+struct Snapshots {
+    /// `applied_bytes` of the image when the last snapshot was taken.
+    bytes_at_last: u64,
+    /// When the last snapshot was taken (or the loop started), ms.
+    last_ms: u64,
+    /// End offset of the newest snapshot written or being written.
+    last_offset: i64,
+    /// A snapshot is being written by a blocking task.
+    in_flight: bool,
+    done_tx: mpsc::UnboundedSender<SnapshotOutcome>,
+    done_rx: mpsc::UnboundedReceiver<SnapshotOutcome>,
 }
 
 struct PendingProposal {
@@ -124,6 +150,7 @@ struct Loop {
     /// The state machine over the committed records; starts empty at the log
     /// start and replays the log as the high watermark becomes known.
     image: MetadataImage,
+    snapshots: Snapshots,
 }
 
 /// Runs the loop until the engine completes a graceful shutdown (after
@@ -137,6 +164,7 @@ pub async fn run(
     ctx: LoopContext,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<RaftEngine<FileLog>, LoopError> {
+    let (done_tx, done_rx) = mpsc::unbounded_channel();
     let mut lp = Loop {
         ctx,
         replies: HashMap::new(),
@@ -149,7 +177,20 @@ pub async fn run(
         election_started_ms: None,
         last_role: None,
         image: MetadataImage::starting_at(crate::log::ReplicatedLog::start_offset(engine.log())),
+        snapshots: Snapshots {
+            bytes_at_last: 0,
+            last_ms: now_ms(),
+            last_offset: 0,
+            in_flight: false,
+            done_tx,
+            done_rx,
+        },
     };
+    if let Some(id) = crate::log::ReplicatedLog::latest_snapshot_id(engine.log()) {
+        lp.image = load_snapshot(engine.log(), id)?;
+        lp.snapshots.last_offset = id.offset;
+        tracing::info!(snapshot = %id, "metadata image loaded from the latest snapshot");
+    }
     lp.execute(&mut engine, initial)?;
     lp.publish(&engine);
     while !lp.shutdown_complete {
@@ -182,6 +223,15 @@ pub async fn run(
                 lp.maybe_propose_no_op(&mut engine, now)?;
                 lp.ctx.metrics.tick(now);
             }
+            Some((id, outcome)) = lp.snapshots.done_rx.recv() => {
+                lp.snapshots.in_flight = false;
+                match outcome {
+                    Ok(()) => tracing::info!(snapshot = %id, "snapshot written"),
+                    // The node keeps running on its log; the next trigger
+                    // tries again at a later offset.
+                    Err(e) => tracing::warn!(snapshot = %id, error = %e, "writing a snapshot failed"),
+                }
+            }
             () = std::future::ready(()), if lp.flush_pending => {
                 lp.flush_pending = false;
                 let cmds = engine.handle(Event::Flush, now_ms())?;
@@ -191,6 +241,16 @@ pub async fn run(
         lp.publish(&engine);
     }
     Ok(engine)
+}
+
+/// Reads snapshot `id` of `log` whole into an image positioned at its end.
+///
+/// Errors: [`LoopError::Persist`] if it cannot be read, [`LoopError::Image`]
+/// if it does not decode.
+fn load_snapshot(log: &FileLog, id: OffsetAndEpoch) -> Result<MetadataImage, LoopError> {
+    let reader = log.read_snapshot(id)?;
+    let bytes = reader.read(0, reader.size() as usize)?;
+    Ok(load_image_snapshot(id, &bytes)?)
 }
 
 fn peer_event(answer: PeerResponse) -> Event {
@@ -490,7 +550,56 @@ impl Loop {
                 "applied committed metadata records"
             );
         }
+        self.maybe_snapshot(engine);
         Ok(())
+    }
+
+    /// Writes a snapshot of the image when the policy says so: encoded here
+    /// (the image is small), written, fsynced and renamed into place by a
+    /// blocking task so the loop keeps serving. One at a time.
+    fn maybe_snapshot(&mut self, engine: &RaftEngine<FileLog>) {
+        let s = &mut self.snapshots;
+        let now = now_ms();
+        let id = image_snapshot_id(&self.image);
+        if s.in_flight
+            || id.offset <= s.last_offset
+            || !self.ctx.snapshot_policy.due(
+                self.image.applied_bytes() - s.bytes_at_last,
+                now.saturating_sub(s.last_ms),
+            )
+        {
+            return;
+        }
+        let bytes = match encode_image_snapshot(
+            &self.image,
+            engine.status().kraft_version,
+            engine.voters_at(id.offset).to_record(),
+            now as i64,
+        ) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                tracing::warn!(snapshot = %id, error = %e, "encoding a snapshot failed");
+                return;
+            }
+        };
+        let mut writer = match engine.log().create_snapshot(id) {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::warn!(snapshot = %id, error = %e, "creating a snapshot failed");
+                return;
+            }
+        };
+        s.in_flight = true;
+        s.bytes_at_last = self.image.applied_bytes();
+        s.last_ms = now;
+        s.last_offset = id.offset;
+        let done = s.done_tx.clone();
+        tokio::task::spawn_blocking(move || {
+            let outcome = writer
+                .append(&bytes)
+                .and_then(|()| writer.freeze().map(drop));
+            let _ = done.send((id, outcome));
+        });
     }
 
     fn on_role_changed(&mut self, role: Role, epoch: i32, leader_id: Option<i32>) {
