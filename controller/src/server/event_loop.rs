@@ -561,8 +561,11 @@ impl Loop {
         let s = &mut self.snapshots;
         let now = now_ms();
         let id = image_snapshot_id(&self.image);
+        // Only what this node's log holds durably: a snapshot past the
+        // flushed end would survive a crash that the records below it do not.
         if s.in_flight
             || id.offset <= s.last_offset
+            || id.offset > crate::log::ReplicatedLog::flushed_end_offset(engine.log())
             || !self.ctx.snapshot_policy.due(
                 self.image.applied_bytes() - s.bytes_at_last,
                 now.saturating_sub(s.last_ms),
