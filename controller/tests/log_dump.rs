@@ -79,3 +79,47 @@ fn a_damaged_segment_dumps_up_to_the_damage_and_exits_one() {
     assert!(text.contains("error at position"), "{text}");
     assert!(text.contains("corrupt record batch at offset 1"), "{text}");
 }
+
+#[test]
+fn a_register_controller_record_dumps_by_name_with_its_fields() {
+    use kraft_controller::metadata::records::{
+        ControllerEndpoint, ControllerFeature, RegisterControllerRecord,
+    };
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut log = FileLog::open(tmp.path(), FileLogConfig::default()).expect("open");
+    let record = RegisterControllerRecord {
+        controller_id: 1,
+        incarnation_id: uuid::Uuid::from_u128(1),
+        zk_migration_ready: false,
+        endpoints: vec![ControllerEndpoint {
+            name: "CONTROLLER".into(),
+            host: "c-1".into(),
+            port: 9093,
+            security_protocol: 0,
+        }],
+        features: vec![ControllerFeature {
+            name: "kraft.version".into(),
+            min_supported_version: 0,
+            max_supported_version: 1,
+        }],
+    }
+    .encode_framed();
+    log.append_as_leader(encode_data_batch(0, 0, TS, &[record]).expect("enc"), 1)
+        .expect("append");
+    log.flush().expect("flush");
+    let out = Command::new(env!("CARGO_BIN_EXE_kraft-controller"))
+        .args(["dump-log"])
+        .arg(tmp.path().join("00000000000000000000.log"))
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(
+            "offset=0 REGISTER_CONTROLLER_RECORD(22) version=0 controller_id=1 \
+             incarnation_id=00000000-0000-0000-0000-000000000001 zk_migration_ready=false \
+             endpoints=[CONTROLLER://c-1:9093 (security_protocol=0)] features=[kraft.version:0-1]"
+        ),
+        "{text}"
+    );
+}

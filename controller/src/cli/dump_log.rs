@@ -23,7 +23,9 @@ use crate::{
         bootstrap::BOOTSTRAP_CHECKPOINT_FILE,
         meta_properties::{META_PROPERTIES_FILE, uuid_to_kafka_string},
     },
-    metadata::records::{FeatureLevelRecord, FramedRecord, metadata_record_type_name},
+    metadata::records::{
+        FeatureLevelRecord, FramedRecord, RegisterControllerRecord, metadata_record_type_name,
+    },
     record::{ControlRecord, DataRecord, DecodedBatch, iter_batches},
 };
 
@@ -124,6 +126,34 @@ fn data_text(record: &DataRecord) -> String {
                     ),
                     Err(e) => format!(
                         "FEATURE_LEVEL_RECORD(12) undecodable ({e}) bytes={}",
+                        hex(&framed.message)
+                    ),
+                },
+                (22, 0, _) => match RegisterControllerRecord::decode_message(&framed.message) {
+                    Ok(r) => format!(
+                        "REGISTER_CONTROLLER_RECORD(22) version=0 controller_id={} incarnation_id={} zk_migration_ready={} endpoints=[{}] features=[{}]",
+                        r.controller_id,
+                        r.incarnation_id,
+                        r.zk_migration_ready,
+                        r.endpoints
+                            .iter()
+                            .map(|e| format!(
+                                "{}://{}:{} (security_protocol={})",
+                                e.name, e.host, e.port, e.security_protocol
+                            ))
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        r.features
+                            .iter()
+                            .map(|f| format!(
+                                "{}:{}-{}",
+                                f.name, f.min_supported_version, f.max_supported_version
+                            ))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                    Err(e) => format!(
+                        "REGISTER_CONTROLLER_RECORD(22) undecodable ({e}) bytes={}",
                         hex(&framed.message)
                     ),
                 },

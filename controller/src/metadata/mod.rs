@@ -1,7 +1,10 @@
 //! The state machine above Raft: what committed metadata records mean.
 //!
-//! For now it holds only [`records`], the encoders of the few Kafka metadata
-//! records `format` and `dump-log` need. It must not make consensus decisions.
+//! [`records`] holds the encoders and decoders of the few Kafka metadata
+//! records this project writes or reads; [`image`] is the state machine over
+//! the committed ones. It must not make consensus decisions.
 
+pub mod image;
 pub mod records;
+pub mod snapshot;
 pub mod version;

@@ -374,6 +374,13 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         &self.voters
     }
 
+    /// The voter set in effect at `end_offset` (from the newest `Voters`
+    /// record below it, else the bootstrap set): the set a snapshot with that
+    /// end offset must hold (KIP-853).
+    pub fn voters_at(&self, end_offset: i64) -> &VoterSet {
+        self.voter_history.at(end_offset)
+    }
+
     /// This node's key.
     pub fn local_key(&self) -> ReplicaKey {
         self.local

@@ -62,6 +62,16 @@ impl VoterHistory {
         }
     }
 
+    /// The set in effect at `end_offset`: that of the newest `Voters` record
+    /// below it, else the bootstrap set (what a snapshot ending there holds).
+    pub(crate) fn at(&self, end_offset: i64) -> &VoterSet {
+        self.entries
+            .iter()
+            .rev()
+            .find(|(o, _)| *o < end_offset)
+            .map_or(&self.bootstrap, |(_, s)| s)
+    }
+
     /// Offset of the newest `Voters` record, if the log has one.
     pub(crate) fn latest_offset(&self) -> Option<i64> {
         self.entries.last().map(|(o, _)| *o)

@@ -37,7 +37,13 @@ use super::{
     metrics::{RaftGauges, RaftMetrics},
 };
 use crate::{
-    log::{FileLog, QuorumStateStore},
+    log::{FileLog, OffsetAndEpoch, QuorumStateStore},
+    metadata::{
+        image::MetadataImage,
+        records::METADATA_VERSION_FEATURE,
+        snapshot::{SnapshotPolicy, encode_image_snapshot, image_snapshot_id, load_image_snapshot},
+        version::MetadataVersion,
+    },
     raft::{
         self, Command, Event, RaftEngine, RaftRequest, RaftResponse, ReplyHandle, RequestFailure,
         RequestId, Role,
@@ -62,6 +68,11 @@ pub enum LoopError {
     /// The quorum-state file could not be written.
     #[error("persisting the election state: {0}")]
     Persist(#[from] crate::log::LogError),
+    /// A committed metadata record could not be applied to the image (the
+    /// log holds a malformed record of a known type): the node must stop
+    /// rather than serve a wrong image.
+    #[error("applying committed metadata: {0}")]
+    Image(#[from] crate::metadata::image::ImageError),
 }
 
 /// Wall-clock milliseconds, as Kafka's `Time.milliseconds()` that its raft
@@ -97,6 +108,27 @@ pub struct LoopContext {
     pub fetch_timeout_ms: u64,
     /// The benchmark workload (TestRaftServer's), when enabled.
     pub workload: Option<super::workload::SharedWorkload>,
+    /// When to write a snapshot of the metadata image
+    /// (`metadata.log.max.record.bytes.between.snapshots`,
+    /// `metadata.log.max.snapshot.interval.ms`).
+    pub snapshot_policy: SnapshotPolicy,
+}
+
+/// The outcome of a snapshot written off the loop: its id, or why not.
+type SnapshotOutcome = (OffsetAndEpoch, Result<(), crate::log::LogError>);
+
+/// Snapshot generation state of the loop.
+struct Snapshots {
+    /// `applied_bytes` of the image when the last snapshot was taken.
+    bytes_at_last: u64,
+    /// When the last snapshot was taken (or the loop started), ms.
+    last_ms: u64,
+    /// End offset of the newest snapshot written or being written.
+    last_offset: i64,
+    /// A snapshot is being written by a blocking task.
+    in_flight: bool,
+    done_tx: mpsc::UnboundedSender<SnapshotOutcome>,
+    done_rx: mpsc::UnboundedReceiver<SnapshotOutcome>,
 }
 
 struct PendingProposal {
@@ -117,6 +149,10 @@ struct Loop {
     proposals: VecDeque<PendingProposal>,
     election_started_ms: Option<u64>,
     last_role: Option<(Role, i32, Option<i32>)>,
+    /// The state machine over the committed records; starts empty at the log
+    /// start and replays the log as the high watermark becomes known.
+    image: MetadataImage,
+    snapshots: Snapshots,
 }
 
 /// Runs the loop until the engine completes a graceful shutdown (after
@@ -130,6 +166,7 @@ pub async fn run(
     ctx: LoopContext,
     mut shutdown: watch::Receiver<bool>,
 ) -> Result<RaftEngine<FileLog>, LoopError> {
+    let (done_tx, done_rx) = mpsc::unbounded_channel();
     let mut lp = Loop {
         ctx,
         replies: HashMap::new(),
@@ -141,7 +178,21 @@ pub async fn run(
         proposals: VecDeque::new(),
         election_started_ms: None,
         last_role: None,
+        image: MetadataImage::starting_at(crate::log::ReplicatedLog::start_offset(engine.log())),
+        snapshots: Snapshots {
+            bytes_at_last: 0,
+            last_ms: now_ms(),
+            last_offset: 0,
+            in_flight: false,
+            done_tx,
+            done_rx,
+        },
     };
+    if let Some(id) = crate::log::ReplicatedLog::latest_snapshot_id(engine.log()) {
+        lp.image = load_snapshot(engine.log(), id)?;
+        lp.snapshots.last_offset = id.offset;
+        tracing::info!(snapshot = %id, "metadata image loaded from the latest snapshot");
+    }
     lp.execute(&mut engine, initial)?;
     lp.publish(&engine);
     while !lp.shutdown_complete {
@@ -174,6 +225,15 @@ pub async fn run(
                 lp.maybe_propose_no_op(&mut engine, now)?;
                 lp.ctx.metrics.tick(now);
             }
+            Some((id, outcome)) = lp.snapshots.done_rx.recv() => {
+                lp.snapshots.in_flight = false;
+                match outcome {
+                    Ok(()) => tracing::info!(snapshot = %id, "snapshot written"),
+                    // The node keeps running on its log; the next trigger
+                    // tries again at a later offset.
+                    Err(e) => tracing::warn!(snapshot = %id, error = %e, "writing a snapshot failed"),
+                }
+            }
             () = std::future::ready(()), if lp.flush_pending => {
                 lp.flush_pending = false;
                 let cmds = engine.handle(Event::Flush, now_ms())?;
@@ -184,6 +244,16 @@ pub async fn run(
         lp.publish(&engine);
     }
     Ok(engine)
+}
+
+/// Reads snapshot `id` of `log` whole into an image positioned at its end.
+///
+/// Errors: [`LoopError::Persist`] if it cannot be read, [`LoopError::Image`]
+/// if it does not decode.
+fn load_snapshot(log: &FileLog, id: OffsetAndEpoch) -> Result<MetadataImage, LoopError> {
+    let reader = log.read_snapshot(id)?;
+    let bytes = reader.read(0, reader.size() as usize)?;
+    Ok(load_image_snapshot(id, &bytes)?)
 }
 
 fn peer_event(answer: PeerResponse) -> Event {
@@ -435,7 +505,10 @@ impl Loop {
                     })?;
                 }
                 Command::Flush => self.flush_pending = true,
-                Command::Committed { high_watermark } => self.on_committed(high_watermark),
+                Command::Committed { high_watermark } => {
+                    self.on_committed(high_watermark);
+                    self.apply_committed(engine, high_watermark)?;
+                }
                 Command::RoleChanged {
                     role,
                     epoch,
@@ -461,6 +534,84 @@ impl Loop {
                 .record_commit_latency(now, now.saturating_sub(p.proposed_at_ms) as f64);
             self.proposals.pop_front();
         }
+    }
+
+    /// Applies the newly committed records to the metadata image.
+    fn apply_committed(
+        &mut self,
+        engine: &RaftEngine<FileLog>,
+        high_watermark: i64,
+    ) -> Result<(), LoopError> {
+        let before = self.image.feature_level(METADATA_VERSION_FEATURE);
+        let applied = self.image.apply_log(engine.log(), high_watermark)?;
+        let after = self.image.feature_level(METADATA_VERSION_FEATURE);
+        if before != after {
+            tracing::info!(
+                metadata_version = ?after.map(|l| MetadataVersion::from_feature_level(l)
+                    .map_or_else(|| format!("level {l}"), |v| v.to_string())),
+                "metadata.version changed"
+            );
+        }
+        if applied > 0 {
+            tracing::trace!(
+                applied,
+                next_offset = self.image.next_offset(),
+                "applied committed metadata records"
+            );
+        }
+        self.maybe_snapshot(engine);
+        Ok(())
+    }
+
+    /// Writes a snapshot of the image when the policy says so: encoded here
+    /// (the image is small), written, fsynced and renamed into place by a
+    /// blocking task so the loop keeps serving. One at a time.
+    fn maybe_snapshot(&mut self, engine: &RaftEngine<FileLog>) {
+        let s = &mut self.snapshots;
+        let now = now_ms();
+        let id = image_snapshot_id(&self.image);
+        // Only what this node's log holds durably: a snapshot past the
+        // flushed end would survive a crash that the records below it do not.
+        if s.in_flight
+            || id.offset <= s.last_offset
+            || id.offset > crate::log::ReplicatedLog::flushed_end_offset(engine.log())
+            || !self.ctx.snapshot_policy.due(
+                self.image.applied_bytes() - s.bytes_at_last,
+                now.saturating_sub(s.last_ms),
+            )
+        {
+            return;
+        }
+        let bytes = match encode_image_snapshot(
+            &self.image,
+            engine.status().kraft_version,
+            engine.voters_at(id.offset).to_record(),
+            now as i64,
+        ) {
+            Ok(bytes) => bytes,
+            Err(e) => {
+                tracing::warn!(snapshot = %id, error = %e, "encoding a snapshot failed");
+                return;
+            }
+        };
+        let mut writer = match engine.log().create_snapshot(id) {
+            Ok(w) => w,
+            Err(e) => {
+                tracing::warn!(snapshot = %id, error = %e, "creating a snapshot failed");
+                return;
+            }
+        };
+        s.in_flight = true;
+        s.bytes_at_last = self.image.applied_bytes();
+        s.last_ms = now;
+        s.last_offset = id.offset;
+        let done = s.done_tx.clone();
+        tokio::task::spawn_blocking(move || {
+            let outcome = writer
+                .append(&bytes)
+                .and_then(|()| writer.freeze().map(drop));
+            let _ = done.send((id, outcome));
+        });
     }
 
     fn on_role_changed(&mut self, role: Role, epoch: i32, leader_id: Option<i32>) {

@@ -327,6 +327,10 @@ pub async fn run_with_workload(
         max_idle_interval_ms: config.max_idle_interval_ms,
         fetch_timeout_ms: t.fetch_timeout_ms,
         workload: workload.clone(),
+        snapshot_policy: crate::metadata::snapshot::SnapshotPolicy {
+            max_bytes_between: config.max_bytes_between_snapshots,
+            max_interval_ms: config.max_snapshot_interval_ms,
+        },
     };
     let result = event_loop::run(engine, initial, ctx, shutdown).await;
     accept_task.abort();

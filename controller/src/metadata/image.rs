@@ -1,0 +1,417 @@
+//! The metadata image: the state of the committed metadata records, applied
+//! in offset order (Kafka's `MetadataImage`, reduced to what a controller-only
+//! quorum holds).
+//!
+//! | record | effect |
+//! |---|---|
+//! | FeatureLevelRecord (12) | sets a finalized feature level; level 0 removes it (Kafka's `FeatureControlManager`) |
+//! | RegisterControllerRecord (22) | replaces the registration of its controller id (KIP-919) |
+//! | NoOpRecord (20) | counted |
+//! | any other type or version | kept untouched, with its offset, so a newer writer's records survive an older reader (and its snapshots) |
+//!
+//! Control batches (leader changes, voter sets) are the Raft engine's and are
+//! skipped here. Owns the image and the application of records; it must not
+//! decide what is committed (callers pass only committed batches or give the
+//! high watermark) and must not write to the log.
+
+use std::collections::BTreeMap;
+
+use bytes::Bytes;
+
+use super::records::{
+    ControllerEndpoint, ControllerFeature, FEATURE_LEVEL_RECORD_API_KEY, FeatureLevelRecord,
+    FramedRecord, NO_OP_RECORD_API_KEY, REGISTER_CONTROLLER_RECORD_API_KEY, RecordsError,
+    RegisterControllerRecord,
+};
+use crate::{
+    log::{LogError, ReplicatedLog},
+    record::{DecodedBatch, RecordError, iter_batches},
+};
+
+/// Most bytes read from the log at a time while applying (bytes).
+const READ_CHUNK_BYTES: usize = 1024 * 1024;
+
+/// Errors applying records to the image.
+#[derive(Debug, thiserror::Error)]
+pub enum ImageError {
+    /// A metadata record of a known type could not be decoded.
+    #[error("metadata record at offset {offset}: {source}")]
+    Record {
+        /// Offset of the record.
+        offset: i64,
+        /// What was wrong.
+        source: RecordsError,
+    },
+    /// A data record without a value.
+    #[error("metadata record at offset {offset} has no value")]
+    MissingValue {
+        /// Offset of the record.
+        offset: i64,
+    },
+    /// A batch could not be decoded.
+    #[error("decoding a batch of the metadata log: {0}")]
+    Batch(#[from] RecordError),
+    /// The log could not be read.
+    #[error("reading the metadata log: {0}")]
+    Log(#[from] LogError),
+}
+
+/// A registered controller (KIP-919), as the latest RegisterControllerRecord
+/// of its id says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ControllerRegistration {
+    /// Random id of the registering process run.
+    pub incarnation_id: uuid::Uuid,
+    /// Whether it is ready for a ZooKeeper migration (always false here).
+    pub zk_migration_ready: bool,
+    /// Listeners.
+    pub endpoints: Vec<ControllerEndpoint>,
+    /// Supported feature ranges.
+    pub supported_features: Vec<ControllerFeature>,
+}
+
+/// A record the image does not interpret, kept as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownRecord {
+    /// Offset it was committed at.
+    pub offset: i64,
+    /// The framed record (api key, version, message bytes).
+    pub record: FramedRecord,
+}
+
+/// The metadata image. Starts empty at offset 0 (or at a snapshot's end
+/// offset); [`Self::next_offset`] is the offset after the last record applied.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MetadataImage {
+    features: BTreeMap<String, i16>,
+    controllers: BTreeMap<i32, ControllerRegistration>,
+    no_op_records: u64,
+    unknown: Vec<UnknownRecord>,
+    next_offset: i64,
+    last_epoch: i32,
+    applied_bytes: u64,
+}
+
+impl MetadataImage {
+    /// An empty image whose next record is at `offset` (the log start offset).
+    pub fn starting_at(offset: i64) -> Self {
+        Self {
+            next_offset: offset,
+            ..Self::default()
+        }
+    }
+
+    /// Finalized feature levels by name (`metadata.version`, …).
+    pub fn features(&self) -> &BTreeMap<String, i16> {
+        &self.features
+    }
+
+    /// The finalized level of `name`, if set.
+    pub fn feature_level(&self, name: &str) -> Option<i16> {
+        self.features.get(name).copied()
+    }
+
+    /// Registered controllers by id.
+    pub fn controllers(&self) -> &BTreeMap<i32, ControllerRegistration> {
+        &self.controllers
+    }
+
+    /// NoOpRecords applied (only since the image started: a snapshot does not
+    /// carry them).
+    pub fn no_op_records(&self) -> u64 {
+        self.no_op_records
+    }
+
+    /// Records of types or versions this image does not interpret, in offset
+    /// order.
+    pub fn unknown_records(&self) -> &[UnknownRecord] {
+        &self.unknown
+    }
+
+    /// The offset after the last record applied.
+    pub fn next_offset(&self) -> i64 {
+        self.next_offset
+    }
+
+    /// Leader epoch of the last batch applied (0 before any): with
+    /// [`Self::next_offset`], the id a snapshot of this image takes.
+    pub fn last_epoch(&self) -> i32 {
+        self.last_epoch
+    }
+
+    /// Bytes of log batches applied since this image was created (the
+    /// measure `metadata.log.max.record.bytes.between.snapshots` counts).
+    pub fn applied_bytes(&self) -> u64 {
+        self.applied_bytes
+    }
+
+    /// Sets the offset and epoch a loaded snapshot ends at.
+    pub(crate) fn set_position(&mut self, next_offset: i64, last_epoch: i32) {
+        self.next_offset = next_offset;
+        self.last_epoch = last_epoch;
+    }
+
+    /// Applies one framed metadata record value committed at `offset`.
+    ///
+    /// Errors: [`ImageError::Record`] if the frame or a known record type is
+    /// malformed (the image is unchanged then).
+    pub fn apply_record(&mut self, offset: i64, value: &[u8]) -> Result<(), ImageError> {
+        let err = |source| ImageError::Record { offset, source };
+        let framed = FramedRecord::decode(value).map_err(err)?;
+        match (framed.api_key, framed.version) {
+            (FEATURE_LEVEL_RECORD_API_KEY, 0) => {
+                let r = FeatureLevelRecord::decode_message(&framed.message).map_err(err)?;
+                if r.feature_level == 0 {
+                    self.features.remove(&r.name);
+                } else {
+                    self.features.insert(r.name, r.feature_level);
+                }
+            }
+            (REGISTER_CONTROLLER_RECORD_API_KEY, 0) => {
+                let r = RegisterControllerRecord::decode_message(&framed.message).map_err(err)?;
+                self.controllers.insert(
+                    r.controller_id,
+                    ControllerRegistration {
+                        incarnation_id: r.incarnation_id,
+                        zk_migration_ready: r.zk_migration_ready,
+                        endpoints: r.endpoints,
+                        supported_features: r.features,
+                    },
+                );
+            }
+            (NO_OP_RECORD_API_KEY, _) => self.no_op_records += 1,
+            _ => self.unknown.push(UnknownRecord {
+                offset,
+                record: framed,
+            }),
+        }
+        self.next_offset = self.next_offset.max(offset + 1);
+        Ok(())
+    }
+
+    /// Applies the batches of `batches` (concatenated RecordBatch v2) that lie
+    /// at or above [`Self::next_offset`] and end below `high_watermark`;
+    /// control batches only move the next offset. Returns the number of
+    /// metadata records applied.
+    ///
+    /// Errors: [`ImageError`]; batches before the bad one stay applied.
+    pub fn apply_batches(
+        &mut self,
+        batches: &[u8],
+        high_watermark: i64,
+    ) -> Result<u64, ImageError> {
+        let mut applied = 0;
+        for item in iter_batches(batches, false) {
+            let (header, bytes) = item?;
+            if header.last_offset() >= high_watermark {
+                break;
+            }
+            if header.last_offset() < self.next_offset {
+                continue;
+            }
+            if !header.is_control() {
+                let batch = DecodedBatch::decode(bytes)?;
+                let from = self.next_offset;
+                for record in batch.records.iter().filter(|r| r.offset >= from) {
+                    let value = record.value.as_ref().ok_or(ImageError::MissingValue {
+                        offset: record.offset,
+                    })?;
+                    self.apply_record(record.offset, value)?;
+                    applied += 1;
+                }
+            }
+            self.next_offset = header.next_offset();
+            self.last_epoch = header.partition_leader_epoch;
+            self.applied_bytes += header.size_in_bytes() as u64;
+        }
+        Ok(applied)
+    }
+
+    /// Reads `log` from [`Self::next_offset`] and applies every batch below
+    /// `high_watermark` (the committed ones): what the server does on each
+    /// `Command::Committed`, and how a restart replays its log into the
+    /// image. Returns the number of metadata records applied.
+    ///
+    /// Errors: [`ImageError`] (a log read, or a record, failed).
+    pub fn apply_log<L: ReplicatedLog + ?Sized>(
+        &mut self,
+        log: &L,
+        high_watermark: i64,
+    ) -> Result<u64, ImageError> {
+        let mut applied = 0;
+        if self.next_offset < log.start_offset() {
+            // Nothing below the log start can be read any more; the caller
+            // must load a snapshot to go further back.
+            self.next_offset = log.start_offset();
+        }
+        let end = high_watermark.min(log.end_offset().offset);
+        while self.next_offset < end {
+            let before = self.next_offset;
+            let info = log.read(self.next_offset, READ_CHUNK_BYTES)?;
+            applied += self.apply_batches(&info.records, high_watermark)?;
+            if self.next_offset == before {
+                break;
+            }
+        }
+        Ok(applied)
+    }
+}
+
+/// The framed record values an image is made of, in a canonical order:
+/// feature levels by name, controller registrations by id, then unknown
+/// records in offset order (no-ops are not state). Applying them to an empty
+/// image gives an image equal to this one but for the no-op count and the
+/// offsets: what a snapshot of the image holds.
+pub fn image_records(image: &MetadataImage) -> Vec<Bytes> {
+    let mut out = Vec::new();
+    for (name, level) in &image.features {
+        out.push(
+            FeatureLevelRecord {
+                name: name.clone(),
+                feature_level: *level,
+            }
+            .encode_framed(),
+        );
+    }
+    for (id, c) in &image.controllers {
+        out.push(
+            RegisterControllerRecord {
+                controller_id: *id,
+                incarnation_id: c.incarnation_id,
+                zk_migration_ready: c.zk_migration_ready,
+                endpoints: c.endpoints.clone(),
+                features: c.supported_features.clone(),
+            }
+            .encode_framed(),
+        );
+    }
+    for u in &image.unknown {
+        out.push(u.record.encode());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        log::MemoryLog,
+        metadata::records::{METADATA_VERSION_FEATURE, no_op_record},
+        record::encode_data_batch,
+    };
+
+    fn registration(id: i32, port: u16) -> Bytes {
+        RegisterControllerRecord {
+            controller_id: id,
+            incarnation_id: uuid::Uuid::from_u128(id as u128),
+            zk_migration_ready: false,
+            endpoints: vec![ControllerEndpoint {
+                name: "CONTROLLER".into(),
+                host: format!("c-{id}"),
+                port,
+                security_protocol: 0,
+            }],
+            features: vec![],
+        }
+        .encode_framed()
+    }
+
+    fn level(name: &str, level: i16) -> Bytes {
+        FeatureLevelRecord {
+            name: name.into(),
+            feature_level: level,
+        }
+        .encode_framed()
+    }
+
+    /// A record of a type unknown here (api key 99).
+    fn unknown() -> Bytes {
+        FramedRecord {
+            api_key: 99,
+            version: 3,
+            message: Bytes::from_static(&[1, 2, 3]),
+        }
+        .encode()
+    }
+
+    #[test]
+    fn records_set_features_register_controllers_count_no_ops_and_keep_unknown_types() {
+        let mut image = MetadataImage::default();
+        let values = [
+            level(METADATA_VERSION_FEATURE, 26),
+            registration(1, 9093),
+            no_op_record(),
+            unknown(),
+            level(METADATA_VERSION_FEATURE, 27),
+            registration(1, 9094),
+            level("group.version", 1),
+            level("group.version", 0),
+        ];
+        for (offset, v) in values.iter().enumerate() {
+            image.apply_record(offset as i64, v).expect("applies");
+        }
+        assert_eq!(image.feature_level(METADATA_VERSION_FEATURE), Some(27));
+        assert_eq!(image.feature_level("group.version"), None);
+        assert_eq!(image.controllers()[&1].endpoints[0].port, 9094);
+        assert_eq!(image.no_op_records(), 1);
+        assert_eq!(image.unknown_records().len(), 1);
+        assert_eq!(image.unknown_records()[0].offset, 3);
+        assert_eq!(image.unknown_records()[0].record.encode(), unknown());
+        assert_eq!(image.next_offset(), 8);
+    }
+
+    #[test]
+    fn a_malformed_known_record_is_an_error_naming_its_offset() {
+        let mut image = MetadataImage::default();
+        let bad = [0x01, 0x0c, 0x00, 0x11, b'm'];
+        let err = image.apply_record(7, &bad).expect_err("truncated");
+        assert!(err.to_string().contains("offset 7"), "{err}");
+        assert_eq!(image, MetadataImage::default());
+    }
+
+    #[test]
+    fn the_image_records_rebuild_an_equal_image() {
+        let mut image = MetadataImage::default();
+        let values = [
+            level(METADATA_VERSION_FEATURE, 27),
+            registration(2, 1),
+            registration(1, 2),
+            unknown(),
+        ];
+        for (offset, v) in values.iter().enumerate() {
+            image.apply_record(offset as i64, v).expect("applies");
+        }
+        let mut rebuilt = MetadataImage::default();
+        for v in image_records(&image) {
+            rebuilt.apply_record(0, &v).expect("applies");
+        }
+        assert_eq!(rebuilt.features(), image.features());
+        assert_eq!(rebuilt.controllers(), image.controllers());
+        assert_eq!(
+            rebuilt.unknown_records()[0].record,
+            image.unknown_records()[0].record
+        );
+    }
+
+    #[test]
+    fn only_batches_below_the_high_watermark_are_applied_and_each_once() {
+        let mut log = MemoryLog::new();
+        for values in [
+            vec![level(METADATA_VERSION_FEATURE, 26), no_op_record()],
+            vec![registration(1, 9093)],
+            vec![level(METADATA_VERSION_FEATURE, 27)],
+        ] {
+            let batch = encode_data_batch(0, 1, 0, &values).expect("batch");
+            log.append_as_leader(batch, 1).expect("append");
+        }
+        let mut image = MetadataImage::default();
+        // Offsets 0..2 are the first batch; the second ends at 2, the third at 3.
+        assert_eq!(image.apply_log(&log, 3).expect("applies"), 3);
+        assert_eq!(image.feature_level(METADATA_VERSION_FEATURE), Some(26));
+        assert_eq!(image.next_offset(), 3);
+        assert_eq!(image.apply_log(&log, 3).expect("applies"), 0);
+        assert_eq!(image.apply_log(&log, 4).expect("applies"), 1);
+        assert_eq!(image.feature_level(METADATA_VERSION_FEATURE), Some(27));
+        assert_eq!(image.no_op_records(), 1);
+    }
+}
