@@ -222,6 +222,26 @@ t_deleting_the_quorum_collects_its_children() {
     "[[ -z \"\$(kubectl -n $ns get statefulsets,pods,services -o name 2>/dev/null)\" ]]"
 }
 
+# (9) the operator killed in the middle of a scale-up: the new operator pod
+# finishes the change, one voter at a time, each added once.
+t_an_operator_killed_mid_scale_up_finishes_the_change() {
+  local ns=e2e-restart
+  ready_three "$ns"
+  kubectl -n "$ns" scale kq/q --replicas=5 >/dev/null
+  poll "the scale-up started" 60 bash -c "kubectl -n $ns get statefulset q -o jsonpath='{.spec.replicas}' | grep -qx 5"
+  kubectl -n "$operator_ns" delete pod -l app.kubernetes.io/name=kraft-operator --grace-period=0 --force --wait=false >/dev/null 2>&1
+  poll "5 voters Ready" 300 is_ready "$ns" q 5
+  poll "DescribeQuorum shows 5 voters" 60 voters_match "$ns" q 5
+  # An event may be lost with the killed pod; none may repeat or go backwards.
+  local added
+  added="$(voter_events "$ns" q VoterAdded)"
+  [[ "$added" == "3 4" || "$added" == 3 || "$added" == 4 ]] || {
+    echo "VoterAdded events: '$added', want '3 4' (or one of them)" >&2
+    return 1
+  }
+  kubectl -n "$operator_ns" rollout status deployment/"$operator_release" --timeout 2m >/dev/null
+}
+
 all_tests=(
   t_three_voters_become_ready
   t_scaling_adds_and_removes_voters_one_at_a_time
@@ -229,6 +249,7 @@ all_tests=(
   t_a_deleted_leader_pod_rejoins_with_the_same_directory_id
   t_a_lost_volume_is_replaced_with_a_new_directory_id
   t_deleting_the_quorum_collects_its_children
+  t_an_operator_killed_mid_scale_up_finishes_the_change
 )
 
 # --- the driver -----------------------------------------------------------------
