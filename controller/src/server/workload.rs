@@ -8,7 +8,9 @@
 //! `claim + n / throughput` s) and the accounting; the event loop owns the
 //! appends and tells it about role changes and commits. It must not touch the
 //! engine or the log itself, and it is never enabled outside benchmarks
-//! (`kraft-controller run --workload-throughput N`).
+//! (`kraft-controller run --workload-throughput N`). Its records are opaque
+//! bytes, so a node running it keeps no metadata image and writes no
+//! snapshots, as TestRaftServer runs no metadata state machine.
 //!
 //! Results: `GET /workload` on the HTTP listener answers one JSON object
 //! ([`WorkloadReport`]); the same object is printed on stdout at shutdown,

@@ -519,6 +519,11 @@ impl Quorum {
     /// Starts `kraft-controller run` for node `id` (`RUST_LOG=info`, output
     /// appended to the node's output file). Panics if it already runs.
     pub fn start(&mut self, id: i32) {
+        self.start_with_args(id, &[]);
+    }
+
+    /// [`Quorum::start`] with extra `run` arguments (e.g. the workload's).
+    pub fn start_with_args(&mut self, id: i32, extra: &[&str]) {
         let node = self.node_mut(id);
         assert!(node.child.is_none(), "node {id} already runs");
         let out = File::options()
@@ -531,6 +536,7 @@ impl Quorum {
             .args(["run", "--config"])
             .arg(&node.config)
             .args(["--cluster-id", CLUSTER_ID])
+            .args(extra)
             .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
