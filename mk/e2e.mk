@@ -13,5 +13,6 @@ demo-k8s: ## local cluster, helm install the operator, apply 3 voters, scale to 
 	./dev/demo.sh
 
 test-e2e: ## the cluster tests: cluster up, tests/e2e/run.sh, cluster down
+	python3 tests/e2e/test_samples.py
 	$(CARGO) build $(E2E_BINS)
 	./tests/e2e/run.sh

@@ -35,6 +35,15 @@ pub const DATA_DIR: &str = "/var/lib/kraft/data";
 pub const CONFIG_DIR: &str = "/etc/kraft";
 /// The ConfigMap key holding the controller's `server.properties`.
 pub const SERVER_PROPERTIES_KEY: &str = "server.properties";
+/// The ConfigMap key holding the `format` init container's mode, one
+/// argument: `--initial-controllers=<list>` before the first bootstrap,
+/// `--no-initial-controllers` after it (see `build::configmap::format_mode_arg`).
+/// The init container reads it through [`FORMAT_MODE_ENV`], so the switch at
+/// bootstrap changes data, not the pod template: no pod restarts because of it.
+pub const FORMAT_MODE_KEY: &str = "format-mode";
+/// The init container's environment variable holding [`FORMAT_MODE_KEY`]
+/// (`configMapKeyRef`), expanded by Kubernetes as `$(KRAFT_FORMAT_MODE)` in `args`.
+pub const FORMAT_MODE_ENV: &str = "KRAFT_FORMAT_MODE";
 /// Largest quorum the CRD accepts (`spec.replicas`).
 pub const MAX_REPLICAS: i32 = 9;
 

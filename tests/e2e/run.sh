@@ -18,6 +18,8 @@ source "$here/lib.sh"
 
 image=ghcr.io/kraftwerk/kraft-controller:0.1.0
 figures="${E2E_FIGURES:-$cache/e2e-figures.txt}"
+# What tests/e2e/samples.py records during cases 3 and 6 (one file per run).
+samples_dir="$cache/e2e-samples"
 
 # apply_quorum NS NAME REPLICAS: create NS and a KraftQuorum NAME in it.
 apply_quorum() {
@@ -242,12 +244,205 @@ t_an_operator_killed_mid_scale_up_finishes_the_change() {
   kubectl -n "$operator_ns" rollout status deployment/"$operator_release" --timeout 2m >/dev/null
 }
 
+# start_sampler NS NAME FILE: tests/e2e/samples.py records NS/NAME into FILE
+# in the background (stopped by stop_sampler, or when the test's process
+# exits); returns once the first sample is written.
+start_sampler() {
+  mkdir -p "$(dirname "$3")"
+  python3 "$here/samples.py" record "$1" "$2" "$3" &
+  sampler=$!
+  trap 'kill "$sampler" 2>/dev/null || true' EXIT
+  poll "the first sample of $1/$2" 60 test -s "$3"
+}
+
+# stop_sampler: stops the recording started last.
+stop_sampler() {
+  kill "$sampler"
+  wait "$sampler" || true
+  trap - EXIT
+}
+
+# event_count NS NAME REASON: how many REASON events the KraftQuorum has.
+event_count() {
+  kubectl -n "$1" get events.v1.events.k8s.io -o json | python3 -c '
+import json, sys
+name, reason = sys.argv[1], sys.argv[2]
+print(sum(1 for e in json.load(sys.stdin)["items"]
+          if e["regarding"].get("name") == name and e["reason"] == reason))' "$2" "$3"
+}
+
+# degraded_because NS NAME REASON: condition Degraded is True with REASON.
+degraded_because() {
+  [[ "$(condition "$1" "$2" Degraded)" == True ]] || return 1
+  [[ "$(kq "$1" "$2" '{.status.conditions[?(@.type=="Degraded")].reason}')" == "$3" ]]
+}
+
+# (3) scale 1 → 3 → 1, the single-voter edge: a 1-voter quorum becomes Ready
+# (it is not restarted after bootstrap), grows to 3 voters (1 and 2 added)
+# and shrinks back to 1, and no second quorum is ever formed: sampled
+# throughout, every volume holds the quorum's cluster id, the 3 controllers
+# agreed on one leader and epoch, and every controller's view has one leader
+# per epoch.
+t_scaling_one_to_three_and_back_never_forms_a_second_quorum() {
+  local ns=e2e-single start added removed
+  start_sampler "$ns" q "$samples_dir/$ns.jsonl"
+  start=$SECONDS
+  apply_quorum "$ns" q 1
+  poll "1 voter Ready" 240 is_ready "$ns" q 1
+  figure apply_to_ready_1 $((SECONDS - start))
+  poll "DescribeQuorum shows 1 voter" 60 voters_match "$ns" q 1
+  start=$SECONDS
+  kubectl -n "$ns" scale kq/q --replicas=3 >/dev/null
+  poll "3 voters Ready" 300 is_ready "$ns" q 3
+  figure add_voter_each $(((SECONDS - start) / 2))
+  poll "DescribeQuorum shows 3 voters" 60 voters_match "$ns" q 3
+  added="$(voter_events "$ns" q VoterAdded)"
+  [[ "$added" == "1 2" ]] || {
+    echo "VoterAdded events: '$added', want '1 2'" >&2
+    return 1
+  }
+  start=$SECONDS
+  kubectl -n "$ns" scale kq/q --replicas=1 >/dev/null
+  poll "1 voter Ready after scaling down" 300 is_ready "$ns" q 1
+  figure remove_voter_each $(((SECONDS - start) / 2))
+  poll "DescribeQuorum shows 1 voter" 60 voters_match "$ns" q 1
+  removed="$(voter_events "$ns" q VoterRemoved | tr ' ' '\n' | sort | xargs)"
+  [[ "$removed" == "1 2" ]] || {
+    echo "VoterRemoved events for nodes '$removed', want 1 and 2 once each" >&2
+    return 1
+  }
+  [[ "$(event_count "$ns" q SingleVoterRestart)" == 0 ]] || {
+    echo "the single voter was restarted, but nothing changed its template" >&2
+    return 1
+  }
+  stop_sampler
+  python3 "$here/samples.py" check-one-quorum "$samples_dir/$ns.jsonl" \
+    "$(kq "$ns" q '{.status.clusterId}')" 3
+}
+
+# rolled NS NAME REVISION N: the StatefulSet's update revision is no longer
+# REVISION, all N pods run it, and the quorum is Ready with N voters.
+rolled() {
+  local want have
+  want="$(kubectl -n "$1" get statefulset "$2" -o jsonpath='{.status.updateRevision}')"
+  [[ -n "$want" && "$want" != "$3" ]] || return 1
+  have="$(kubectl -n "$1" get pods -l "app.kubernetes.io/instance=$2" \
+    -o custom-columns=R:.metadata.labels.controller-revision-hash --no-headers | sort | uniq -c | xargs)"
+  [[ "$have" == "$4 $want" ]] || return 1
+  is_ready "$1" "$2" "$4"
+}
+
+# roll NS WHAT PATCH: merge-PATCH the KraftQuorum q of 3 voters, wait until
+# the change is rolled out, and check from the samples that it was
+# quorum-aware: one pod at a time, the leader last, a majority always ready.
+roll() {
+  local ns="$1" samples="$samples_dir/$1-$2.jsonl" rev start
+  rev="$(kubectl -n "$ns" get statefulset q -o jsonpath='{.status.updateRevision}')"
+  start_sampler "$ns" q "$samples"
+  start=$SECONDS
+  kubectl -n "$ns" patch kq q --type merge -p "$3" >/dev/null
+  poll "the $2 change rolled out to every pod" 300 rolled "$ns" q "$rev" 3
+  figure rolling_restart_3 $((SECONDS - start))
+  stop_sampler
+  python3 "$here/samples.py" check-roll "$samples" 3
+}
+
+# (6) a config value changed, then the image tag: each is a quorum-aware
+# rolling restart (one pod at a time, leader last, never fewer than a majority
+# ready), sampled throughout. The local node agent runs any tag of
+# .../kraft-controller with the same binary (dev/node-agent/src/images.rs).
+t_a_config_or_image_change_rolls_one_pod_at_a_time_leader_last() {
+  local ns=e2e-roll
+  ready_three "$ns"
+  roll "$ns" config '{"spec":{"config":{"controller.quorum.append.linger.ms":"20"}}}'
+  roll "$ns" image "{\"spec\":{\"image\":\"${image%:*}:0.1.1\"}}"
+  [[ "$(kubectl -n "$ns" get statefulset q -o jsonpath='{.spec.template.spec.containers[0].image}')" == "${image%:*}:0.1.1" ]]
+}
+
+# (6, one voter) a config change on a 1-voter quorum restarts its only voter:
+# an outage nothing avoids, announced by one Warning Event SingleVoterRestart;
+# the quorum is Ready again on the new revision.
+t_a_single_voter_is_restarted_with_a_warning() {
+  local ns=e2e-solo rev start
+  start=$SECONDS
+  apply_quorum "$ns" q 1
+  poll "1 voter Ready" 240 is_ready "$ns" q 1
+  figure apply_to_ready_1 $((SECONDS - start))
+  rev="$(kubectl -n "$ns" get statefulset q -o jsonpath='{.status.updateRevision}')"
+  start=$SECONDS
+  kubectl -n "$ns" patch kq q --type merge \
+    -p '{"spec":{"config":{"controller.quorum.append.linger.ms":"20"}}}' >/dev/null
+  poll "the change rolled out to the only voter" 240 rolled "$ns" q "$rev" 1
+  figure single_voter_restart $((SECONDS - start))
+  [[ "$(event_count "$ns" q SingleVoterRestart)" == 1 ]] || {
+    echo "SingleVoterRestart events: $(event_count "$ns" q SingleVoterRestart), want 1" >&2
+    return 1
+  }
+}
+
+# volume_hashes DIR: sha256 of every file under DIR, by path.
+volume_hashes() { (cd "$1" && find . -type f -print0 | sort -z | xargs -0 -r sha256sum); }
+
+# (7) a KraftQuorum whose volume holds another cluster's data: its format
+# init container refuses the volume (again and again), the quorum reports
+# Degraded/ClusterIdMismatch naming the volume's cluster id, and every file
+# of the volume is byte for byte what it was.
+t_a_volume_of_another_cluster_is_reported_and_left_untouched() {
+  local ns=e2e-foreign other=T3RoZXJDbHVzdGVySWQxMg pv path before after
+  kubectl create namespace "$ns" >/dev/null
+  kubectl -n "$ns" apply -f - >/dev/null <<PVC
+apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: data-q-0}
+spec:
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+PVC
+  poll "PVC data-q-0 bound" 60 bash -c \
+    "[[ \$(kubectl -n $ns get pvc data-q-0 -o jsonpath='{.status.phase}') == Bound ]]"
+  pv="$(kubectl -n "$ns" get pvc data-q-0 -o jsonpath='{.spec.volumeName}')"
+  path="$(kubectl get pv "$pv" -o jsonpath='{.spec.hostPath.path}')"
+  [[ -n "$path" && -d "$path" ]] || {
+    echo "PV $pv has no host directory '$path'" >&2
+    return 1
+  }
+  # Another cluster's controller 0, formatted where q-0's volume will be.
+  "$kraft_controller" format --metadata-log-dir "$path/data" --node-id 0 \
+    --cluster-id="$other" \
+    --initial-controllers "0@q-0.q.elsewhere.svc.cluster.local:9093:T3RoZXJEaXJlY3RvcnkwMA" >/dev/null
+  before="$(volume_hashes "$path")"
+  [[ "$before" == *meta.properties* ]] || {
+    echo "nothing formatted in $path: $before" >&2
+    return 1
+  }
+  apply_quorum "$ns" q 1
+  poll "Degraded/ClusterIdMismatch" 180 degraded_because "$ns" q ClusterIdMismatch
+  # The format init container has met the volume more than once by now.
+  poll "the format init container retried" 120 bash -c \
+    "(( \$(kubectl -n $ns get pod q-0 -o jsonpath='{.status.initContainerStatuses[0].restartCount}') >= 2 ))"
+  kq "$ns" q '{.status.conditions[?(@.type=="Degraded")].message}' | grep -qF "$other" || {
+    echo "the ClusterIdMismatch message does not name the volume's cluster id $other" >&2
+    return 1
+  }
+  [[ "$(kq "$ns" q '{.status.clusterId}')" != "$other" ]]
+  after="$(volume_hashes "$path")"
+  [[ "$before" == "$after" ]] || {
+    printf 'the volume changed:\nbefore:\n%s\nafter:\n%s\n' "$before" "$after" >&2
+    return 1
+  }
+  [[ "$(condition "$ns" q Ready)" == False ]]
+}
+
 all_tests=(
   t_three_voters_become_ready
   t_scaling_adds_and_removes_voters_one_at_a_time
+  t_scaling_one_to_three_and_back_never_forms_a_second_quorum
   t_invalid_specs_are_rejected_by_the_api_server
   t_a_deleted_leader_pod_rejoins_with_the_same_directory_id
   t_a_lost_volume_is_replaced_with_a_new_directory_id
+  t_a_config_or_image_change_rolls_one_pod_at_a_time_leader_last
+  t_a_single_voter_is_restarted_with_a_warning
+  t_a_volume_of_another_cluster_is_reported_and_left_untouched
   t_deleting_the_quorum_collects_its_children
   t_an_operator_killed_mid_scale_up_finishes_the_change
 )
@@ -292,6 +487,7 @@ PY
 trap finish EXIT
 
 rm -f "$figures"
+rm -rf "$samples_dir"
 log "cluster up"
 "$repo/dev/cluster.sh" up >/dev/null
 log "installing the operator with its Helm chart"
@@ -309,5 +505,8 @@ for t in "${tests[@]}"; do
     failed=$((failed + 1))
     failures+=("$t")
     dump "$(namespace_of "$t")"
+    for f in "$samples_dir/$(namespace_of "$t")"*.jsonl; do
+      [[ -f "$f" ]] && { echo "---- $f (last 3 samples)"; tail -n 3 "$f"; } >&2
+    done
   fi
 done

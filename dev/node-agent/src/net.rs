@@ -50,7 +50,20 @@ pub struct Network {
     /// The /24 the pod IPs come from (first three octets of `host_ip`'s range).
     cidr: String,
     base: [u8; 3],
-    in_use: Arc<Mutex<BTreeSet<u8>>>,
+    in_use: Arc<Mutex<Allocations>>,
+}
+
+/// The addresses in use (last octet) and the last one handed out.
+/// Allocation is next-fit, as the `host-local` IPAM plugin's: a released
+/// address is handed out again only after every other free one. A recreated
+/// pod (a rolling restart) therefore gets a new address; reusing the old one
+/// at once left the host's neighbour cache pointing at the deleted pod's MAC,
+/// so the host could not reach the new pod for about 30 s (until the entry
+/// went stale), long enough to make a restarted single voter look down.
+#[derive(Debug, Default)]
+struct Allocations {
+    in_use: BTreeSet<u8>,
+    last: u8,
 }
 
 /// Prefix of every network namespace and host veth this agent creates, so that
@@ -68,7 +81,7 @@ impl Network {
             host_ip,
             cidr: cidr.to_owned(),
             base: [o[0], o[1], o[2]],
-            in_use: Arc::new(Mutex::new(in_use)),
+            in_use: Arc::new(Mutex::new(Allocations { in_use, last: 1 })),
         }
     }
 
@@ -106,22 +119,26 @@ impl Network {
     }
 
     fn allocate(&self) -> Result<Ipv4Addr, NetError> {
-        let mut in_use = self.in_use.lock().unwrap_or_else(|p| p.into_inner());
-        let last = (2..=254u8)
-            .find(|n| !in_use.contains(n))
+        let mut a = self.in_use.lock().unwrap_or_else(|p| p.into_inner());
+        // Next-fit over 2..=254: after the last one handed out, wrapping.
+        let after = a.last.max(1);
+        let next = (after + 1..=254u8)
+            .chain(2..=after)
+            .find(|n| !a.in_use.contains(n))
             .ok_or_else(|| NetError::Exhausted(self.cidr.clone()))?;
-        in_use.insert(last);
+        a.in_use.insert(next);
+        a.last = next;
         Ok(Ipv4Addr::new(
             self.base[0],
             self.base[1],
             self.base[2],
-            last,
+            next,
         ))
     }
 
     fn release(&self, ip: Ipv4Addr) {
-        let mut in_use = self.in_use.lock().unwrap_or_else(|p| p.into_inner());
-        in_use.remove(&ip.octets()[3]);
+        let mut a = self.in_use.lock().unwrap_or_else(|p| p.into_inner());
+        a.in_use.remove(&ip.octets()[3]);
     }
 
     /// Creates the pod's namespace with `lo` up, `eth0` holding a fresh IP and
@@ -176,6 +193,17 @@ impl Network {
     pub async fn teardown(&self, pod: &PodNetwork) {
         remove_netns(&pod.netns).await;
         let _ = ip(&["link", "delete", &pod.host_veth]).await;
+        // The host's neighbour entry names the deleted veth's MAC; forget it
+        // so that a later pod with this address is resolved afresh.
+        let _ = ip(&[
+            "neigh",
+            "flush",
+            "to",
+            &pod.ip.to_string(),
+            "dev",
+            &self.bridge,
+        ])
+        .await;
         self.release(pod.ip);
     }
 }
@@ -224,13 +252,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn addresses_are_unique_skip_the_host_and_are_reused_after_release() {
+    fn addresses_are_unique_skip_the_host_and_are_reused_only_after_every_other() {
         let net = Network::new("kw0", Ipv4Addr::new(10, 244, 0, 1), "10.244.0.0/24");
         let a = net.allocate().expect("free address");
         let b = net.allocate().expect("free address");
         assert_eq!(a, Ipv4Addr::new(10, 244, 0, 2));
         assert_eq!(b, Ipv4Addr::new(10, 244, 0, 3));
         net.release(a);
+        // A recreated pod gets a new address, not the one just released.
+        assert_eq!(
+            net.allocate().expect("free address"),
+            Ipv4Addr::new(10, 244, 0, 4)
+        );
+        for _ in 5..=254 {
+            net.allocate().expect("free address");
+        }
+        // Wrapped around: the only free address is the released one.
         assert_eq!(net.allocate().expect("free address"), a);
     }
 

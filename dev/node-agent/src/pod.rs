@@ -47,7 +47,7 @@ use crate::{
     images::ImageMap,
     net::{Network, PodNetwork},
     probes::{Prober, resolve_named_ports},
-    process::{Launch, Mount, exit_code, spawn, stop},
+    process::{self, Launch, Mount, exit_code, spawn, stop},
     volumes::Volumes,
 };
 
@@ -495,6 +495,7 @@ impl Worker {
                     continue;
                 }
             };
+            let log_start = process::log_offset(&launch.log_path);
             let mut child = match spawn(&launch) {
                 Ok(child) => child,
                 Err(e) => {
@@ -598,10 +599,17 @@ impl Worker {
                 "Error"
             };
             info!(pod = %self.key, container = %c.name, code, reason, "container exited");
+            // FallbackToLogsOnError: a failed container's log tail becomes
+            // its termination message, as the kubelet does.
+            let message = (code != 0
+                && c.termination_message_policy.as_deref() == Some("FallbackToLogsOnError"))
+            .then(|| process::termination_message(&launch.log_path, log_start))
+            .flatten();
             let terminated = ContainerState {
                 terminated: Some(ContainerStateTerminated {
                     exit_code: code,
                     reason: Some(reason.into()),
+                    message,
                     started_at: Some(started_at.clone()),
                     finished_at: Some(now()),
                     container_id: Some(format!("kraftwerk://{uid}/{}", c.name)),

@@ -195,6 +195,54 @@ pub async fn stop(child: &mut Child, grace: Duration) -> Option<ExitStatus> {
     child.wait().await.ok()
 }
 
+/// The most lines of log a termination message takes (the kubelet's
+/// `MaxContainerTerminationMessageLogLines`).
+pub const TERMINATION_LOG_LINES: usize = 80;
+/// The most bytes of log a termination message takes (the kubelet's
+/// `MaxContainerTerminationMessageLogLength`, 2 KiB).
+pub const TERMINATION_LOG_BYTES: usize = 2048;
+
+/// The log file's length (bytes) before a container starts: where its own
+/// output will begin (the file is appended across restarts).
+pub fn log_offset(path: &Path) -> u64 {
+    std::fs::metadata(path).map(|m| m.len()).unwrap_or(0)
+}
+
+/// The termination message `terminationMessagePolicy: FallbackToLogsOnError`
+/// gives a container that failed: the tail of what this run wrote to its log
+/// from `offset` on (the last [`TERMINATION_LOG_LINES`] lines, at most the last
+/// [`TERMINATION_LOG_BYTES`] bytes), without this agent's own start banner.
+/// `None` when the run wrote nothing or the log cannot be read. The file named
+/// by `terminationMessagePath` is not supported (nothing maps it into the
+/// container here), so the log is the only source, as when that file is empty.
+pub fn termination_message(path: &Path, offset: u64) -> Option<String> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut file = std::fs::File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    // Enough to hold 80 long lines; older output cannot be in the message.
+    let from = offset.max(len.saturating_sub(64 * 1024));
+    file.seek(SeekFrom::Start(from)).ok()?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).ok()?;
+    tail_message(&bytes)
+}
+
+/// The message part of [`termination_message`], over the run's log bytes.
+fn tail_message(log: &[u8]) -> Option<String> {
+    let text = String::from_utf8_lossy(log);
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with("==== kraft-node-agent:"))
+        .collect();
+    let tail = lines[lines.len().saturating_sub(TERMINATION_LOG_LINES)..].join("\n");
+    let mut start = tail.len().saturating_sub(TERMINATION_LOG_BYTES);
+    while !tail.is_char_boundary(start) {
+        start += 1;
+    }
+    let message = tail[start..].trim();
+    (!message.is_empty()).then(|| message.to_string())
+}
+
 /// Kubernetes' exit code: the process's code, or 128 + signal.
 pub fn exit_code(status: &ExitStatus) -> i32 {
     status
@@ -243,6 +291,50 @@ mod tests {
         );
         assert!(s.contains("echo 'q-0' > /proc/sys/kernel/hostname"), "{s}");
         assert!(s.ends_with("cd '/data'\nexec \"$0\" \"$@\"\n"), "{s}");
+    }
+
+    #[test]
+    fn the_termination_message_is_the_tail_of_this_runs_log() {
+        use std::io::Write as _;
+        let dir = tempfile::tempdir().expect("temp dir");
+        let path = dir.path().join("format.log");
+        std::fs::write(
+            &path,
+            "==== kraft-node-agent: starting [\"a\"]\nold run failed\n",
+        )
+        .expect("write");
+        let offset = log_offset(&path);
+        let mut run = String::from("==== kraft-node-agent: starting [\"a\"]\n");
+        for i in 0..100 {
+            run.push_str(&format!("line {i}\n"));
+        }
+        run.push_str("error: /var/lib/kraft/data is formatted for cluster id A, not B\n");
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(run.as_bytes()))
+            .expect("append");
+        let message = termination_message(&path, offset).expect("a message");
+        assert!(!message.contains("old run"), "{message}");
+        assert!(!message.contains("kraft-node-agent"), "{message}");
+        assert!(
+            message.ends_with("formatted for cluster id A, not B"),
+            "{message}"
+        );
+        assert_eq!(message.lines().count(), TERMINATION_LOG_LINES);
+        assert!(message.starts_with("line 21"), "{message}");
+    }
+
+    #[test]
+    fn a_termination_message_is_at_most_two_kib_and_none_without_output() {
+        let long = "x".repeat(5000) + "\nthe end";
+        let message = tail_message(long.as_bytes()).expect("a message");
+        assert_eq!(message.len(), TERMINATION_LOG_BYTES);
+        assert!(message.ends_with("the end"));
+        assert_eq!(
+            tail_message(b"==== kraft-node-agent: starting []\n\n"),
+            None
+        );
     }
 
     #[test]

@@ -1,8 +1,12 @@
-//! The ConfigMap holding the controllers' shared `server.properties`. Pure.
+//! The ConfigMap holding the controllers' shared `server.properties` and the
+//! `format` init container's mode. Pure.
 //!
 //! The file holds only what is the same for every pod; `node.id` and
 //! `advertised.listeners` differ per pod and are passed on the command line
-//! from the pod's own name and ordinal (see [`super::statefulset`]).
+//! from the pod's own name and ordinal (see [`super::statefulset`]). The
+//! format mode ([`FORMAT_MODE_KEY`]) lives here rather than in the pod
+//! template because it changes once, at bootstrap: as data it reaches pods
+//! formatted from then on without making every running pod out of date.
 
 use std::{collections::BTreeMap, fmt::Write as _};
 
@@ -10,8 +14,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 
 use super::child_meta;
 use crate::{
-    crd::{CONTROLLER_LISTENER_NAME, DATA_DIR, SERVER_PROPERTIES_KEY},
-    validate::ValidatedQuorum,
+    crd::{CONTROLLER_LISTENER_NAME, DATA_DIR, FORMAT_MODE_KEY, SERVER_PROPERTIES_KEY},
+    validate::{FormatMode, ValidatedQuorum},
 };
 
 /// The `server.properties` text: operator-owned keys first, then
@@ -48,14 +52,27 @@ pub fn server_properties(q: &ValidatedQuorum) -> String {
     s
 }
 
-/// Builds the ConfigMap (same name as the KraftQuorum).
+/// The one `kraft-controller format` argument that selects its mode
+/// (DESIGN 2.4): `--initial-controllers=<id@host:port:dir,…>` while the quorum
+/// was never bootstrapped, `--no-initial-controllers` forever after. One
+/// argument (clap takes `--flag=value`), because Kubernetes expands
+/// `$(KRAFT_FORMAT_MODE)` into exactly one argument.
+pub fn format_mode_arg(q: &ValidatedQuorum) -> String {
+    match q.format_mode() {
+        FormatMode::InitialControllers(list) => format!("--initial-controllers={list}"),
+        FormatMode::NoInitialControllers => "--no-initial-controllers".to_string(),
+    }
+}
+
+/// Builds the ConfigMap (same name as the KraftQuorum): `server.properties`
+/// and [`FORMAT_MODE_KEY`].
 pub fn build_configmap(q: &ValidatedQuorum) -> ConfigMap {
     ConfigMap {
         metadata: child_meta(q, &q.name),
-        data: Some(BTreeMap::from([(
-            SERVER_PROPERTIES_KEY.to_string(),
-            server_properties(q),
-        )])),
+        data: Some(BTreeMap::from([
+            (SERVER_PROPERTIES_KEY.to_string(), server_properties(q)),
+            (FORMAT_MODE_KEY.to_string(), format_mode_arg(q)),
+        ])),
         ..ConfigMap::default()
     }
 }

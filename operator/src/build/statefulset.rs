@@ -4,12 +4,25 @@
 //! the pod's ordinal comes from the label the StatefulSet controller sets
 //! (`apps.kubernetes.io/pod-index`) through the downward API into
 //! `POD_ORDINAL`, its name into `POD_NAME`, and Kubernetes expands `$(VAR)`
-//! in `args` (no shell). Node id = ordinal. The format mode is the same for
-//! every pod at any time (see [`ValidatedQuorum::format_mode`]): before the
-//! first bootstrap all pods are initial voters and get the same
-//! `--initial-controllers` list (each finds its own directory id in its own
-//! entry); after it, every pod gets `--no-initial-controllers`. Formatting is
-//! idempotent, so the template switching modes never touches a formatted volume.
+//! in `args` (no shell). Node id = ordinal.
+//!
+//! The format mode is the same for every pod at any time (see
+//! [`ValidatedQuorum::format_mode`]): before the first bootstrap all pods are
+//! initial voters and get the same `--initial-controllers` list (each finds
+//! its own directory id in its own entry); after it, every pod gets
+//! `--no-initial-controllers`. The mode is **not** part of the template: the
+//! init container reads it from the ConfigMap (`configMapKeyRef` into
+//! `KRAFT_FORMAT_MODE`, expanded in `args`), so the template is identical
+//! before and after bootstrap and a freshly bootstrapped quorum has nothing to
+//! roll out (a template change would restart every pod, and a single voter
+//! cannot be restarted without an outage). Formatting is idempotent, so a pod
+//! that re-runs the init container in the other mode leaves its volume alone.
+//!
+//! The pods run as the distroless image's non-root user 65532 (`runAsUser`,
+//! `runAsGroup`, `fsGroup` so the volume is writable by it), with the
+//! runtime's default seccomp profile, a read-only root filesystem (the
+//! controller writes only to its volume), no privilege escalation and no
+//! capabilities (the restricted Pod Security Standard).
 //!
 //! `updateStrategy: OnDelete`: the operator picks the restart order (leader
 //! last). `podManagementPolicy: Parallel`: all initial voters must start
@@ -24,9 +37,10 @@ use k8s_openapi::{
             StatefulSetUpdateStrategy,
         },
         core::v1::{
-            ConfigMapVolumeSource, Container, ContainerPort, EnvVar, EnvVarSource, HTTPGetAction,
-            ObjectFieldSelector, PersistentVolumeClaim, PersistentVolumeClaimSpec, PodSpec,
-            PodTemplateSpec, Probe, Volume, VolumeMount, VolumeResourceRequirements,
+            Capabilities, ConfigMapKeySelector, ConfigMapVolumeSource, Container, ContainerPort,
+            EnvVar, EnvVarSource, HTTPGetAction, ObjectFieldSelector, PersistentVolumeClaim,
+            PersistentVolumeClaimSpec, PodSecurityContext, PodSpec, PodTemplateSpec, Probe,
+            SeccompProfile, SecurityContext, Volume, VolumeMount, VolumeResourceRequirements,
         },
     },
     apimachinery::pkg::{
@@ -40,9 +54,9 @@ use super::{child_meta, configmap::server_properties, fnv1a_hex};
 use crate::{
     crd::{
         ANNOTATION_CONFIG_HASH, CONFIG_DIR, CONTROLLER_HTTP_PORT, CONTROLLER_LISTENER_NAME,
-        LABEL_POD_INDEX, SERVER_PROPERTIES_KEY,
+        FORMAT_MODE_ENV, FORMAT_MODE_KEY, LABEL_POD_INDEX, SERVER_PROPERTIES_KEY,
     },
-    validate::{FormatMode, ValidatedQuorum},
+    validate::ValidatedQuorum,
 };
 
 /// Name of the volume claim template (and of the PVCs: `data-<pod>`).
@@ -54,29 +68,27 @@ pub const DATA_MOUNT: &str = "/var/lib/kraft";
 pub const FORMAT_CONTAINER: &str = "format";
 /// Name of the main container running `kraft-controller run`.
 pub const CONTROLLER_CONTAINER: &str = "controller";
+/// The uid and gid the controller runs as: the distroless `nonroot` user the
+/// `Dockerfile` sets (`USER 65532:65532`); also the pods' `fsGroup`.
+pub const CONTROLLER_UID: i64 = 65532;
 
 fn config_path() -> String {
     format!("{CONFIG_DIR}/{SERVER_PROPERTIES_KEY}")
 }
 
-/// Arguments of the init container (`kraft-controller <args>`).
+/// Arguments of the init container (`kraft-controller <args>`). The last is
+/// the format mode, `$(KRAFT_FORMAT_MODE)`, from the ConfigMap's
+/// [`FORMAT_MODE_KEY`] (see [`super::configmap::format_mode_arg`]).
 pub fn format_args(q: &ValidatedQuorum) -> Vec<String> {
-    let mut args = vec![
+    vec![
         "format".to_string(),
         "--config".to_string(),
         config_path(),
         "--node-id".to_string(),
         "$(POD_ORDINAL)".to_string(),
         format!("--cluster-id={}", q.cluster_id),
-    ];
-    match q.format_mode() {
-        FormatMode::InitialControllers(list) => {
-            args.push("--initial-controllers".into());
-            args.push(list);
-        }
-        FormatMode::NoInitialControllers => args.push("--no-initial-controllers".into()),
-    }
-    args
+        format!("$({FORMAT_MODE_ENV})"),
+    ]
 }
 
 /// Arguments of the main container (`kraft-controller <args>`), with Kafka's
@@ -118,6 +130,59 @@ fn pod_env() -> Vec<EnvVar> {
             &format!("metadata.labels['{LABEL_POD_INDEX}']"),
         ),
     ]
+}
+
+/// The init container's environment: the pod's own variables and the
+/// format mode from the ConfigMap (required: a pod never formats without it).
+fn format_env(q: &ValidatedQuorum) -> Vec<EnvVar> {
+    let mut env = pod_env();
+    env.push(EnvVar {
+        name: FORMAT_MODE_ENV.to_string(),
+        value_from: Some(EnvVarSource {
+            config_map_key_ref: Some(ConfigMapKeySelector {
+                name: q.name.clone(),
+                key: FORMAT_MODE_KEY.to_string(),
+                optional: Some(false),
+            }),
+            ..EnvVarSource::default()
+        }),
+        value: None,
+    });
+    env
+}
+
+/// Pod-level security: non-root 65532 (the image's user), the volume
+/// group-owned by 65532 (`fsGroup`, changed only when its root does not match
+/// already, so a large volume is not walked at every start), and the
+/// runtime's default seccomp profile.
+fn pod_security_context() -> PodSecurityContext {
+    PodSecurityContext {
+        run_as_non_root: Some(true),
+        run_as_user: Some(CONTROLLER_UID),
+        run_as_group: Some(CONTROLLER_UID),
+        fs_group: Some(CONTROLLER_UID),
+        fs_group_change_policy: Some("OnRootMismatch".into()),
+        seccomp_profile: Some(SeccompProfile {
+            type_: "RuntimeDefault".into(),
+            localhost_profile: None,
+        }),
+        ..PodSecurityContext::default()
+    }
+}
+
+/// Container-level security: no privilege escalation, a read-only root
+/// filesystem (writes go to the data volume only), every capability dropped.
+fn container_security_context() -> SecurityContext {
+    SecurityContext {
+        allow_privilege_escalation: Some(false),
+        read_only_root_filesystem: Some(true),
+        run_as_non_root: Some(true),
+        capabilities: Some(Capabilities {
+            drop: Some(vec!["ALL".into()]),
+            add: None,
+        }),
+        ..SecurityContext::default()
+    }
 }
 
 fn mounts() -> Vec<VolumeMount> {
@@ -164,8 +229,9 @@ pub fn build_statefulset(q: &ValidatedQuorum) -> StatefulSet {
         image: Some(q.image.clone()),
         command: Some(vec!["kraft-controller".into()]),
         args: Some(format_args(q)),
-        env: Some(pod_env()),
+        env: Some(format_env(q)),
         volume_mounts: Some(mounts()),
+        security_context: Some(container_security_context()),
         // The last log lines become the termination message, so the operator
         // can tell a cluster id mismatch (never reformatted) from other failures.
         termination_message_policy: Some("FallbackToLogsOnError".into()),
@@ -195,6 +261,7 @@ pub fn build_statefulset(q: &ValidatedQuorum) -> StatefulSet {
         liveness_probe: Some(http_probe("/healthz", 10, 6)),
         resources: q.resources.clone(),
         volume_mounts: Some(mounts()),
+        security_context: Some(container_security_context()),
         termination_message_policy: Some("FallbackToLogsOnError".into()),
         ..Container::default()
     };
@@ -215,6 +282,7 @@ pub fn build_statefulset(q: &ValidatedQuorum) -> StatefulSet {
         tolerations: (!q.pod_template.tolerations.is_empty())
             .then(|| q.pod_template.tolerations.clone()),
         affinity: q.pod_template.affinity.clone(),
+        security_context: Some(pod_security_context()),
         ..PodSpec::default()
     };
 

@@ -133,6 +133,11 @@ fn defaults_fill_port_service_name_and_retention() {
     assert_eq!(q.storage.on_scale_down.as_str(), "Retain");
 }
 
+/// The format mode as the ConfigMap carries it to the init container.
+fn configmap_format_mode(q: &ValidatedQuorum) -> String {
+    build_configmap(q).data.expect("data")["format-mode"].clone()
+}
+
 #[test]
 fn before_bootstrap_every_pod_formats_with_the_same_initial_controllers() {
     let q = valid(SPEC3, &status(false));
@@ -142,6 +147,10 @@ fn before_bootstrap_every_pod_formats_with_the_same_initial_controllers() {
     assert_eq!(
         q.format_mode(),
         FormatMode::InitialControllers(list.clone())
+    );
+    assert_eq!(
+        configmap_format_mode(&q),
+        format!("--initial-controllers={list}")
     );
     let sts = build_statefulset(&q);
     let init = container(&sts, FORMAT_CONTAINER, true);
@@ -154,9 +163,21 @@ fn before_bootstrap_every_pod_formats_with_the_same_initial_controllers() {
             "--node-id".into(),
             "$(POD_ORDINAL)".into(),
             format!("--cluster-id={CLUSTER}"),
-            "--initial-controllers".into(),
-            list,
+            "$(KRAFT_FORMAT_MODE)".into(),
         ]
+    );
+    // The mode comes from the ConfigMap, a required key.
+    let mode = init
+        .env
+        .iter()
+        .flatten()
+        .find(|e| e.name == "KRAFT_FORMAT_MODE")
+        .and_then(|e| e.value_from.as_ref())
+        .and_then(|v| v.config_map_key_ref.as_ref())
+        .expect("KRAFT_FORMAT_MODE from the ConfigMap");
+    assert_eq!(
+        (mode.name.as_str(), mode.key.as_str(), mode.optional),
+        ("kq", "format-mode", Some(false))
     );
     // Before bootstrap the StatefulSet runs exactly the initial voters.
     assert_eq!(sts.spec.as_ref().and_then(|s| s.replicas), Some(3));
@@ -169,18 +190,67 @@ fn after_bootstrap_every_pod_formats_with_no_initial_controllers() {
         &status(true),
     );
     assert_eq!(q.format_mode(), FormatMode::NoInitialControllers);
-    let sts = build_statefulset(&q);
-    let args = container(&sts, FORMAT_CONTAINER, true)
-        .args
-        .clone()
-        .expect("args");
-    assert_eq!(
-        args.last().map(String::as_str),
-        Some("--no-initial-controllers")
-    );
-    assert!(!args.iter().any(|a| a.contains('@')), "{args:?}");
+    assert_eq!(configmap_format_mode(&q), "--no-initial-controllers");
     // After bootstrap the current StatefulSet size is kept; the planner moves it.
-    assert_eq!(sts.spec.as_ref().and_then(|s| s.replicas), Some(3));
+    assert_eq!(
+        build_statefulset(&q).spec.as_ref().and_then(|s| s.replicas),
+        Some(3)
+    );
+}
+
+#[test]
+fn bootstrapping_changes_the_configmap_but_not_the_pod_template() {
+    // A template change makes every pod out of date and costs a rolling
+    // restart; for a single voter that is an outage. The switch of the format
+    // mode at bootstrap must therefore stay out of the template.
+    for spec in [SPEC3, "replicas: 1\nimage: kraft:1\nstorage:\n  size: 1Gi"] {
+        let before = valid(spec, &status(false));
+        let after = valid(spec, &status(true));
+        assert_ne!(
+            configmap_format_mode(&before),
+            configmap_format_mode(&after)
+        );
+        assert_eq!(
+            build_statefulset(&before).spec.map(|s| s.template),
+            build_statefulset(&after).spec.map(|s| s.template),
+            "spec:\n{spec}"
+        );
+        // The config hash covers server.properties only, which bootstrap leaves alone.
+        assert_eq!(server_properties(&before), server_properties(&after));
+    }
+}
+
+#[test]
+fn pods_run_as_the_images_non_root_user_with_a_read_only_root_and_no_capabilities() {
+    let sts = build_statefulset(&valid(SPEC3, &status(true)));
+    let pod = sts
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .expect("pod spec");
+    let psc = pod.security_context.as_ref().expect("pod securityContext");
+    assert_eq!(psc.run_as_non_root, Some(true));
+    assert_eq!(
+        (psc.run_as_user, psc.run_as_group, psc.fs_group),
+        (Some(65532), Some(65532), Some(65532))
+    );
+    assert_eq!(
+        psc.seccomp_profile.as_ref().map(|p| p.type_.as_str()),
+        Some("RuntimeDefault")
+    );
+    for (name, init) in [(FORMAT_CONTAINER, true), (CONTROLLER_CONTAINER, false)] {
+        let sc = container(&sts, name, init)
+            .security_context
+            .as_ref()
+            .unwrap_or_else(|| panic!("{name}: no securityContext"));
+        assert_eq!(sc.allow_privilege_escalation, Some(false), "{name}");
+        assert_eq!(sc.read_only_root_filesystem, Some(true), "{name}");
+        assert_eq!(
+            sc.capabilities.as_ref().and_then(|c| c.drop.clone()),
+            Some(vec!["ALL".to_string()]),
+            "{name}"
+        );
+    }
 }
 
 #[test]

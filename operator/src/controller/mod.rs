@@ -388,8 +388,9 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
     status.observed_generation = generation;
 
     if !was_bootstrapped && status.bootstrapped {
-        // The first leader: record it, and build every later pod with
-        // --no-initial-controllers from the next pass on.
+        // The first leader: record it; from the next pass on the ConfigMap
+        // gives every pod formatted later --no-initial-controllers (the pod
+        // template stays the same, so no pod is restarted for it).
         let outcome = Outcome::Progressing {
             reason: "Bootstrapped".into(),
             message: "the initial voters elected a first leader".into(),
@@ -592,13 +593,7 @@ async fn act<Q: QuorumClient>(
             (progressing("Scaling", note), BUSY_REQUEUE)
         }
         Plan::RestartPod { ordinal } => {
-            let pod = q.pod_name(*ordinal);
-            let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &q.namespace);
-            match pods.delete(&pod, &DeleteParams::default()).await {
-                Ok(_) => {}
-                Err(kube::Error::Api(s)) if s.code == 404 => {}
-                Err(e) => return Err(kube_err(format!("delete pod {}/{pod}", q.namespace))(e)),
-            }
+            let pod = delete_pod(ctx, q, *ordinal).await?;
             ctx.metrics.action("restart");
             let note = format!("restarted pod {pod} to roll out the current template");
             publish(
@@ -613,7 +608,47 @@ async fn act<Q: QuorumClient>(
             .await;
             (progressing("RollingRestart", note), BUSY_REQUEUE)
         }
+        Plan::RestartOnlyVoter { ordinal } => {
+            let pod = delete_pod(ctx, q, *ordinal).await?;
+            ctx.metrics.action("restart_only_voter");
+            let note = format!(
+                "restarted pod {pod}, the only voter, to roll out the current template: \
+                 the quorum is unavailable until it is back (one voter has no majority \
+                 to keep; run 3 voters to roll without an outage)"
+            );
+            publish(
+                ctx,
+                kq,
+                EventType::Warning,
+                SINGLE_VOTER_RESTART,
+                "RestartPod",
+                note.clone(),
+                Some(pod_ref(&q.namespace, &pod)),
+            )
+            .await;
+            (progressing(SINGLE_VOTER_RESTART, note), BUSY_REQUEUE)
+        }
     })
+}
+
+/// Condition and Event reason of [`Plan::RestartOnlyVoter`]: the declared
+/// outage of restarting a one-voter quorum.
+pub const SINGLE_VOTER_RESTART: &str = "SingleVoterRestart";
+
+/// Deletes pod `ordinal` so the StatefulSet recreates it from the current
+/// template (a pod already gone counts as deleted); returns its name.
+async fn delete_pod<Q>(
+    ctx: &Context<Q>,
+    q: &ValidatedQuorum,
+    ordinal: i32,
+) -> Result<String, Error> {
+    let pod = q.pod_name(ordinal);
+    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &q.namespace);
+    match pods.delete(&pod, &DeleteParams::default()).await {
+        Ok(_) => Ok(pod),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(pod),
+        Err(e) => Err(kube_err(format!("delete pod {}/{pod}", q.namespace))(e)),
+    }
 }
 
 async fn change_result<Q: QuorumClient>(

@@ -406,10 +406,13 @@ async fn first_creation_records_identity_before_creating_the_children() {
     }
     let sts = &seen[5].body;
     assert_eq!(sts["spec"]["replicas"], 3);
-    let init_args = sts["spec"]["template"]["spec"]["initContainers"][0]["args"].to_string();
+    // The initial voters reach the format init container through the ConfigMap.
+    let mode = seen[4].body["data"]["format-mode"].to_string();
     assert!(
-        init_args.contains("0@kq-0.kq.ns.svc.cluster.local:9093:AAAAAAAAAAAAAAAAAAAAAw"),
-        "{init_args}"
+        mode.contains(
+            "--initial-controllers=0@kq-0.kq.ns.svc.cluster.local:9093:AAAAAAAAAAAAAAAAAAAAAw"
+        ),
+        "{mode}"
     );
     assert_eq!(seen[6].body["spec"]["maxUnavailable"], 1);
 
@@ -455,8 +458,10 @@ async fn scaling_three_to_four_first_grows_the_statefulset() {
     );
     assert_eq!(seen[6].body["spec"]["replicas"], 4);
     // After bootstrap new pods format as observers.
-    let args = seen[6].body["spec"]["template"]["spec"]["initContainers"][0]["args"].to_string();
-    assert!(args.contains("--no-initial-controllers"), "{args}");
+    assert_eq!(
+        seen[3].body["data"]["format-mode"],
+        "--no-initial-controllers"
+    );
     assert_eq!(seen[7].body["reason"], "Scaled");
     // The leader (pod 0, 10.0.0.10) answered first.
     assert_eq!(
@@ -666,9 +671,9 @@ async fn the_first_leader_marks_the_quorum_bootstrapped() {
         result.expect("pass succeeds"),
         Action::requeue(Duration::ZERO)
     );
-    // This pass still built the bootstrap template; the next builds observers.
-    let args = seen[4].body.to_string();
-    assert!(args.contains("--initial-controllers"), "{args}");
+    // This pass still applied the bootstrap mode; the next applies observers'.
+    let mode = seen[3].body["data"]["format-mode"].to_string();
+    assert!(mode.contains("--initial-controllers="), "{mode}");
     assert_eq!(status_of(&seen[6])["bootstrapped"], true);
     assert_eq!(seen[7].body["reason"], "Bootstrapped");
 }
@@ -704,6 +709,50 @@ async fn a_rolling_restart_deletes_a_follower_first() {
     assert_eq!(
         condition(status_of(&seen[8]), "Progressing"),
         ("True", "RollingRestart")
+    );
+}
+
+#[tokio::test]
+async fn a_single_voter_is_restarted_with_a_warning_that_the_quorum_is_briefly_unavailable() {
+    let mut status = bootstrapped_status(1);
+    status["initialVoters"] = json!([{"nodeId": 0, "directoryId": kafka_uuid::to_string(dir(0))}]);
+    let kq = kq_json(1, true, status);
+    let mut pods = pods_json(1);
+    pods["items"][0]["metadata"]["labels"]["controller-revision-hash"] = json!("kq-0");
+    let steps = vec![
+        step("GET", STS, Reply::Json(sts_json(1))),
+        step("GET", PODS, Reply::Json(pods)),
+        step("PATCH", SVC, Reply::Echo),
+        step("PATCH", CM, Reply::Echo),
+        step("PATCH", STS, Reply::Json(sts_json(1))),
+        step("PATCH", PDB, Reply::Echo),
+        step(
+            "DELETE",
+            "/api/v1/namespaces/ns/pods/kq-0",
+            Reply::Json(json!({})),
+        ),
+        step("POST", EVENTS, Reply::Echo),
+        step("PATCH", KQ_STATUS, Reply::KqWithStatus),
+    ];
+    let (result, seen) = pass(&kq, fake(Some(quorum(1, 0))), steps).await;
+    assert_eq!(
+        result.expect("pass succeeds"),
+        Action::requeue(BUSY_REQUEUE)
+    );
+    assert_eq!(seen[7].body["type"], "Warning");
+    assert_eq!(seen[7].body["reason"], "SingleVoterRestart");
+    assert!(
+        seen[7].body["note"]
+            .as_str()
+            .unwrap_or("")
+            .contains("unavailable until it is back"),
+        "{}",
+        seen[7].body["note"]
+    );
+    assert_eq!(seen[7].body["related"]["name"], "kq-0");
+    assert_eq!(
+        condition(status_of(&seen[8]), "Progressing"),
+        ("True", "SingleVoterRestart")
     );
 }
 

@@ -6,9 +6,12 @@
 //! Owns every decision about voters, StatefulSet size and restart order, and
 //! the safety rule behind them: no action may leave the voter set without a
 //! majority of caught-up voters (Raft needs a majority to commit; KIP-853
-//! commits a voter change under the new set). It must not do I/O, read a
-//! clock or know Kubernetes objects; the reconciler maps the world into
-//! [`Input`] and carries the [`Action`] out.
+//! commits a voter change under the new set). One exception, by necessity:
+//! a quorum of a single voter has no majority to preserve, and rolling out a
+//! new template to it means restarting it, an outage nothing can avoid
+//! ([`Action::RestartOnlyVoter`], planned only then and announced as such).
+//! It must not do I/O, read a clock or know Kubernetes objects; the
+//! reconciler maps the world into [`Input`] and carries the [`Action`] out.
 
 use std::fmt;
 
@@ -159,8 +162,16 @@ pub enum Action {
     RemoveVoter { node_id: i32, directory_id: Uuid },
     /// Set the StatefulSet's replicas.
     ScaleStatefulSet { replicas: i32 },
-    /// Delete the pod so it comes back with the current template.
+    /// Delete the pod so it comes back with the current template; the other
+    /// caught-up voters keep a majority meanwhile.
     RestartPod { ordinal: i32 },
+    /// Delete the pod of the only voter so it comes back with the current
+    /// template. A one-voter quorum has no majority to keep: it is
+    /// unavailable until the pod is back, which no restart order can avoid
+    /// (Kafka's answer for a single controller as well). Planned only when
+    /// the voter set is exactly that voter; the reconciler announces the
+    /// outage (Warning Event and condition `SingleVoterRestart`).
+    RestartOnlyVoter { ordinal: i32 },
 }
 
 impl Action {
@@ -172,6 +183,7 @@ impl Action {
                 | Action::RemoveVoter { .. }
                 | Action::ScaleStatefulSet { .. }
                 | Action::RestartPod { .. }
+                | Action::RestartOnlyVoter { .. }
         )
     }
 }
@@ -367,6 +379,13 @@ fn plan_restart(
     });
     let p = order[0];
     let n = q.voters.len();
+    // One voter: no majority exists to preserve; the restart is an outage
+    // either now or never, and never would leave the spec unmet for good.
+    // Two voters keep the general rule (either restart loses the majority:
+    // refused, so a 2-voter quorum is scaled to 3 or 1 to roll).
+    if n == 1 && q.voters[0].node_id == p.ordinal && q.leader_id == p.ordinal {
+        return Action::RestartOnlyVoter { ordinal: p.ordinal };
+    }
     let others = caught_up(&mut q.voters.iter().filter(|v| v.node_id != p.ordinal));
     if others < majority(n) {
         return Action::Refuse {

@@ -182,6 +182,32 @@ fn check(input: &Input, action: &Action) -> Result<(), String> {
                 return Err("restarted while the last restarted pod is not back".into());
             }
         }
+        Action::RestartOnlyVoter { ordinal } => {
+            let p = input
+                .pods
+                .iter()
+                .find(|p| p.ordinal == ordinal)
+                .ok_or("restarted a pod that does not exist")?;
+            if p.up_to_date {
+                return Err("restarted an up-to-date pod".into());
+            }
+            // The outage is taken only for a quorum that is this one voter.
+            if !(q.voters.len() == 1 && q.voters[0].node_id == ordinal && q.leader_id == ordinal) {
+                return Err(
+                    "took a single-voter outage while the voter set is not that voter".into(),
+                );
+            }
+            if input
+                .pods
+                .iter()
+                .any(|o| !o.up_to_date && o.ordinal != ordinal)
+            {
+                return Err("restarted the only voter before the other pods".into());
+            }
+            if input.pods.iter().any(|o| o.up_to_date && !o.ready) {
+                return Err("restarted while the last restarted pod is not back".into());
+            }
+        }
         Action::Steady => {
             let all_voters = (0..r).all(|id| q.voters.iter().any(|v| v.node_id == id));
             if extra_voters > 0
@@ -267,6 +293,7 @@ fn inputs_for(roles: &[Role], r: i32, sts: i32, pods: u32) -> Vec<Input> {
 fn every_answer_for_every_state_of_up_to_three_nodes_keeps_the_safety_rules() {
     let mut states = 0u64;
     let mut changes = 0u64;
+    let mut outages = 0u64;
     for n in 1..=3usize {
         let mut roles = vec![Role::Absent; n];
         let combos = ROLES.len().pow(n as u32);
@@ -286,6 +313,7 @@ fn every_answer_for_every_state_of_up_to_three_nodes_keeps_the_safety_rules() {
                             }
                             states += 1;
                             changes += u64::from(action.is_change());
+                            outages += u64::from(matches!(action, Action::RestartOnlyVoter { .. }));
                         }
                     }
                 }
@@ -297,6 +325,7 @@ fn every_answer_for_every_state_of_up_to_three_nodes_keeps_the_safety_rules() {
         changes > 10_000,
         "only {changes} changes planned: the check is vacuous"
     );
+    assert!(outages > 0, "the single-voter restart was never planned");
 }
 
 /// splitmix64: a seeded, dependency-free generator for the 5-node sample.
@@ -412,7 +441,7 @@ impl World {
                 }
                 self.quorum().observers.retain(|o| o.node_id < replicas);
             }
-            Action::RestartPod { ordinal } => {
+            Action::RestartPod { ordinal } | Action::RestartOnlyVoter { ordinal } => {
                 for p in &mut self.input.pods {
                     if p.ordinal == ordinal {
                         p.up_to_date = true;
@@ -602,6 +631,68 @@ fn a_restart_that_would_lose_the_majority_is_refused() {
             ..
         }
     ));
+}
+
+#[test]
+fn a_single_voter_is_restarted_to_roll_out_a_new_template_as_a_declared_outage() {
+    // One voter has no majority to keep: refusing would leave the spec unmet
+    // forever, so the restart is planned, as its own action.
+    let mut w = World::healthy(1);
+    w.input.pods[0].up_to_date = false;
+    assert_eq!(w.run(), vec![Action::RestartOnlyVoter { ordinal: 0 }]);
+}
+
+#[test]
+fn two_voters_still_refuse_a_restart_that_loses_the_majority() {
+    // Only the one-voter case is special: with two voters the other one is
+    // no majority of two, so the general rule refuses.
+    let mut w = World::healthy(2);
+    for p in &mut w.input.pods {
+        p.up_to_date = false;
+    }
+    assert!(matches!(
+        plan(&w.input),
+        Action::Refuse {
+            reason: RefuseReason::RestartWouldLoseMajority,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn scaling_one_to_three_and_back_never_takes_the_single_voter_outage() {
+    let mut w = World::healthy(1);
+    w.input.desired_replicas = 3;
+    let up = w.run();
+    assert_eq!(
+        up,
+        vec![
+            Action::ScaleStatefulSet { replicas: 3 },
+            Action::AddVoter {
+                node_id: 1,
+                directory_id: new_dir(1)
+            },
+            Action::AddVoter {
+                node_id: 2,
+                directory_id: new_dir(2)
+            },
+        ]
+    );
+    w.input.desired_replicas = 1;
+    assert_eq!(
+        w.run(),
+        vec![
+            Action::RemoveVoter {
+                node_id: 2,
+                directory_id: new_dir(2)
+            },
+            Action::RemoveVoter {
+                node_id: 1,
+                directory_id: new_dir(1)
+            },
+            Action::ScaleStatefulSet { replicas: 1 },
+        ]
+    );
 }
 
 #[test]
