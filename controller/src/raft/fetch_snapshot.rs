@@ -331,13 +331,13 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             }
             return Ok(());
         }
-        self.install_fetched_snapshot()
+        self.install_fetched_snapshot(size)
     }
 
     /// The last chunk arrived: freeze, truncate the log fully to the
     /// snapshot, read its voter set, tell the runtime, and move the high
     /// watermark to its end (everything in it is committed).
-    fn install_fetched_snapshot(&mut self) -> Result<()> {
+    fn install_fetched_snapshot(&mut self, size: u64) -> Result<()> {
         let id = self.log.install_fetched_snapshot()?;
         if let EpochState::Follower(s) = &mut self.state {
             s.fetching_snapshot = None;
@@ -347,6 +347,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         tracing::info!(
             node = self.local.id,
             snapshot = %id,
+            bytes = size,
             voters = ?self.voters.ids().collect::<Vec<_>>(),
             "installed a snapshot from the leader; the log restarts at its end offset"
         );

@@ -372,3 +372,25 @@ fn a_snapshot_above_the_high_watermark_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn a_snapshot_older_than_the_retention_time_goes_with_the_log_below_the_next() {
+    // `metadata.max.retention.ms`, by the SnapshotHeader's
+    // lastContainedLogTimestamp (1 000 ms in these snapshots).
+    for (now_ms, expected_start) in [(1_400, 0), (1_600, 6)] {
+        let mut c = config(2);
+        c.retention = RetentionConfig {
+            max_bytes: None,
+            max_ms: Some(500),
+        };
+        let (e, _) = RaftEngine::new(
+            c,
+            log_with_snapshots(6, 3, false),
+            None,
+            Box::new(ChaCha8Rng::seed_from_u64(7)),
+            now_ms,
+        )
+        .expect("engine starts");
+        assert_eq!(e.log().start_offset(), expected_start, "at {now_ms} ms");
+    }
+}
