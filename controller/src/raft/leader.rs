@@ -505,13 +505,23 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             self.reply(handle, RaftResponse::Fetch(resp));
             return Ok(());
         }
-        // Offset validation (Kafka's `ReplicatedLog.validateOffsetAndEpoch`);
-        // an empty follower gets the latest snapshot at once, as in Kafka's
+        // Offset validation (Kafka's `ReplicatedLog.validateOffsetAndEpoch`):
+        // the latest snapshot for a fetch below the log start, at the log
+        // start with another epoch than the earliest snapshot's, or with a
+        // last fetched epoch older than it (the fetcher's tail diverges
+        // below the log start: no diverging epoch could name where). An
+        // empty follower gets it at once too, as in Kafka's
         // `tryCompleteFetchRequest` (the bootstrap `0-0` checkpoint is never
         // fetched).
         let latest_snapshot = self.log.latest_snapshot_id().filter(|s| s.offset > 0);
-        if p.fetch_offset < self.log.start_offset()
+        let start = self.log.start_offset();
+        let below_earliest = self.log.earliest_snapshot_id().is_some_and(|e| {
+            (p.fetch_offset == start && p.last_fetched_epoch != e.epoch)
+                || p.last_fetched_epoch < e.epoch
+        });
+        if p.fetch_offset < start
             || (p.fetch_offset == 0 && latest_snapshot.is_some())
+            || below_earliest
         {
             let snapshot = latest_snapshot;
             let resp = self.fetch_response(None, None, None, None, snapshot);

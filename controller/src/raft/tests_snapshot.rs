@@ -394,3 +394,36 @@ fn a_snapshot_older_than_the_retention_time_goes_with_the_log_below_the_next() {
         assert_eq!(e.log().start_offset(), expected_start, "at {now_ms} ms");
     }
 }
+
+#[test]
+fn a_fetch_at_the_log_start_with_another_epoch_than_the_snapshot_there_gets_the_snapshot() {
+    // Kafka's `validateOffsetAndEpoch`: the fetcher's last batch (epoch 1)
+    // differs from the committed one below the log start (epoch 2); no
+    // diverging epoch can name where, so it gets the snapshot.
+    let mut log = log_with_epochs(&[1, 1, 2, 2]);
+    log.write_snapshot(OffsetAndEpoch::new(2, 1), &snapshot_bytes(1, None))
+        .expect("snapshot");
+    log.write_snapshot(OffsetAndEpoch::new(4, 2), &snapshot_bytes(2, None))
+        .expect("snapshot");
+    assert!(
+        log.delete_before_snapshot(OffsetAndEpoch::new(4, 2))
+            .expect("cleans")
+    );
+    let mut e = leader(log);
+    let epoch = e.epoch();
+    let stale = render(&e.handle(fetch(2, epoch, 4, 1, 0), 10).expect("handles"));
+    assert_eq!(
+        stale,
+        ["reply fetch error=0 hw=-1 diverging=(-1, -1) snapshot=(4, 2) batches=0"]
+    );
+    let older = render(&e.handle(fetch(2, epoch, 5, 1, 0), 10).expect("handles"));
+    assert_eq!(
+        older,
+        ["reply fetch error=0 hw=-1 diverging=(-1, -1) snapshot=(4, 2) batches=0"]
+    );
+    let matching = render(&e.handle(fetch(2, epoch, 4, 2, 0), 10).expect("handles"));
+    assert_eq!(
+        matching,
+        ["reply fetch error=0 hw=-1 diverging=(-1, -1) batches=1"]
+    );
+}

@@ -601,7 +601,10 @@ impl Sim {
             }
             if !log_batches.contains(sig) {
                 self.fail(format!(
-                    "new leader {id} of epoch {epoch} lacks committed batch {sig:?}"
+                    "new leader {id} of epoch {epoch} lacks committed batch {sig:?} (its log: [{}, {}), snapshots {:?})",
+                    engine.log().start_offset(),
+                    engine.log().end_offset().offset,
+                    engine.log().snapshot_ids()
                 ));
             }
         }
