@@ -226,7 +226,7 @@ pub async fn run(
                 lp.ctx.metrics.tick(now);
             }
             Some((id, outcome)) = lp.snapshots.done_rx.recv() => {
-                lp.on_snapshot_written(&mut engine, id, outcome);
+                lp.on_snapshot_written(&mut engine, id, outcome)?;
             }
             () = std::future::ready(()), if lp.flush_pending => {
                 lp.flush_pending = false;
@@ -260,18 +260,6 @@ fn load_snapshot(log: &FileLog, id: OffsetAndEpoch) -> Result<MetadataImage, Loo
     let reader = log.read_snapshot(id)?;
     let bytes = reader.read(0, reader.size() as usize)?;
     Ok(load_image_snapshot(id, &bytes)?)
-}
-
-/// The log error inside an engine error (registering a snapshot fails
-/// only in the log).
-fn log_error(e: raft::RaftError) -> crate::log::LogError {
-    match e {
-        raft::RaftError::Log(e) => e,
-        other => crate::log::LogError::Corrupt {
-            path: std::path::PathBuf::new(),
-            reason: other.to_string(),
-        },
-    }
 }
 
 fn peer_event(answer: PeerResponse) -> Event {
@@ -636,20 +624,27 @@ impl Loop {
     }
 
     /// A snapshot written off the loop is done: the log learns about it (it
-    /// counts for cleaning and FetchSnapshot from now on).
+    /// counts for cleaning and FetchSnapshot from now on, and the log may be
+    /// cleaned at once).
+    ///
+    /// Errors: [`LoopError::Engine`] when registering or cleaning fails (the
+    /// log failed, as any engine error). A failed write is only logged: the
+    /// node keeps running on its log and the next trigger tries again.
     fn on_snapshot_written(
         &mut self,
         engine: &mut RaftEngine<FileLog>,
         id: OffsetAndEpoch,
         outcome: Result<(), crate::log::LogError>,
-    ) {
+    ) -> Result<(), LoopError> {
         self.snapshots.in_flight = false;
-        match outcome.and_then(|()| engine.register_snapshot(id).map_err(log_error)) {
-            Ok(()) => tracing::info!(snapshot = %id, "snapshot written"),
-            // The node keeps running on its log; the next trigger tries
-            // again at a later offset.
+        match outcome {
+            Ok(()) => {
+                engine.register_snapshot(id)?;
+                tracing::info!(snapshot = %id, "snapshot written");
+            }
             Err(e) => tracing::warn!(snapshot = %id, error = %e, "writing a snapshot failed"),
         }
+        Ok(())
     }
 
     /// The engine installed a snapshot fetched from the leader (KIP-630):
