@@ -574,3 +574,24 @@ fn registering_a_snapshot_lists_it_unless_the_log_start_passed_it() {
             .exists()
     );
 }
+
+/// A crash between freezing a fetched snapshot and truncating the log leaves
+/// the snapshot beyond the log; on start the log is truncated fully to it
+/// (what the engine calls first, as Kafka's `KafkaMetadataLog.apply`).
+#[test]
+fn a_snapshot_left_beyond_the_log_by_a_crash_truncates_the_log_to_it_on_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut log = FileLog::open(dir.path(), config()).expect("open");
+    fill(&mut log, 4);
+    drop(log);
+    let id = OffsetAndEpoch::new(50, 3);
+    let mut writer =
+        kraft_controller::log::snapshot::SnapshotWriter::create(dir.path(), id).expect("create");
+    writer.append(b"fetched").expect("append");
+    writer.freeze().expect("freeze");
+    let mut log = FileLog::open(dir.path(), config()).expect("reopen");
+    assert_eq!(log.end_offset().offset, 8, "open alone keeps the log");
+    assert!(log.truncate_to_latest_snapshot().expect("truncates"));
+    assert_eq!((log.start_offset(), log.end_offset()), (50, id));
+    assert!(!log.truncate_to_latest_snapshot().expect("idempotent"));
+}
