@@ -458,3 +458,140 @@ fn resetting_to_a_snapshot_beyond_the_log_starts_an_empty_log_there() {
         "0\n1\n7 100\n"
     );
 }
+
+/// KIP-630 cleaning (Kafka's `deleteBeforeSnapshot`): the log start moves to
+/// the snapshot's end offset, older snapshots go (the bootstrap `0-0`
+/// checkpoint stays), then the whole segments below; reads below the new
+/// start fail. After a reopen the log starts at its first segment (Kafka's
+/// metadata log does not checkpoint its start either).
+#[test]
+fn deleting_before_a_snapshot_moves_the_start_there_and_deletes_older_snapshots_and_segments() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut log = FileLog::open(dir.path(), config()).expect("open");
+    fill(&mut log, 10);
+    let bases = log.segment_base_offsets();
+    assert!(bases.len() >= 3, "{bases:?}");
+    let bootstrap = OffsetAndEpoch::new(0, 0);
+    let older = OffsetAndEpoch::new(4, 1);
+    let target = OffsetAndEpoch::new(bases[2] + 2, 2);
+    for id in [bootstrap, older, target] {
+        log.write_snapshot(id, b"snapshot").expect("write");
+    }
+    assert!(
+        !log.delete_before_snapshot(OffsetAndEpoch::new(6, 1))
+            .expect("unknown id")
+    );
+    assert!(log.delete_before_snapshot(target).expect("cleans"));
+    assert_eq!(log.start_offset(), target.offset);
+    assert_eq!(log.snapshot_ids(), [bootstrap, target]);
+    assert_eq!(log.segment_base_offsets(), bases[2..]);
+    assert!(matches!(
+        log.read(target.offset - 2, 100),
+        Err(LogError::OffsetOutOfRange { .. })
+    ));
+    assert_eq!(offsets(&log).first(), Some(&target.offset));
+    assert!(
+        !log.delete_before_snapshot(target)
+            .expect("nothing left to do")
+    );
+    drop(log);
+    let log = FileLog::open(dir.path(), config()).expect("reopen");
+    assert_eq!(log.start_offset(), bases[2]);
+    assert_eq!(log.earliest_snapshot_id(), Some(target));
+}
+
+/// A snapshot fetched from the leader is a `.part` file until installed;
+/// installing it replaces the whole log, which restarts at its end offset; a
+/// crash before the install leaves the log as it was.
+#[test]
+fn a_fetched_snapshot_is_invisible_until_installed_and_then_replaces_the_log() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut log = FileLog::open(dir.path(), config()).expect("open");
+    fill(&mut log, 4);
+    let id = OffsetAndEpoch::new(50, 3);
+    log.begin_fetched_snapshot(id).expect("begin");
+    assert_eq!(log.append_fetched_snapshot(b"abc").expect("append"), 3);
+    assert_eq!(log.fetched_snapshot(), Some((id, 3)));
+    assert_eq!(log.latest_snapshot_id(), None);
+    drop(log);
+    // A crash mid-fetch: the partial snapshot is gone, the log unchanged.
+    let mut log = FileLog::open(dir.path(), config()).expect("reopen");
+    assert_eq!(log.latest_snapshot_id(), None);
+    assert_eq!(log.end_offset().offset, 8);
+    assert!(
+        !file_names(dir.path())
+            .iter()
+            .any(|n| n.ends_with(".checkpoint.part"))
+    );
+    log.write_snapshot(OffsetAndEpoch::new(4, 1), b"older")
+        .expect("write");
+    log.begin_fetched_snapshot(id).expect("begin");
+    log.append_fetched_snapshot(b"abc").expect("append");
+    log.append_fetched_snapshot(b"def").expect("append");
+    assert_eq!(log.install_fetched_snapshot().expect("install"), id);
+    assert_eq!(log.start_offset(), 50);
+    assert_eq!(log.end_offset(), id);
+    assert_eq!(log.snapshot_ids(), [id], "older snapshots go");
+    let chunk = log
+        .read_snapshot_chunk(id, 2, 3)
+        .expect("read")
+        .expect("exists");
+    assert_eq!((chunk.size, &chunk.bytes[..]), (6, &b"cde"[..]));
+    drop(log);
+    let log = FileLog::open(dir.path(), config()).expect("reopen");
+    assert_eq!(log.segment_base_offsets(), [50]);
+    assert_eq!(log.end_offset(), id);
+}
+
+/// A snapshot frozen by another writer is listed once registered; one that
+/// the log start passed meanwhile is deleted instead.
+#[test]
+fn registering_a_snapshot_lists_it_unless_the_log_start_passed_it() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut log = FileLog::open(dir.path(), config()).expect("open");
+    fill(&mut log, 10);
+    let early = OffsetAndEpoch::new(2, 1);
+    let writer =
+        kraft_controller::log::snapshot::SnapshotWriter::create(dir.path(), early).expect("create");
+    writer.freeze().expect("freeze");
+    assert!(matches!(
+        log.register_snapshot(OffsetAndEpoch::new(6, 1)),
+        Err(LogError::MissingSnapshot { .. })
+    ));
+    log.write_snapshot(OffsetAndEpoch::new(8, 2), b"s")
+        .expect("write");
+    log.write_snapshot(OffsetAndEpoch::new(12, 2), b"s")
+        .expect("write");
+    assert!(
+        log.delete_before_snapshot(OffsetAndEpoch::new(12, 2))
+            .expect("cleans")
+    );
+    log.register_snapshot(early).expect("register");
+    assert_eq!(log.snapshot_ids(), [OffsetAndEpoch::new(12, 2)]);
+    assert!(
+        !dir.path()
+            .join("00000000000000000002-0000000001.checkpoint")
+            .exists()
+    );
+}
+
+/// A crash between freezing a fetched snapshot and truncating the log leaves
+/// the snapshot beyond the log; on start the log is truncated fully to it
+/// (what the engine calls first, as Kafka's `KafkaMetadataLog.apply`).
+#[test]
+fn a_snapshot_left_beyond_the_log_by_a_crash_truncates_the_log_to_it_on_start() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut log = FileLog::open(dir.path(), config()).expect("open");
+    fill(&mut log, 4);
+    drop(log);
+    let id = OffsetAndEpoch::new(50, 3);
+    let mut writer =
+        kraft_controller::log::snapshot::SnapshotWriter::create(dir.path(), id).expect("create");
+    writer.append(b"fetched").expect("append");
+    writer.freeze().expect("freeze");
+    let mut log = FileLog::open(dir.path(), config()).expect("reopen");
+    assert_eq!(log.end_offset().offset, 8, "open alone keeps the log");
+    assert!(log.truncate_to_latest_snapshot().expect("truncates"));
+    assert_eq!((log.start_offset(), log.end_offset()), (50, id));
+    assert!(!log.truncate_to_latest_snapshot().expect("idempotent"));
+}

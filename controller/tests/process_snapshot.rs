@@ -2,13 +2,20 @@
 //! writes `<end offset>-<epoch>.checkpoint` files once
 //! `metadata.log.max.record.bytes.between.snapshots` of committed batches
 //! were applied, in Kafka's framing, and a restarted node loads the latest
-//! one into its image before replaying the log after it.
+//! one into its image before replaying the log after it; past
+//! `metadata.max.retention.bytes` the log is cleaned below a snapshot, and a
+//! voter added afterwards installs the leader's snapshot (FetchSnapshot).
 
 mod support;
 
-use std::{path::Path, process::Command, time::Duration};
+use std::{
+    path::Path,
+    process::Command,
+    time::{Duration, Instant},
+};
 
-use support::{BIN, Mode, QuorumBuilder, wait_for};
+use kraft_controller::admin::kafka_uuid_string;
+use support::{BIN, Mode, Quorum, QuorumBuilder, wait_for};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -94,4 +101,141 @@ fn every_node_writes_snapshots_past_the_byte_threshold_and_loads_the_latest_on_r
             node.output_tail(30)
         );
     }
+}
+
+/// Base offsets of the log segments of a partition dir, ascending.
+fn segment_bases(log_dir: &Path) -> Vec<i64> {
+    let partition = log_dir.join("__cluster_metadata-0");
+    let mut bases: Vec<i64> = std::fs::read_dir(&partition)
+        .map(|entries| {
+            entries
+                .filter_map(|e| {
+                    let name = e.ok()?.file_name().into_string().ok()?;
+                    name.strip_suffix(".log")?.parse().ok()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    bases.sort_unstable();
+    bases
+}
+
+/// The `image=…` text of a node's latest "metadata image loaded" line.
+fn loaded_image(quorum: &Quorum, id: i32, what: &str) -> Option<String> {
+    let line = quorum.node(id).output_lines(what).pop()?;
+    let from = line.find("image=")?;
+    Some(line[from..].to_owned())
+}
+
+#[test]
+fn a_voter_added_after_the_log_was_cleaned_installs_a_snapshot_and_every_restart_agrees() {
+    // Tiny segments, snapshots and retention, so that the log is cleaned
+    // (whole segments deleted below a snapshot) within seconds.
+    let mut quorum = QuorumBuilder::new(3, Mode::Dynamic)
+        .property("metadata.log.max.record.bytes.between.snapshots", 1024)
+        .property("metadata.max.idle.interval.ms", 20)
+        .property("metadata.log.segment.bytes", 2048)
+        .property("metadata.max.retention.bytes", 4096)
+        .format();
+    quorum.start_all();
+    let ids = quorum.ids();
+    quorum.wait_for_leader(&ids, TIMEOUT);
+    for &id in &ids {
+        let dir = quorum.node(id).log_dir.clone();
+        wait_for(TIMEOUT, "the log cleaned below a snapshot", || {
+            let bases = segment_bases(&dir);
+            (bases.first().is_some_and(|b| *b > 0) && !snapshots(&dir).is_empty()).then_some(())
+        });
+    }
+
+    // A new node, formatted --no-initial-controllers: its empty log is
+    // below every leader's log start, so it must install a snapshot.
+    let new = quorum.add_observer();
+    let started = Instant::now();
+    quorum.start(new);
+    let new_dir = quorum.node(new).log_dir.clone();
+    let installed = wait_for(TIMEOUT, "the new node to install a snapshot", || {
+        quorum.node(new).assert_alive();
+        quorum
+            .node(new)
+            .output_lines("installed a snapshot from the leader")
+            .pop()
+    });
+    let install_time = started.elapsed();
+    let directory_id = quorum.node(new).directory_id.clone();
+    let leader = quorum.wait_for_leader(&ids, TIMEOUT).0;
+    wait_for(TIMEOUT, "the new node to be a caught-up observer", || {
+        let info = quorum.describe_quorum(leader).ok()?;
+        info.observers
+            .iter()
+            .any(|o| {
+                o.replica_id == new
+                    && kafka_uuid_string(o.directory_id) == directory_id
+                    && o.log_end_offset >= info.high_watermark
+            })
+            .then_some(info.high_watermark)
+    });
+    let committed = quorum
+        .node(leader)
+        .high_watermark()
+        .expect("the leader's high watermark");
+    eprintln!(
+        "new node (start to snapshot installed, process start-up included): {install_time:?}, \
+         the leader's log holding {committed} committed records; {installed}"
+    );
+    let config = quorum.node(new).config.display().to_string();
+    let out = quorum.quorum_cli(leader, &["add-voter", "--config", &config]);
+    assert_eq!(out.code, 0, "add-voter of node {new}: {out}");
+    // Installed: a snapshot file, and a log that starts at its end offset.
+    let bases = segment_bases(&new_dir);
+    assert!(bases.first().is_some_and(|b| *b > 0), "{bases:?}");
+    assert!(
+        !snapshots(&new_dir).is_empty(),
+        "no snapshot in {}",
+        new_dir.display()
+    );
+    assert!(
+        loaded_image(&quorum, new, "snapshot fetched from the leader").is_some(),
+        "{}",
+        quorum.node(new).output_tail(30)
+    );
+
+    // Every node restarts from its latest snapshot; the images agree.
+    const LOADED: &str = "metadata image loaded from the latest snapshot";
+    let all = quorum.ids();
+    let mut loads_before = Vec::new();
+    for &id in &all {
+        quorum.terminate(id);
+        quorum.wait_exit(id, TIMEOUT);
+        loads_before.push(quorum.node(id).output_lines(LOADED).len());
+    }
+    quorum.start_all();
+    quorum.wait_for_leader(&all, TIMEOUT);
+    let mut images = Vec::new();
+    for (&id, before) in all.iter().zip(loads_before) {
+        let node = quorum.node(id);
+        let image = wait_for(
+            TIMEOUT,
+            "the restarted node to load its latest snapshot",
+            || {
+                (node.output_lines(LOADED).len() > before)
+                    .then(|| loaded_image(&quorum, id, LOADED))
+                    .flatten()
+            },
+        );
+        images.push((id, image));
+        let before = node.high_watermark().unwrap_or(-1);
+        wait_for(TIMEOUT, "commits after the restart", || {
+            node.high_watermark().filter(|hw| *hw > before)
+        });
+        assert!(
+            node.output_lines("ERROR").is_empty(),
+            "{}",
+            node.output_tail(30)
+        );
+    }
+    assert!(
+        images.windows(2).all(|w| w[0].1 == w[1].1),
+        "images differ: {images:?}"
+    );
 }

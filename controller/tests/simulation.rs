@@ -333,9 +333,91 @@ fn the_simulation_is_deterministic_for_a_seed() {
     assert_eq!(run(11), run(11));
 }
 
+#[test]
+fn a_node_down_while_the_leader_cleaned_its_log_catches_up_through_fetch_snapshot() {
+    // KIP-630: a follower (and an observer) whose log ends below the leader's
+    // log start fetch the leader's snapshot, install it, and fetch on.
+    for seed in 0..5 {
+        let (mut sim, leader) = started(SimConfig::new(seed, 3, 1));
+        let follower = sim
+            .voter_ids()
+            .into_iter()
+            .find(|id| *id != leader)
+            .expect("another voter");
+        let observer = 100;
+        sim.crash(follower);
+        sim.crash(observer);
+        for _ in 0..200 {
+            if let Some(l) = sim.leader() {
+                sim.propose(l);
+            }
+            sim.run_for(20);
+        }
+        let leader = sim.leader().expect("a leader");
+        let leader_start = sim.engine(leader).expect("up").log().start_offset();
+        for down in [follower, observer] {
+            let end = sim.nodes[&down]
+                .disk
+                .as_ref()
+                .expect("crashed")
+                .end_offset()
+                .offset;
+            assert!(
+                leader_start > end,
+                "seed {seed}: leader log starts at {leader_start}, node {down} ends at {end}"
+            );
+        }
+        sim.restart(follower);
+        sim.restart(observer);
+        let target = sim.committed_hw;
+        let caught_up = sim.run_until_cond(20_000, |s| {
+            [follower, observer].iter().all(|id| {
+                s.engine(*id)
+                    .and_then(|e| e.high_watermark())
+                    .is_some_and(|hw| hw >= target)
+            })
+        });
+        assert!(
+            caught_up,
+            "seed {seed}: the restarted nodes did not catch up"
+        );
+        for down in [follower, observer] {
+            assert!(
+                sim.snapshots_installed.get(&down).copied().unwrap_or(0) >= 1,
+                "seed {seed}: node {down} caught up without a snapshot"
+            );
+            let start = sim.engine(down).expect("up").log().start_offset();
+            assert!(start > 0, "seed {seed}: node {down} log starts at 0");
+        }
+        sim.assert_recovers(ELECT_WITHIN_MS);
+    }
+}
+
+#[test]
+fn every_node_snapshots_and_cleans_its_log_while_committing() {
+    let (mut sim, _) = started(SimConfig::new(3, 3, 0));
+    for _ in 0..300 {
+        if let Some(l) = sim.leader() {
+            sim.propose(l);
+        }
+        sim.run_for(10);
+    }
+    sim.run_for(2_000);
+    assert!(sim.snapshots_written >= 3 * 5, "{}", sim.snapshots_written);
+    for id in sim.voter_ids() {
+        let log = sim.engine(id).expect("up").log();
+        assert!(log.start_offset() > 0, "node {id} never cleaned its log");
+        assert_eq!(
+            log.earliest_snapshot_id().map(|s| s.offset),
+            Some(log.start_offset())
+        );
+    }
+}
+
 /// One randomized run: random cluster shape, drops, delays, crashes,
-/// partitions and proposals, then healing and a liveness check.
-fn random_run(seed: u64) {
+/// partitions and proposals, then healing and a liveness check. Returns the
+/// snapshots written and installed (KIP-630).
+fn random_run(seed: u64) -> (u64, u32) {
     let mut rng = ChaCha8Rng::seed_from_u64(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let voters = rng.random_range(1..=5);
     let observers = rng.random_range(0..=2);
@@ -379,6 +461,10 @@ fn random_run(seed: u64) {
         }
     }
     sim.assert_recovers(30_000);
+    (
+        sim.snapshots_written,
+        sim.snapshots_installed.values().sum(),
+    )
 }
 
 fn sweep_seeds() -> Vec<u64> {
@@ -395,12 +481,29 @@ fn sweep_seeds() -> Vec<u64> {
 #[test]
 fn random_faults_across_many_seeds_keep_every_invariant_and_recover() {
     let seeds = sweep_seeds();
+    let (mut written, mut installed) = (0, 0);
     for seed in &seeds {
-        let result = std::panic::catch_unwind(|| random_run(*seed));
-        if let Err(e) = result {
-            eprintln!("random simulation failed with seed {seed}; replay with SIM_SEED={seed}");
-            std::panic::resume_unwind(e);
+        match std::panic::catch_unwind(|| random_run(*seed)) {
+            Ok((w, i)) => {
+                written += w;
+                installed += i;
+            }
+            Err(e) => {
+                eprintln!("random simulation failed with seed {seed}; replay with SIM_SEED={seed}");
+                std::panic::resume_unwind(e);
+            }
         }
     }
-    eprintln!("random simulation: {} seeds passed", seeds.len());
+    eprintln!(
+        "random simulation: {} seeds passed; {written} snapshots written, {installed} installed through FetchSnapshot",
+        seeds.len()
+    );
+    if seeds.len() >= 50 {
+        // Snapshots and cleaning are on in every run: the sweep must have
+        // sent lagging nodes through FetchSnapshot.
+        assert!(
+            written > 0 && installed > 0,
+            "{written} written, {installed} installed"
+        );
+    }
 }

@@ -22,7 +22,17 @@
 //! - the offset index and `leader-epoch-checkpoint` are rebuilt from the scan
 //!   and rewritten if they differ from what is on disk;
 //! - a log whose first offset is above 0 with no snapshot at or above it
-//!   refuses to open ([`LogError::MissingSnapshot`]): its prefix is gone.
+//!   refuses to open ([`LogError::MissingSnapshot`]): its prefix is gone;
+//! - snapshots below the first segment (but the bootstrap `0-0` checkpoint)
+//!   are deleted, as Kafka's `KafkaMetadataLog.recoverSnapshots` does.
+//!
+//! # Log start offset
+//!
+//! Cleaning ([`ReplicatedLog::delete_before_snapshot`]) moves the log start
+//! offset to a snapshot's end offset and deletes the whole segments below
+//! it; the segment holding the new start keeps its older bytes, unreadable.
+//! As in Kafka (whose metadata log opens with `logStartOffset = 0`), the start
+//! is not checkpointed: on open it is the first segment's base offset.
 
 use std::{
     fs,
@@ -32,7 +42,7 @@ use std::{
 use bytes::{Bytes, BytesMut};
 
 use super::{
-    LogAppendInfo, LogError, LogFetchInfo, OffsetAndEpoch, ReplicatedLog, Result,
+    LogAppendInfo, LogError, LogFetchInfo, OffsetAndEpoch, ReplicatedLog, Result, SnapshotChunk,
     epoch_cache::{EpochEntry, LeaderEpochCache},
     fs::{fsync_dir, io_err, write_atomically},
     segment::Segment,
@@ -92,7 +102,12 @@ pub struct FileLog {
     segments: Vec<Segment>,
     epochs: LeaderEpochCache,
     flushed_end_offset: i64,
+    /// First readable offset: the first segment's base offset, or the end
+    /// offset of the snapshot the log was cleaned up to.
+    log_start_offset: i64,
     snapshots: Vec<OffsetAndEpoch>,
+    /// A snapshot being received from the leader (FetchSnapshot).
+    fetching: Option<SnapshotWriter>,
 }
 
 impl FileLog {
@@ -107,7 +122,7 @@ impl FileLog {
         fs::create_dir_all(dir).map_err(io_err("creating directory", dir))?;
         check_partition_metadata(dir)?;
         snapshot::delete_partial_snapshots(dir)?;
-        let snapshots = snapshot::list_snapshots(dir)?;
+        let mut snapshots = snapshot::list_snapshots(dir)?;
 
         let mut bases = Vec::new();
         for entry in fs::read_dir(dir).map_err(io_err("listing", dir))? {
@@ -190,6 +205,16 @@ impl FileLog {
                 latest_snapshot: snapshots.last().copied(),
             });
         }
+        let stale: Vec<OffsetAndEpoch> = snapshots
+            .iter()
+            .copied()
+            .filter(|s| s.offset > 0 && s.offset < start_offset)
+            .collect();
+        for id in stale {
+            tracing::info!(snapshot = %id, start_offset, "deleting a snapshot below the log start");
+            snapshot::delete_snapshot(dir, id)?;
+            snapshots.retain(|s| *s != id);
+        }
         for segment in &mut segments {
             segment.flush_all()?;
         }
@@ -202,7 +227,9 @@ impl FileLog {
             segments,
             epochs,
             flushed_end_offset: end,
+            log_start_offset: start_offset,
             snapshots,
+            fetching: None,
         })
     }
 
@@ -295,6 +322,33 @@ impl FileLog {
         self.epochs.truncate_from_end(i64::MIN);
         self.epochs.write()?;
         self.flushed_end_offset = id.offset;
+        self.log_start_offset = id.offset;
+        Ok(())
+    }
+
+    /// Deletes the snapshots below `offset`, but the bootstrap `0-0`
+    /// checkpoint (which the server reads the bootstrap voters from), then
+    /// fsyncs the directory.
+    fn forget_snapshots_before(&mut self, offset: i64) -> Result<()> {
+        let old: Vec<OffsetAndEpoch> = self
+            .snapshots
+            .iter()
+            .copied()
+            .filter(|s| s.offset > 0 && s.offset < offset)
+            .collect();
+        for id in &old {
+            let path = self.dir.join(snapshot::snapshot_file_name(*id));
+            match fs::remove_file(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io_err("deleting", &path)(e)),
+            }
+            tracing::info!(snapshot = %id, log_start_offset = offset, "deleted a snapshot below the log start");
+        }
+        self.snapshots.retain(|s| !old.contains(s));
+        if !old.is_empty() {
+            fsync_dir(&self.dir)?;
+        }
         Ok(())
     }
 
@@ -324,6 +378,7 @@ impl FileLog {
         if deleted {
             fsync_dir(&self.dir)?;
         }
+        self.log_start_offset = self.log_start_offset.max(self.segments[0].base_offset());
         Ok(self.start_offset())
     }
 
@@ -544,7 +599,7 @@ impl ReplicatedLog for FileLog {
     }
 
     fn start_offset(&self) -> i64 {
-        self.segments.first().map_or(0, Segment::base_offset)
+        self.log_start_offset
     }
 
     fn end_offset(&self) -> OffsetAndEpoch {
@@ -574,5 +629,155 @@ impl ReplicatedLog for FileLog {
 
     fn latest_snapshot_id(&self) -> Option<OffsetAndEpoch> {
         self.snapshots.last().copied()
+    }
+
+    fn snapshot_ids(&self) -> Vec<OffsetAndEpoch> {
+        self.snapshots.clone()
+    }
+
+    fn read_snapshot_chunk(
+        &self,
+        id: OffsetAndEpoch,
+        position: u64,
+        max_bytes: usize,
+    ) -> Result<Option<SnapshotChunk>> {
+        if self.snapshots.binary_search(&id).is_err() {
+            return Ok(None);
+        }
+        let reader = SnapshotReader::open(&self.dir, id)?;
+        Ok(Some(SnapshotChunk {
+            size: reader.size(),
+            bytes: reader.read(position, max_bytes)?,
+        }))
+    }
+
+    fn write_snapshot(&mut self, id: OffsetAndEpoch, bytes: &[u8]) -> Result<()> {
+        let end = self.end();
+        if id.offset < self.log_start_offset || id.offset > end {
+            return Err(LogError::OffsetOutOfRange {
+                offset: id.offset,
+                start_offset: self.log_start_offset,
+                end_offset: end,
+            });
+        }
+        if self.snapshots.binary_search(&id).is_ok() {
+            return Ok(());
+        }
+        let mut writer = SnapshotWriter::create(&self.dir, id)?;
+        writer.append(bytes)?;
+        self.freeze_snapshot(writer)
+    }
+
+    fn register_snapshot(&mut self, id: OffsetAndEpoch) -> Result<()> {
+        let path = self.dir.join(snapshot::snapshot_file_name(id));
+        if !path.exists() {
+            return Err(LogError::MissingSnapshot {
+                dir: self.dir.clone(),
+                start_offset: id.offset,
+                latest_snapshot: self.snapshots.last().copied(),
+            });
+        }
+        if id.offset > 0 && id.offset < self.log_start_offset {
+            // Written while the log moved past it (a snapshot installed or
+            // the log cleaned meanwhile): of no use.
+            return snapshot::delete_snapshot(&self.dir, id);
+        }
+        if let Err(at) = self.snapshots.binary_search(&id) {
+            self.snapshots.insert(at, id);
+        }
+        Ok(())
+    }
+
+    fn begin_fetched_snapshot(&mut self, id: OffsetAndEpoch) -> Result<()> {
+        self.abort_fetched_snapshot()?;
+        let stale = snapshot::partial_snapshot_path(&self.dir, id);
+        if stale.exists() {
+            fs::remove_file(&stale).map_err(io_err("deleting", &stale))?;
+        }
+        self.fetching = Some(SnapshotWriter::create(&self.dir, id)?);
+        Ok(())
+    }
+
+    fn fetched_snapshot(&self) -> Option<(OffsetAndEpoch, u64)> {
+        self.fetching.as_ref().map(|w| (w.id(), w.size()))
+    }
+
+    fn append_fetched_snapshot(&mut self, bytes: &[u8]) -> Result<u64> {
+        let Some(writer) = self.fetching.as_mut() else {
+            return Err(LogError::MissingSnapshot {
+                dir: self.dir.clone(),
+                start_offset: -1,
+                latest_snapshot: self.snapshots.last().copied(),
+            });
+        };
+        writer.append(bytes)?;
+        Ok(writer.size())
+    }
+
+    fn abort_fetched_snapshot(&mut self) -> Result<()> {
+        match self.fetching.take() {
+            Some(writer) => writer.abort(),
+            None => Ok(()),
+        }
+    }
+
+    fn install_fetched_snapshot(&mut self) -> Result<OffsetAndEpoch> {
+        let Some(writer) = self.fetching.take() else {
+            return Err(LogError::MissingSnapshot {
+                dir: self.dir.clone(),
+                start_offset: -1,
+                latest_snapshot: self.snapshots.last().copied(),
+            });
+        };
+        let id = writer.id();
+        self.freeze_snapshot(writer)?;
+        self.truncate_to_latest_snapshot()?;
+        Ok(id)
+    }
+
+    fn truncate_to_latest_snapshot(&mut self) -> Result<bool> {
+        let Some(latest) = self.snapshots.last().copied() else {
+            return Ok(false);
+        };
+        let end = self.end_offset();
+        if latest.epoch > end.epoch || (latest.epoch == end.epoch && latest.offset > end.offset) {
+            tracing::info!(snapshot = %latest, log_end = %end, "truncating the log fully to the latest snapshot");
+            self.reset_to_snapshot(latest)?;
+            self.forget_snapshots_before(latest.offset)?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    fn delete_before_snapshot(&mut self, id: OffsetAndEpoch) -> Result<bool> {
+        let latest = self.snapshots.last().copied();
+        if self.snapshots.binary_search(&id).is_err()
+            || id.offset <= self.log_start_offset
+            || latest.is_none_or(|l| id.offset > l.offset)
+            || id.offset > self.end()
+        {
+            return Ok(false);
+        }
+        // Older snapshots first, then the segments: a crash in between
+        // leaves the earliest snapshot at or above the first segment.
+        self.forget_snapshots_before(id.offset)?;
+        self.log_start_offset = id.offset;
+        let mut deleted = false;
+        while self.segments.len() > 1 && self.segments[0].next_offset() <= id.offset {
+            self.segments.remove(0).delete()?;
+            deleted = true;
+        }
+        if deleted {
+            fsync_dir(&self.dir)?;
+        }
+        tracing::info!(
+            log_start_offset = id.offset,
+            "log cleaned below snapshot {id}"
+        );
+        Ok(true)
+    }
+
+    fn size_in_bytes(&self) -> u64 {
+        self.segments.iter().map(Segment::size).sum()
     }
 }

@@ -1,9 +1,18 @@
 //! An in-memory [`ReplicatedLog`] for the simulation and engine tests, with a
 //! crash that loses what was not flushed.
+//!
+//! Snapshots are kept as bytes by id; a frozen one survives a crash, a
+//! fetched one still being received does not (its `.part` file would be
+//! deleted on open). The log start offset moves only to a snapshot's end
+//! offset, as on disk.
+
+use std::collections::BTreeMap;
 
 use bytes::{Bytes, BytesMut};
 
-use super::{LogAppendInfo, LogError, LogFetchInfo, OffsetAndEpoch, ReplicatedLog, Result};
+use super::{
+    LogAppendInfo, LogError, LogFetchInfo, OffsetAndEpoch, ReplicatedLog, Result, SnapshotChunk,
+};
 use crate::record::{self, BatchHeader};
 
 #[derive(Debug, Clone)]
@@ -19,7 +28,10 @@ pub struct MemoryLog {
     batches: Vec<StoredBatch>,
     start_offset: i64,
     flushed_end_offset: i64,
-    snapshot: Option<OffsetAndEpoch>,
+    /// Frozen snapshots by id.
+    snapshots: BTreeMap<OffsetAndEpoch, Bytes>,
+    /// A snapshot being received from the leader.
+    fetching: Option<(OffsetAndEpoch, BytesMut)>,
 }
 
 impl MemoryLog {
@@ -28,10 +40,30 @@ impl MemoryLog {
         Self::default()
     }
 
-    /// Simulates a crash: everything at or above the flushed end offset is lost.
+    /// Simulates a crash: everything at or above the flushed end offset is
+    /// lost, and so is a snapshot being received. Then the log recovers as
+    /// on open ([`ReplicatedLog::truncate_to_latest_snapshot`]).
     pub fn crash(&mut self) {
         let flushed = self.flushed_end_offset;
         self.batches.retain(|b| b.header.last_offset() < flushed);
+        self.fetching = None;
+        // Cannot fail in memory.
+        let _ = self.truncate_to_latest_snapshot();
+    }
+
+    /// The epoch of the snapshot at the log start offset (0 if none).
+    fn start_epoch(&self) -> i32 {
+        self.snapshots
+            .keys()
+            .rev()
+            .find(|id| id.offset == self.start_offset)
+            .map_or(0, |id| id.epoch)
+    }
+
+    /// Deletes the snapshots below `offset` but the bootstrap `0-0` one.
+    fn forget_snapshots_before(&mut self, offset: i64) {
+        self.snapshots
+            .retain(|id, _| id.offset >= offset || id.offset == 0);
     }
 
     fn end(&self) -> i64 {
@@ -42,7 +74,7 @@ impl MemoryLog {
 
     fn last_epoch(&self) -> i32 {
         self.batches.last().map_or_else(
-            || self.snapshot.map_or(0, |s| s.epoch),
+            || self.snapshots.keys().next_back().map_or(0, |s| s.epoch),
             |b| b.header.partition_leader_epoch,
         )
     }
@@ -179,8 +211,7 @@ impl ReplicatedLog for MemoryLog {
     fn end_offset_for_epoch(&self, epoch: i32) -> OffsetAndEpoch {
         // Batches are dense and epochs never decrease, so the end of the last
         // batch with an epoch <= `epoch` is where that epoch ends.
-        let mut result =
-            OffsetAndEpoch::new(self.start_offset, self.snapshot.map_or(0, |s| s.epoch));
+        let mut result = OffsetAndEpoch::new(self.start_offset, self.start_epoch());
         for b in self
             .batches
             .iter()
@@ -191,7 +222,127 @@ impl ReplicatedLog for MemoryLog {
         result
     }
 
-    fn latest_snapshot_id(&self) -> Option<OffsetAndEpoch> {
-        self.snapshot
+    fn snapshot_ids(&self) -> Vec<OffsetAndEpoch> {
+        self.snapshots.keys().copied().collect()
+    }
+
+    fn read_snapshot_chunk(
+        &self,
+        id: OffsetAndEpoch,
+        position: u64,
+        max_bytes: usize,
+    ) -> Result<Option<SnapshotChunk>> {
+        Ok(self.snapshots.get(&id).map(|bytes| {
+            let size = bytes.len();
+            let from = usize::try_from(position).unwrap_or(usize::MAX).min(size);
+            let to = from.saturating_add(max_bytes).min(size);
+            SnapshotChunk {
+                size: size as u64,
+                bytes: bytes.slice(from..to),
+            }
+        }))
+    }
+
+    fn write_snapshot(&mut self, id: OffsetAndEpoch, bytes: &[u8]) -> Result<()> {
+        let end = self.end();
+        if id.offset < self.start_offset || id.offset > end {
+            return Err(LogError::OffsetOutOfRange {
+                offset: id.offset,
+                start_offset: self.start_offset,
+                end_offset: end,
+            });
+        }
+        self.snapshots
+            .entry(id)
+            .or_insert_with(|| Bytes::copy_from_slice(bytes));
+        Ok(())
+    }
+
+    fn register_snapshot(&mut self, id: OffsetAndEpoch) -> Result<()> {
+        if self.snapshots.contains_key(&id) {
+            Ok(())
+        } else {
+            Err(LogError::MissingSnapshot {
+                dir: "<memory>".into(),
+                start_offset: id.offset,
+                latest_snapshot: self.latest_snapshot_id(),
+            })
+        }
+    }
+
+    fn begin_fetched_snapshot(&mut self, id: OffsetAndEpoch) -> Result<()> {
+        self.fetching = Some((id, BytesMut::new()));
+        Ok(())
+    }
+
+    fn fetched_snapshot(&self) -> Option<(OffsetAndEpoch, u64)> {
+        self.fetching.as_ref().map(|(id, b)| (*id, b.len() as u64))
+    }
+
+    fn append_fetched_snapshot(&mut self, bytes: &[u8]) -> Result<u64> {
+        let latest = self.latest_snapshot_id();
+        let Some((_, buffer)) = self.fetching.as_mut() else {
+            return Err(LogError::MissingSnapshot {
+                dir: "<memory>".into(),
+                start_offset: -1,
+                latest_snapshot: latest,
+            });
+        };
+        buffer.extend_from_slice(bytes);
+        Ok(buffer.len() as u64)
+    }
+
+    fn abort_fetched_snapshot(&mut self) -> Result<()> {
+        self.fetching = None;
+        Ok(())
+    }
+
+    fn install_fetched_snapshot(&mut self) -> Result<OffsetAndEpoch> {
+        let Some((id, bytes)) = self.fetching.take() else {
+            return Err(LogError::MissingSnapshot {
+                dir: "<memory>".into(),
+                start_offset: -1,
+                latest_snapshot: self.latest_snapshot_id(),
+            });
+        };
+        self.snapshots.insert(id, bytes.freeze());
+        self.truncate_to_latest_snapshot()?;
+        Ok(id)
+    }
+
+    fn truncate_to_latest_snapshot(&mut self) -> Result<bool> {
+        let Some(latest) = self.latest_snapshot_id() else {
+            return Ok(false);
+        };
+        let end = self.end_offset();
+        if latest.epoch > end.epoch || (latest.epoch == end.epoch && latest.offset > end.offset) {
+            self.batches.clear();
+            self.start_offset = latest.offset;
+            self.flushed_end_offset = latest.offset;
+            self.forget_snapshots_before(latest.offset);
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    fn delete_before_snapshot(&mut self, id: OffsetAndEpoch) -> Result<bool> {
+        let latest = self.latest_snapshot_id();
+        if !self.snapshots.contains_key(&id)
+            || id.offset <= self.start_offset
+            || latest.is_none_or(|l| id.offset > l.offset)
+            || id.offset > self.end()
+        {
+            return Ok(false);
+        }
+        self.forget_snapshots_before(id.offset);
+        self.start_offset = id.offset;
+        self.batches.retain(|b| b.header.last_offset() >= id.offset);
+        // Batches are never split; one straddling the new start keeps its
+        // records below it, unreadable.
+        Ok(true)
+    }
+
+    fn size_in_bytes(&self) -> u64 {
+        self.batches.iter().map(|b| b.bytes.len() as u64).sum()
     }
 }

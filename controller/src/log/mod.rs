@@ -24,6 +24,18 @@
 //!   zero-filled or corrupt tail and never serves it (see [`FileLog`] and
 //!   `docs/log.md`).
 //!
+//! - Snapshots (KIP-630) are files beside the log, named by their id (end
+//!   offset, epoch). A snapshot is durable once frozen. The log start offset
+//!   is 0 or the end offset of a snapshot the log holds: the log is cleaned
+//!   only below a snapshot ([`ReplicatedLog::delete_before_snapshot`], Kafka's
+//!   `deleteBeforeSnapshot`), and the earliest snapshot kept (the bootstrap
+//!   `0-0` checkpoint aside) is at the log start offset.
+//! - A snapshot fetched from the leader is written through the log
+//!   ([`ReplicatedLog::begin_fetched_snapshot`]; `.checkpoint.part` on disk),
+//!   lost if a crash cuts it, and installed in one step
+//!   ([`ReplicatedLog::install_fetched_snapshot`]): frozen, then the log is
+//!   truncated fully and restarts at the snapshot's end offset.
+//!
 //! Implementations: [`MemoryLog`] (simulation) and [`FileLog`] (Kafka's
 //! on-disk layout). Beside the log: [`snapshot`] files, the [`quorum_state`]
 //! file, [`meta_properties`] and [`bootstrap`] (`bootstrap.checkpoint`).
@@ -35,6 +47,7 @@ pub mod fs;
 mod memory;
 pub mod meta_properties;
 pub mod quorum_state;
+pub mod retention;
 pub mod segment;
 pub mod snapshot;
 
@@ -45,6 +58,7 @@ pub use file::{
 pub use memory::MemoryLog;
 pub use meta_properties::MetaProperties;
 pub use quorum_state::{ElectionState, QuorumStateStore};
+pub use retention::RetentionConfig;
 
 use bytes::Bytes;
 
@@ -148,6 +162,16 @@ pub struct LogFetchInfo {
     pub start_offset: i64,
 }
 
+/// A piece of a frozen snapshot, read by byte position (FetchSnapshot).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SnapshotChunk {
+    /// Size of the whole snapshot (bytes).
+    pub size: u64,
+    /// Up to the requested number of bytes from the requested position; not
+    /// necessarily on a batch boundary (Kafka's `UnalignedRecords`).
+    pub bytes: Bytes,
+}
+
 /// The replicated metadata log (see the module doc for the contract).
 pub trait ReplicatedLog: std::fmt::Debug + Send {
     /// Appends batches built by this node as leader: rewrites their base
@@ -198,5 +222,121 @@ pub trait ReplicatedLog: std::fmt::Debug + Send {
     fn end_offset_for_epoch(&self, epoch: i32) -> OffsetAndEpoch;
 
     /// The id (end offset, epoch) of the newest snapshot, if any.
-    fn latest_snapshot_id(&self) -> Option<OffsetAndEpoch>;
+    fn latest_snapshot_id(&self) -> Option<OffsetAndEpoch> {
+        self.snapshot_ids().last().copied()
+    }
+
+    /// Ids of the frozen snapshots, ascending (the bootstrap `0-0` checkpoint
+    /// included when the log has one).
+    fn snapshot_ids(&self) -> Vec<OffsetAndEpoch>;
+
+    /// The oldest snapshot other than the bootstrap `0-0` checkpoint: the one
+    /// at the log start offset once the log was cleaned.
+    fn earliest_snapshot_id(&self) -> Option<OffsetAndEpoch> {
+        self.snapshot_ids().into_iter().find(|id| id.offset > 0)
+    }
+
+    /// Up to `max_bytes` bytes of frozen snapshot `id` from byte `position`;
+    /// `None` if the log holds no such snapshot.
+    ///
+    /// Errors: I/O errors.
+    fn read_snapshot_chunk(
+        &self,
+        id: OffsetAndEpoch,
+        position: u64,
+        max_bytes: usize,
+    ) -> Result<Option<SnapshotChunk>>;
+
+    /// The whole of frozen snapshot `id` (snapshots of the metadata image are
+    /// small); `None` if the log holds no such snapshot.
+    ///
+    /// Errors: I/O errors.
+    fn read_snapshot(&self, id: OffsetAndEpoch) -> Result<Option<Bytes>> {
+        let Some(first) = self.read_snapshot_chunk(id, 0, 0)? else {
+            return Ok(None);
+        };
+        let size = usize::try_from(first.size).unwrap_or(usize::MAX);
+        Ok(self.read_snapshot_chunk(id, 0, size)?.map(|c| c.bytes))
+    }
+
+    /// Writes a whole snapshot `id` of the state at a committed offset
+    /// (`bytes` in `RecordsSnapshotWriter` framing) and freezes it: durable
+    /// when this returns. A snapshot that exists already is left alone.
+    ///
+    /// Errors: [`LogError::OffsetOutOfRange`] below the log start offset or
+    /// above the log end offset; I/O errors.
+    fn write_snapshot(&mut self, id: OffsetAndEpoch, bytes: &[u8]) -> Result<()>;
+
+    /// Makes the log aware of snapshot `id`, frozen by another writer (the
+    /// server writes snapshots off its event loop, through
+    /// [`snapshot::SnapshotWriter`]). A snapshot below the log start offset
+    /// (written while the log moved past it) is deleted instead.
+    ///
+    /// Errors: [`LogError::MissingSnapshot`] if no such frozen snapshot
+    /// exists; I/O errors.
+    fn register_snapshot(&mut self, id: OffsetAndEpoch) -> Result<()>;
+
+    /// Starts receiving snapshot `id` from the leader (Kafka's
+    /// `createNewSnapshotUnchecked`: `id` is beyond this log). A snapshot
+    /// being received already is dropped.
+    ///
+    /// Errors: I/O errors.
+    fn begin_fetched_snapshot(&mut self, id: OffsetAndEpoch) -> Result<()>;
+
+    /// The snapshot being received and its size so far (bytes).
+    fn fetched_snapshot(&self) -> Option<(OffsetAndEpoch, u64)>;
+
+    /// Appends a chunk to the snapshot being received; returns its new size.
+    ///
+    /// Errors: [`LogError::MissingSnapshot`] if none is being received; I/O
+    /// errors.
+    fn append_fetched_snapshot(&mut self, bytes: &[u8]) -> Result<u64>;
+
+    /// Drops the snapshot being received, if any.
+    ///
+    /// Errors: I/O errors.
+    fn abort_fetched_snapshot(&mut self) -> Result<()>;
+
+    /// Freezes the snapshot being received, then replaces the whole log by it
+    /// (Kafka's `truncateToLatestSnapshot`): every batch goes, the log starts
+    /// and ends at the snapshot's end offset, older snapshots are deleted.
+    /// Durable when this returns. Returns the snapshot id.
+    ///
+    /// Errors: [`LogError::MissingSnapshot`] if none is being received; I/O
+    /// errors.
+    fn install_fetched_snapshot(&mut self) -> Result<OffsetAndEpoch>;
+
+    /// If the latest snapshot is beyond the log (a crash between freezing a
+    /// fetched snapshot and truncating the log), truncates the log fully to
+    /// it, as [`Self::install_fetched_snapshot`] does. Returns whether it did.
+    ///
+    /// Errors: I/O errors.
+    fn truncate_to_latest_snapshot(&mut self) -> Result<bool>;
+
+    /// Kafka's `deleteBeforeSnapshot`: if snapshot `id` exists and is above
+    /// the log start offset, moves the log start offset to `id.offset`,
+    /// deletes older snapshots (the bootstrap `0-0` checkpoint is kept), then
+    /// the whole segments below the new start. Returns whether anything
+    /// changed. Durable when this returns.
+    ///
+    /// Errors: I/O errors.
+    fn delete_before_snapshot(&mut self, id: OffsetAndEpoch) -> Result<bool>;
+
+    /// Bytes held by the log's segments (Kafka's `log.size`, for
+    /// `metadata.max.retention.bytes`).
+    fn size_in_bytes(&self) -> u64;
+
+    /// Kafka's `KafkaMetadataLog.maybeClean`: while the log and its snapshots
+    /// exceed `retention.max_bytes`, or the oldest snapshot is older than
+    /// `retention.max_ms` (by its `lastContainedLogTimestamp`), the oldest
+    /// snapshot goes and the log start moves to the next one; the latest
+    /// snapshot is always kept. Returns whether anything was deleted.
+    ///
+    /// Errors: I/O errors; a snapshot whose header does not decode.
+    fn maybe_clean(&mut self, retention: &RetentionConfig, now_ms: u64) -> Result<bool>
+    where
+        Self: Sized,
+    {
+        retention::maybe_clean(self, retention, now_ms)
+    }
 }

@@ -90,6 +90,15 @@ pub fn delete_partial_snapshots(dir: &Path) -> Result<()> {
     Ok(())
 }
 
+/// The path of snapshot `id`'s `.checkpoint.part` file in `dir`.
+pub fn partial_snapshot_path(dir: &Path, id: OffsetAndEpoch) -> PathBuf {
+    let final_name = snapshot_file_name(id);
+    dir.join(format!(
+        "{}{PARTIAL_SUFFIX}",
+        final_name.trim_end_matches(SNAPSHOT_SUFFIX)
+    ))
+}
+
 /// Deletes the snapshot `id` from `dir` (and fsyncs the directory).
 ///
 /// Errors: [`super::LogError::Io`] (a missing file included).
@@ -118,10 +127,7 @@ impl SnapshotWriter {
     /// already exists (another writer).
     pub fn create(dir: &Path, id: OffsetAndEpoch) -> Result<Self> {
         let final_name = snapshot_file_name(id);
-        let part_path = dir.join(format!(
-            "{}{PARTIAL_SUFFIX}",
-            final_name.trim_end_matches(SNAPSHOT_SUFFIX)
-        ));
+        let part_path = partial_snapshot_path(dir, id);
         let file = OpenOptions::new()
             .write(true)
             .create_new(true)
@@ -155,6 +161,18 @@ impl SnapshotWriter {
             .map_err(io_err("writing", &self.part_path))?;
         self.size += bytes.len() as u64;
         Ok(())
+    }
+
+    /// Abandons the snapshot: closes and deletes the `.part` file.
+    ///
+    /// Errors: [`super::LogError::Io`].
+    pub fn abort(self) -> Result<()> {
+        drop(self.file);
+        match fs::remove_file(&self.part_path) {
+            Ok(()) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(io_err("deleting", &self.part_path)(e)),
+        }
     }
 
     /// Fsyncs the `.part` file, renames it to `.checkpoint` and fsyncs the

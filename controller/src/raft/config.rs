@@ -7,6 +7,7 @@
 use uuid::Uuid;
 
 use super::voters::{Endpoint, VoterSet};
+use crate::log::RetentionConfig;
 
 /// Kafka's `controller.quorum.election.timeout.ms` default (ms).
 pub const DEFAULT_ELECTION_TIMEOUT_MS: u64 = 1_000;
@@ -22,6 +23,9 @@ pub const DEFAULT_APPEND_LINGER_MS: u64 = 25;
 pub const DEFAULT_FETCH_MAX_WAIT_MS: u64 = 500;
 /// Kafka's `KafkaRaftClient.MAX_BATCH_SIZE_BYTES` and `MAX_FETCH_SIZE_BYTES` (8 MiB).
 pub const DEFAULT_MAX_BATCH_BYTES: usize = 8 * 1024 * 1024;
+/// Kafka's `RaftMetadataLogCleanerManager` period: how often the log is
+/// checked against its retention (ms).
+pub const DEFAULT_LOG_CLEAN_INTERVAL_MS: u64 = 60_000;
 
 /// Everything the engine needs to know at start besides the log and the
 /// persisted election state.
@@ -70,6 +74,14 @@ pub struct RaftConfig {
     pub max_batch_bytes: usize,
     /// Largest number of record bytes in one Fetch response (bytes).
     pub max_fetch_bytes: usize,
+    /// Largest chunk of a snapshot one FetchSnapshot asks for and the leader
+    /// returns (bytes; Kafka 4.1 sends `MAX_FETCH_SIZE_BYTES`, 8 MiB).
+    pub max_fetch_snapshot_bytes: usize,
+    /// `metadata.max.retention.bytes` / `metadata.max.retention.ms`: how much
+    /// of the log and its snapshots to keep (KIP-630 cleaning).
+    pub retention: RetentionConfig,
+    /// How often the engine checks the log against `retention` (ms).
+    pub log_clean_interval_ms: u64,
 }
 
 impl RaftConfig {
@@ -90,6 +102,9 @@ impl RaftConfig {
             fetch_max_wait_ms: DEFAULT_FETCH_MAX_WAIT_MS,
             max_batch_bytes: DEFAULT_MAX_BATCH_BYTES,
             max_fetch_bytes: DEFAULT_MAX_BATCH_BYTES,
+            max_fetch_snapshot_bytes: DEFAULT_MAX_BATCH_BYTES,
+            retention: RetentionConfig::default(),
+            log_clean_interval_ms: DEFAULT_LOG_CLEAN_INTERVAL_MS,
         }
     }
 

@@ -70,6 +70,7 @@ pub(crate) enum RequestKind {
     BeginQuorumEpoch,
     EndQuorumEpoch,
     Fetch,
+    FetchSnapshot,
     ApiVersions,
 }
 
@@ -106,6 +107,8 @@ pub struct RaftEngine<L: ReplicatedLog> {
     pub(crate) kraft_version: i16,
     /// The time of the latest event (ms), for `status()`.
     now_ms: u64,
+    /// When the log is next checked against its retention (ms).
+    next_clean_ms: u64,
 }
 
 impl<L: ReplicatedLog> std::fmt::Debug for RaftEngine<L> {
@@ -180,9 +183,16 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             voter_history: VoterHistory::new(config_voters),
             kraft_version: config_kraft_version,
             now_ms,
+            next_clean_ms: now_ms,
         };
-        let log_start = engine.log.start_offset();
-        engine.scan_control_records(log_start)?;
+        // A crash between freezing a fetched snapshot and truncating the log
+        // leaves the snapshot beyond the log (Kafka's `KafkaMetadataLog.apply`).
+        engine.log.truncate_to_latest_snapshot()?;
+        // The voter set at the latest snapshot, then the log after it
+        // (Kafka's `KRaftControlRecordStateMachine`): the log below it may be
+        // gone.
+        let scan_from = engine.load_latest_snapshot_control_records()?;
+        engine.scan_control_records(scan_from)?;
         let log_end = engine.log.end_offset();
         let is_voter = engine.can_campaign();
         let initial = if stored.epoch < log_end.epoch {
@@ -274,7 +284,9 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             EpochState::Leader(s) => s.next_deadline(),
             EpochState::Resigned(s) => s.next_deadline(),
         };
-        role_deadline.min(self.shutdown_deadline_ms.unwrap_or(u64::MAX))
+        role_deadline
+            .min(self.shutdown_deadline_ms.unwrap_or(u64::MAX))
+            .min(self.next_clean_ms)
     }
 
     /// A snapshot of the state for DescribeQuorum, metrics and readiness.
@@ -338,6 +350,60 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     /// The log (read-only).
     pub fn log(&self) -> &L {
         &self.log
+    }
+
+    /// The whole of snapshot `id` (for the state machine to load after
+    /// [`Command::SnapshotInstalled`], or on start); `None` if the log holds
+    /// no such snapshot.
+    ///
+    /// Errors: [`RaftError::Log`].
+    pub fn read_snapshot(&self, id: crate::log::OffsetAndEpoch) -> Result<Option<Bytes>> {
+        Ok(self.log.read_snapshot(id)?)
+    }
+
+    /// Writes snapshot `id` of the state machine (`bytes` in Kafka's
+    /// framing, see `log::snapshot::encode_snapshot`) through the log and
+    /// freezes it. `id.offset` must be committed (at or below the high
+    /// watermark), at or above the log start offset and on a batch boundary.
+    ///
+    /// Errors: [`RaftError::SnapshotNotCommitted`] above the high watermark;
+    /// [`RaftError::Log`].
+    pub fn write_snapshot(&mut self, id: crate::log::OffsetAndEpoch, bytes: &[u8]) -> Result<()> {
+        let hw = self.high_watermark.unwrap_or(self.log.start_offset());
+        if id.offset > hw {
+            return Err(RaftError::SnapshotNotCommitted {
+                offset: id.offset,
+                high_watermark: hw,
+            });
+        }
+        self.log.write_snapshot(id, bytes)?;
+        self.clean_log(self.now_ms)
+    }
+
+    /// Tells the engine (and its log) about snapshot `id`, written and
+    /// frozen by the runtime off its event loop: it counts for log cleaning
+    /// and for FetchSnapshot from then on. The log is checked against its
+    /// retention at once (a new snapshot is what lets it be cleaned).
+    ///
+    /// Errors: [`RaftError::Log`] if no such frozen snapshot exists, or
+    /// cleaning failed.
+    pub fn register_snapshot(&mut self, id: crate::log::OffsetAndEpoch) -> Result<()> {
+        self.log.register_snapshot(id)?;
+        self.clean_log(self.now_ms)
+    }
+
+    /// Kafka's `maybeClean` against `retention`: deletes the oldest
+    /// snapshots and the log below the next while the retention is exceeded.
+    fn clean_log(&mut self, now_ms: u64) -> Result<()> {
+        let retention = self.config.retention;
+        if self.log.maybe_clean(&retention, now_ms)? {
+            tracing::info!(
+                node = self.local.id,
+                log_start_offset = self.log.start_offset(),
+                "metadata log cleaned"
+            );
+        }
+        Ok(())
     }
 
     /// Gives the log back (on shutdown, or to simulate a crash in tests).
@@ -628,8 +694,14 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             same_state_vote,
         )?;
         let previous = std::mem::replace(&mut self.state, next);
-        if let EpochState::Leader(leader) = previous {
-            self.on_leave_leader(*leader, now_ms);
+        match previous {
+            EpochState::Leader(leader) => self.on_leave_leader(*leader, now_ms),
+            // A snapshot half received belongs to that follower state
+            // (Kafka's `FollowerState.fetchingSnapshot`).
+            EpochState::Follower(f) if f.fetching_snapshot.is_some() => {
+                self.log.abort_fetched_snapshot()?;
+            }
+            _ => {}
         }
         tracing::debug!(
             node = self.local.id,
@@ -783,6 +855,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             RaftRequest::BeginQuorumEpoch(r) => self.handle_begin_quorum_epoch(handle, r, now_ms),
             RaftRequest::EndQuorumEpoch(r) => self.handle_end_quorum_epoch(handle, r, now_ms),
             RaftRequest::Fetch(r) => self.handle_fetch_request(handle, api_version, r, now_ms),
+            RaftRequest::FetchSnapshot(r) => self.handle_fetch_snapshot_request(handle, r, now_ms),
             RaftRequest::DescribeQuorum(_) => {
                 let response = self.describe_quorum(now_ms);
                 self.reply(handle, RaftResponse::DescribeQuorum(response));
@@ -850,6 +923,9 @@ impl<L: ReplicatedLog> RaftEngine<L> {
                 self.handle_end_quorum_epoch_response(inflight, r, now_ms)
             }
             RaftResponse::Fetch(r) => self.handle_fetch_response(id, inflight, r, now_ms),
+            RaftResponse::FetchSnapshot(r) => {
+                self.handle_fetch_snapshot_response(id, inflight, r, now_ms)
+            }
             RaftResponse::ApiVersions(r) => self.handle_api_versions_response(id, Some(r), now_ms),
             _ => Ok(()),
         }
@@ -880,7 +956,9 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             {
                 s.retry_at.insert(inflight.node_id, retry_at);
             }
-            (EpochState::Follower(s), RequestKind::Fetch) if s.fetch.inflight == Some(id) => {
+            (EpochState::Follower(s), RequestKind::Fetch | RequestKind::FetchSnapshot)
+                if s.fetch.inflight == Some(id) =>
+            {
                 s.fetch.inflight = None;
                 s.fetch.next_fetch_ms = retry_at;
             }
@@ -927,6 +1005,10 @@ impl<L: ReplicatedLog> RaftEngine<L> {
 
     /// Runs every timer that is due, then the role's periodic work.
     fn poll(&mut self, now_ms: u64) -> Result<()> {
+        if now_ms >= self.next_clean_ms {
+            self.next_clean_ms = now_ms.saturating_add(self.config.log_clean_interval_ms.max(1));
+            self.clean_log(now_ms)?;
+        }
         if let Some(deadline) = self.shutdown_deadline_ms {
             // A resigned leader is done once another node leads a later epoch;
             // any other node has nothing to hand over.

@@ -3,6 +3,9 @@
 //! flushes, and only then fetches again, so every offset it reports to the
 //! leader is durable. A voter whose fetches fail for the fetch timeout
 //! becomes Prospective; an observer falls back to the bootstrap servers.
+//! When the leader answers a Fetch with a snapshot id (the fetch offset is
+//! below its log start), the follower fetches that snapshot in chunks
+//! instead (KIP-630, `fetch_snapshot.rs`), installs it, then fetches again.
 //! Must not accept writes or grant votes in its epoch (only pre-votes, once
 //! its leader has been silent for the fetch timeout).
 
@@ -13,7 +16,7 @@ use super::{
     engine::{EpochState, Inflight, RaftEngine, RequestKind},
     voters::{Endpoint, ReplicaKey},
 };
-use crate::log::{LogError, ReplicatedLog};
+use crate::log::{LogError, OffsetAndEpoch, ReplicatedLog};
 
 /// The fetch loop of a follower (or of an observer asking bootstrap servers).
 #[derive(Debug, Default)]
@@ -54,6 +57,9 @@ pub(crate) struct FollowerState {
     pub(crate) fetch: FetchLoop,
     /// Observer only: the leader went silent, ask the bootstrap servers.
     pub(crate) use_bootstrap: bool,
+    /// The snapshot being fetched from the leader (KIP-630): FetchSnapshot
+    /// requests replace Fetch until it is installed or dropped.
+    pub(crate) fetching_snapshot: Option<OffsetAndEpoch>,
 }
 
 impl FollowerState {
@@ -95,6 +101,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
                 ..Default::default()
             },
             use_bootstrap: false,
+            fetching_snapshot: None,
         }
     }
 
@@ -112,6 +119,23 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             s.fetch_deadline_ms = now_ms + fetch_timeout;
         }
         if !s.fetch.ready(now_ms) {
+            return Ok(());
+        }
+        if let Some(snapshot_id) = s.fetching_snapshot {
+            // Kafka's `maybeSendFetchOrFetchSnapshot`: to the leader only.
+            let destination = super::Destination {
+                node_id: s.leader_id,
+                endpoint: s.leader_endpoint.clone(),
+            };
+            let request = self.build_fetch_snapshot_request(snapshot_id);
+            let id = self.send_to(
+                destination,
+                RequestKind::FetchSnapshot,
+                RaftRequest::FetchSnapshot(request),
+            );
+            if let EpochState::Follower(s) = &mut self.state {
+                s.fetch.inflight = Some(id);
+            }
             return Ok(());
         }
         let destination = if s.use_bootstrap {
@@ -200,14 +224,10 @@ impl<L: ReplicatedLog> RaftEngine<L> {
                     self.truncate_to(target)?;
                     return Ok(());
                 }
-                if p.snapshot_id.epoch >= 0 && p.snapshot_id.end_offset >= 0 {
-                    tracing::warn!(
-                        node = self.local.id,
-                        snapshot_end = p.snapshot_id.end_offset,
-                        "leader sent a snapshot id: fetching snapshots is not implemented; retrying"
-                    );
-                    s.fetch.next_fetch_ms = now_ms + self.config.fetch_timeout_ms / 4;
-                    return Ok(());
+                if p.snapshot_id.epoch >= 0 || p.snapshot_id.end_offset >= 0 {
+                    let snapshot_id =
+                        OffsetAndEpoch::new(p.snapshot_id.end_offset, p.snapshot_id.epoch);
+                    return self.start_fetching_snapshot(snapshot_id, now_ms);
                 }
                 let records = p.records.clone().unwrap_or_default();
                 if !records.is_empty() {

@@ -505,9 +505,25 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             self.reply(handle, RaftResponse::Fetch(resp));
             return Ok(());
         }
-        // Offset validation (Kafka's `ReplicatedLog.validateOffsetAndEpoch`).
-        if p.fetch_offset < self.log.start_offset() {
-            let snapshot = self.log.latest_snapshot_id();
+        // Offset validation (Kafka's `ReplicatedLog.validateOffsetAndEpoch`):
+        // the latest snapshot for a fetch below the log start, at the log
+        // start with another epoch than the earliest snapshot's, or with a
+        // last fetched epoch older than it (the fetcher's tail diverges
+        // below the log start: no diverging epoch could name where). An
+        // empty follower gets it at once too, as in Kafka's
+        // `tryCompleteFetchRequest` (the bootstrap `0-0` checkpoint is never
+        // fetched).
+        let latest_snapshot = self.log.latest_snapshot_id().filter(|s| s.offset > 0);
+        let start = self.log.start_offset();
+        let below_earliest = self.log.earliest_snapshot_id().is_some_and(|e| {
+            (p.fetch_offset == start && p.last_fetched_epoch != e.epoch)
+                || p.last_fetched_epoch < e.epoch
+        });
+        if p.fetch_offset < start
+            || (p.fetch_offset == 0 && latest_snapshot.is_some())
+            || below_earliest
+        {
+            let snapshot = latest_snapshot;
             let resp = self.fetch_response(None, None, None, None, snapshot);
             self.reply(handle, RaftResponse::Fetch(resp));
             return Ok(());
@@ -551,25 +567,35 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         Ok(())
     }
 
-    fn record_fetch(&mut self, key: ReplicaKey, fetch_offset: i64, now_ms: u64) {
-        if key.id < 0 || key.id == self.local.id {
+    /// Check-quorum: voter `key` fetched (a Fetch or a FetchSnapshot, Kafka's
+    /// `updateCheckQuorumForFollowingVoter`); the window restarts once a
+    /// majority did.
+    pub(crate) fn note_voter_fetch(&mut self, key: ReplicaKey, now_ms: u64) {
+        if key.id < 0 || key.id == self.local.id || !self.voters.contains_key(&key) {
             return;
         }
-        let log_end = self.log.end_offset().offset;
-        let is_voter = self.voters.contains_key(&key);
         let local_is_voter = self.is_voter();
         let majority = self.voters.majority();
         let check_window = self.config.check_quorum_timeout_ms();
         let EpochState::Leader(l) = &mut self.state else {
             return;
         };
-        if is_voter {
-            l.fetched_since_check.insert(key.id);
-            if l.fetched_since_check.len() + usize::from(local_is_voter) >= majority {
-                l.fetched_since_check.clear();
-                l.check_quorum_deadline_ms = now_ms + check_window;
-            }
+        l.fetched_since_check.insert(key.id);
+        if l.fetched_since_check.len() + usize::from(local_is_voter) >= majority {
+            l.fetched_since_check.clear();
+            l.check_quorum_deadline_ms = now_ms + check_window;
         }
+    }
+
+    fn record_fetch(&mut self, key: ReplicaKey, fetch_offset: i64, now_ms: u64) {
+        if key.id < 0 || key.id == self.local.id {
+            return;
+        }
+        self.note_voter_fetch(key, now_ms);
+        let log_end = self.log.end_offset().offset;
+        let EpochState::Leader(l) = &mut self.state else {
+            return;
+        };
         let progress = l
             .replicas
             .entry(key.id)

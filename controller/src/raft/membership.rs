@@ -83,6 +83,14 @@ impl VoterHistory {
         }
     }
 
+    /// The set a snapshot ending at `last_contained_offset + 1` holds: it
+    /// replaces every entry from `last_contained_offset` on (a snapshot
+    /// installed beyond the log, or loaded on start).
+    pub(crate) fn reset_at(&mut self, last_contained_offset: i64, set: VoterSet) {
+        self.entries.retain(|(o, _)| *o < last_contained_offset);
+        self.entries.push((last_contained_offset, set));
+    }
+
     fn truncate(&mut self, offset: i64) {
         self.entries.retain(|(o, _)| *o < offset);
     }

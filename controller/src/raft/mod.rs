@@ -41,6 +41,7 @@
 mod candidate;
 pub mod config;
 mod engine;
+mod fetch_snapshot;
 mod follower;
 mod leader;
 pub mod membership;
@@ -244,6 +245,15 @@ pub enum Command {
         /// Known leader of the epoch.
         leader_id: Option<i32>,
     },
+    /// A snapshot fetched from the leader (KIP-630 FetchSnapshot) was
+    /// installed: the log now starts at `snapshot_id.offset` and holds
+    /// nothing below it. The state machine above must reload its state from
+    /// this snapshot (read it with [`RaftEngine::read_snapshot`]) before it
+    /// applies the next [`Command::Committed`], which follows at once.
+    SnapshotInstalled {
+        /// The snapshot's id (end offset, epoch).
+        snapshot_id: OffsetAndEpoch,
+    },
     /// The graceful shutdown finished; the runtime may exit.
     ShutdownComplete,
 }
@@ -287,6 +297,17 @@ pub enum RaftError {
         epoch: i32,
         /// Known leader, if any.
         leader_id: Option<i32>,
+    },
+    /// A snapshot of the state machine above the high watermark: its
+    /// records are not all committed.
+    #[error(
+        "refusing a snapshot ending at offset {offset} above the high watermark {high_watermark}: snapshot committed state only"
+    )]
+    SnapshotNotCommitted {
+        /// The snapshot's end offset.
+        offset: i64,
+        /// Current high watermark.
+        high_watermark: i64,
     },
     /// A proposal larger than `max_batch_bytes` or with no record.
     #[error(

@@ -97,11 +97,23 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             OffsetAndEpoch::new(p.last_offset, p.last_offset_epoch),
             self.log.end_offset(),
         );
-        // As Kafka 4: whoever the candidate addresses as a voter (the voter
-        // key check above) answers by the log and the role; neither side's
-        // membership is checked here, since during a voter change the two
-        // may see different sets (KIP-853).
-        let granted = self.can_grant_vote(candidate, up_to_date, p.pre_vote, now_ms);
+        // Whoever the candidate addresses as a voter (the voter key check
+        // above) answers by the log and the role, as Kafka 4 does, with one
+        // addition: a candidate outside every set this replica could elect
+        // in (its latest set, and the one before an uncommitted change) is
+        // refused. Needed because `election_voters` lets a node removed by
+        // an uncommitted `Voters` record campaign in the set before it: two
+        // replicas whose logs stopped two changes back (set P, then P minus
+        // a, then P minus a and b, committed by the newest set alone) could
+        // otherwise elect one of the removed nodes with a majority of P that
+        // misses every node of the newest set (found by the membership
+        // simulation, seed 662 with snapshots on). A replica that knows no
+        // set at all (an observer before its first fetch) does not check.
+        let known_member = self.voter_history.latest().is_empty()
+            || self.voter_history.latest().contains_key(&candidate)
+            || self.election_voters().contains_key(&candidate);
+        let granted =
+            known_member && self.can_grant_vote(candidate, up_to_date, p.pre_vote, now_ms);
         if granted
             && !p.pre_vote
             && let EpochState::Unattached(u) = &self.state

@@ -77,6 +77,16 @@ fn render_one(c: &Command) -> String {
                     )
                 }
                 RaftRequest::ApiVersions(_) => "api_versions".into(),
+                RaftRequest::FetchSnapshot(r) => {
+                    let p = &r.topics[0].partitions[0];
+                    format!(
+                        "fetch_snapshot epoch={} id=({}, {}) position={}",
+                        p.current_leader_epoch,
+                        p.snapshot_id.end_offset,
+                        p.snapshot_id.epoch,
+                        p.position
+                    )
+                }
                 other => format!("{other:?}"),
             };
             format!("send {} {what}", destination.node_id)
@@ -102,8 +112,16 @@ fn render_one(c: &Command) -> String {
                     .records
                     .as_ref()
                     .map_or(0, |b| crate::record::iter_batches(b, false).count());
+                let snapshot = if p.snapshot_id.end_offset >= 0 {
+                    format!(
+                        " snapshot=({}, {})",
+                        p.snapshot_id.end_offset, p.snapshot_id.epoch
+                    )
+                } else {
+                    String::new()
+                };
                 format!(
-                    "reply fetch error={} hw={} diverging=({}, {}) batches={}",
+                    "reply fetch error={} hw={} diverging=({}, {}){snapshot} batches={}",
                     p.error_code,
                     p.high_watermark,
                     p.diverging_epoch.end_offset,
@@ -111,6 +129,19 @@ fn render_one(c: &Command) -> String {
                     batches
                 )
             }
+            RaftResponse::FetchSnapshot(r) => match r.topics.first().map(|t| &t.partitions[0]) {
+                Some(p) => format!(
+                    "reply fetch_snapshot error={}/{} id=({}, {}) size={} position={} bytes={}",
+                    r.error_code,
+                    p.error_code,
+                    p.snapshot_id.end_offset,
+                    p.snapshot_id.epoch,
+                    p.size,
+                    p.position,
+                    p.unaligned_records.len()
+                ),
+                None => format!("reply fetch_snapshot error={}", r.error_code),
+            },
             RaftResponse::AddRaftVoter(r) => format!("reply add_raft_voter error={}", r.error_code),
             RaftResponse::RemoveRaftVoter(r) => {
                 format!("reply remove_raft_voter error={}", r.error_code)
@@ -130,6 +161,10 @@ fn render_one(c: &Command) -> String {
             epoch,
             leader_id,
         } => format!("role {role} epoch={epoch} leader={leader_id:?}"),
+        Command::SnapshotInstalled { snapshot_id } => format!(
+            "snapshot installed ({}, {})",
+            snapshot_id.offset, snapshot_id.epoch
+        ),
         Command::ShutdownComplete => "shutdown complete".into(),
     }
 }
@@ -1113,3 +1148,6 @@ fn update_raft_voter_changes_a_voters_endpoints_once_committed() {
     let commands = e.handle(fetch_from(2, 1, 4, 1), 2_060).expect("fetch");
     assert_eq!(code(&commands[2..]), 0, "{:?}", render(&commands));
 }
+
+#[path = "tests_snapshot.rs"]
+mod snapshot;

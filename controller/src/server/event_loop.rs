@@ -199,7 +199,7 @@ pub async fn run(
     if let Some(id) = crate::log::ReplicatedLog::latest_snapshot_id(engine.log()) {
         lp.image = load_snapshot(engine.log(), id)?;
         lp.snapshots.last_offset = id.offset;
-        tracing::info!(snapshot = %id, "metadata image loaded from the latest snapshot");
+        tracing::info!(snapshot = %id, image = %image_summary(&lp.image), "metadata image loaded from the latest snapshot");
     }
     lp.execute(&mut engine, initial)?;
     lp.publish(&engine);
@@ -239,19 +239,25 @@ pub async fn run(
                 lp.ctx.metrics.tick(now);
             }
             Some((id, outcome)) = lp.snapshots.done_rx.recv() => {
-                lp.snapshots.in_flight = false;
-                match outcome {
-                    Ok(()) => tracing::info!(snapshot = %id, "snapshot written"),
-                    // The node keeps running on its log; the next trigger
-                    // tries again at a later offset.
-                    Err(e) => tracing::warn!(snapshot = %id, error = %e, "writing a snapshot failed"),
-                }
+                lp.on_snapshot_written(&mut engine, id, outcome)?;
             }
         }
         lp.drive_workload(&mut engine)?;
         lp.publish(&engine);
     }
     Ok(engine)
+}
+
+/// One line naming what the image holds (finalized feature levels,
+/// registered controllers, records of unknown types), for the log: equal
+/// lines mean equal images.
+fn image_summary(image: &MetadataImage) -> String {
+    format!(
+        "features={:?} controllers={:?} unknown_records={}",
+        image.features(),
+        image.controllers().keys().collect::<Vec<_>>(),
+        image.unknown_records().len()
+    )
 }
 
 /// Reads snapshot `id` of `log` whole into an image positioned at its end.
@@ -527,6 +533,9 @@ impl Loop {
                     epoch,
                     leader_id,
                 } => self.on_role_changed(role, epoch, leader_id),
+                Command::SnapshotInstalled { snapshot_id } => {
+                    self.on_snapshot_installed(engine, snapshot_id)?;
+                }
                 Command::ShutdownComplete => self.shutdown_complete = true,
             }
         }
@@ -625,6 +634,46 @@ impl Loop {
                 .and_then(|()| writer.freeze().map(drop));
             let _ = done.send((id, outcome));
         });
+    }
+
+    /// A snapshot written off the loop is done: the log learns about it (it
+    /// counts for cleaning and FetchSnapshot from now on, and the log may be
+    /// cleaned at once).
+    ///
+    /// Errors: [`LoopError::Engine`] when registering or cleaning fails (the
+    /// log failed, as any engine error). A failed write is only logged: the
+    /// node keeps running on its log and the next trigger tries again.
+    fn on_snapshot_written(
+        &mut self,
+        engine: &mut RaftEngine<FileLog>,
+        id: OffsetAndEpoch,
+        outcome: Result<(), crate::log::LogError>,
+    ) -> Result<(), LoopError> {
+        self.snapshots.in_flight = false;
+        match outcome {
+            Ok(()) => {
+                engine.register_snapshot(id)?;
+                tracing::info!(snapshot = %id, "snapshot written");
+            }
+            Err(e) => tracing::warn!(snapshot = %id, error = %e, "writing a snapshot failed"),
+        }
+        Ok(())
+    }
+
+    /// The engine installed a snapshot fetched from the leader (KIP-630):
+    /// the image restarts from it, before the commit that follows.
+    fn on_snapshot_installed(
+        &mut self,
+        engine: &RaftEngine<FileLog>,
+        id: OffsetAndEpoch,
+    ) -> Result<(), LoopError> {
+        self.image = load_snapshot(engine.log(), id)?;
+        let s = &mut self.snapshots;
+        s.last_offset = id.offset;
+        s.bytes_at_last = self.image.applied_bytes();
+        s.last_ms = now_ms();
+        tracing::info!(snapshot = %id, image = %image_summary(&self.image), "metadata image loaded from a snapshot fetched from the leader");
+        Ok(())
     }
 
     fn on_role_changed(&mut self, role: Role, epoch: i32, leader_id: Option<i32>) {

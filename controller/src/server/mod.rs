@@ -236,6 +236,10 @@ pub async fn run_with_workload(
     raft_config.request_timeout_ms = t.request_timeout_ms;
     raft_config.retry_backoff_ms = t.retry_backoff_ms;
     raft_config.append_linger_ms = t.append_linger_ms;
+    raft_config.retention = log::RetentionConfig {
+        max_bytes: Some(config.max_retention_bytes),
+        max_ms: Some(config.max_retention_ms),
+    };
     let rng = Box::new(rand::rngs::StdRng::from_os_rng());
     let (engine, initial) = RaftEngine::new(raft_config, log, stored, rng, event_loop::now_ms())?;
     tracing::info!(node_id = config.node_id, cluster_id = %cluster_id,

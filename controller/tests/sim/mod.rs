@@ -5,6 +5,13 @@
 //!
 //! Invariants are checked after every event (see [`Sim::check`]); a failure
 //! panics with the seed so the run can be replayed with `SIM_SEED=<seed>`.
+//!
+//! Snapshots (KIP-630) and log cleaning are on in every run: each node
+//! snapshots its "state machine" at its high watermark every
+//! `snapshot_every` offsets (the state is a digest of every committed batch
+//! below the snapshot: the node's previous snapshot's digest extended by its
+//! own log), the engines clean their logs past `retention`, and a node below
+//! the leader's log start installs the leader's snapshot (FetchSnapshot).
 
 #![allow(dead_code)]
 
@@ -15,13 +22,13 @@ use std::{
 
 use bytes::Bytes;
 use kraft_controller::{
-    log::{MemoryLog, ReplicatedLog},
+    log::{MemoryLog, OffsetAndEpoch, ReplicatedLog, RetentionConfig, snapshot::encode_snapshot},
     raft::{
         Command, Destination, ElectionState, Endpoint, Event, RaftConfig, RaftEngine, RaftError,
         RaftRequest, RaftResponse, ReplicaKey, ReplyHandle, RequestFailure, RequestId, Role, Voter,
         VoterSet,
     },
-    record::iter_batches,
+    record::{ControlRecord, DecodedBatch, KRaftVersionRecord, iter_batches},
 };
 use rand::{Rng, RngCore, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -47,6 +54,16 @@ pub struct SimConfig {
     /// `1..=initial_voters` are in the bootstrap voter set (the 0-0
     /// checkpoint); the others start as observers with no voter set.
     pub initial_voters: Option<usize>,
+    /// Each node snapshots once its high watermark passed its latest
+    /// snapshot by this many offsets (`None`: never).
+    pub snapshot_every: Option<i64>,
+    /// The engines' `metadata.max.retention.*`.
+    pub retention: RetentionConfig,
+    /// How often the engines check their retention (ms).
+    pub log_clean_interval_ms: u64,
+    /// The chunk size of FetchSnapshot (bytes): small, so that a snapshot
+    /// takes several round trips and can be cleaned away mid-transfer.
+    pub max_fetch_snapshot_bytes: usize,
 }
 
 impl SimConfig {
@@ -61,6 +78,14 @@ impl SimConfig {
             max_flush_delay_ms: 5,
             crash_mid_commands: 0.0,
             initial_voters: None,
+            snapshot_every: Some(20),
+            // A few dozen batches: cleaned many times in a run.
+            retention: RetentionConfig {
+                max_bytes: Some(3_000),
+                max_ms: None,
+            },
+            log_clean_interval_ms: 500,
+            max_fetch_snapshot_bytes: 100,
         }
     }
 }
@@ -169,6 +194,14 @@ pub struct Sim {
     pub votes_granted: BTreeMap<(i32, u32, i32), i32>,
     /// Every voter set a leader has held (KIP-853 invariant).
     pub known_voter_sets: BTreeSet<Vec<(i32, Option<uuid::Uuid>)>>,
+    /// Snapshots installed from a leader, by node (KIP-630).
+    pub snapshots_installed: BTreeMap<i32, u32>,
+    /// Snapshots written by the nodes.
+    pub snapshots_written: u64,
+    /// Where each leader's epoch starts in its log (its LeaderChange batch),
+    /// noted when it became leader: once its log is cleaned, the log no
+    /// longer tells.
+    epoch_starts: BTreeMap<i32, i64>,
 }
 
 /// Node id of the simulated admin client.
@@ -225,6 +258,9 @@ impl Sim {
             known_voter_sets: BTreeSet::new(),
             vote_handles: BTreeSet::new(),
             votes_granted: BTreeMap::new(),
+            snapshots_installed: BTreeMap::new(),
+            snapshots_written: 0,
+            epoch_starts: BTreeMap::new(),
         };
         if let Some(k) = sim.cfg.initial_voters {
             let bootstrap = sim.dynamic_voter_set(&(1..=k as i32).collect::<Vec<_>>());
@@ -291,6 +327,9 @@ impl Sim {
                 .iter()
                 .map(|v| Endpoint::new("CONTROLLER", format!("node{v}"), 9093))
                 .collect();
+            config.retention = self.cfg.retention;
+            config.log_clean_interval_ms = self.cfg.log_clean_interval_ms;
+            config.max_fetch_snapshot_bytes = self.cfg.max_fetch_snapshot_bytes;
             return config;
         }
         let mut config = RaftConfig::new(id, voter_set(&self.voter_ids));
@@ -300,6 +339,9 @@ impl Sim {
             .iter()
             .map(|v| Endpoint::new("CONTROLLER", format!("node{v}"), 9093))
             .collect();
+        config.retention = self.cfg.retention;
+        config.log_clean_interval_ms = self.cfg.log_clean_interval_ms;
+        config.max_fetch_snapshot_bytes = self.cfg.max_fetch_snapshot_bytes;
         config
     }
 
@@ -531,6 +573,10 @@ impl Sim {
                         self.on_new_leader(id, epoch);
                     }
                 }
+                Command::SnapshotInstalled { snapshot_id } => {
+                    *self.snapshots_installed.entry(id).or_default() += 1;
+                    self.check_snapshot(id, snapshot_id, "installed");
+                }
                 Command::ShutdownComplete => {}
             }
         }
@@ -542,16 +588,27 @@ impl Sim {
         {
             self.fail(format!("two leaders in epoch {epoch}: {other} and {id}"));
         }
-        // Leader completeness: the new leader holds every committed batch.
+        // Leader completeness: the new leader holds every committed batch,
+        // in its log or (below its log start) in the snapshot at its log
+        // start, whose digest was checked when it was written or installed.
         let engine = self.nodes[&id].engine.as_ref().expect("up");
+        let epoch_start = engine.log().end_offset_for_epoch(epoch - 1).offset;
         let log_batches = batches_of(engine.log(), 0);
+        let covered = covered_by_snapshot(engine.log());
         for sig in self.committed.values() {
+            if sig.last_offset < covered {
+                continue;
+            }
             if !log_batches.contains(sig) {
                 self.fail(format!(
-                    "new leader {id} of epoch {epoch} lacks committed batch {sig:?}"
+                    "new leader {id} of epoch {epoch} lacks committed batch {sig:?} (its log: [{}, {}), snapshots {:?})",
+                    engine.log().start_offset(),
+                    engine.log().end_offset().offset,
+                    engine.log().snapshot_ids()
                 ));
             }
         }
+        self.epoch_starts.insert(epoch, epoch_start);
     }
 
     fn handle(&mut self, id: i32, event: Event) {
@@ -566,6 +623,7 @@ impl Sim {
         self.execute(id, commands);
         self.events_processed += 1;
         self.check(id);
+        self.maybe_snapshot(id);
     }
 
     /// Proposes one record on node `id` if it leads; returns its offset.
@@ -847,12 +905,24 @@ impl Sim {
         let Some(engine) = self.engine(id) else {
             return;
         };
+        // KIP-630: a log that starts above 0 starts at its earliest snapshot.
+        let start = engine.log().start_offset();
+        if start > 0 && engine.log().earliest_snapshot_id().map(|s| s.offset) != Some(start) {
+            self.fail(format!(
+                "node {id} log starts at {start} but its earliest snapshot is {:?}",
+                engine.log().earliest_snapshot_id()
+            ));
+        }
         let hw = engine.high_watermark().unwrap_or(0);
         if role == Role::Leader
             && let Some(leader_hw) = engine.high_watermark()
         {
             // No high watermark before a batch of the leader's own epoch commits.
-            let epoch_start = engine.log().end_offset_for_epoch(epoch - 1).offset;
+            let epoch_start = self
+                .epoch_starts
+                .get(&epoch)
+                .copied()
+                .unwrap_or_else(|| engine.log().end_offset_for_epoch(epoch - 1).offset);
             if leader_hw <= epoch_start {
                 self.fail(format!(
                     "leader {id} of epoch {epoch} exposes high watermark {leader_hw} at or below its epoch start {epoch_start}"
@@ -930,7 +1000,11 @@ impl Sim {
                 continue;
             }
             let sigs = batches_of(log, from);
-            if new_sigs.iter().all(|c| sigs.contains(c)) {
+            let covered = covered_by_snapshot(log);
+            if new_sigs
+                .iter()
+                .all(|c| c.last_offset < covered || sigs.contains(c))
+            {
                 holders += 1;
             }
         }
@@ -1106,4 +1180,179 @@ pub fn add_voter_with(id: i32, directory: uuid::Uuid) -> RaftRequest {
         unreachable!("add_voter builds AddRaftVoter")
     };
     RaftRequest::AddRaftVoter(r.with_voter_directory_id(directory))
+}
+
+// ---- snapshots (KIP-630) ------------------------------------------------------
+
+/// Everything below this offset is covered by the snapshot at the log start
+/// (0 when the log starts at 0).
+fn covered_by_snapshot(log: &MemoryLog) -> i64 {
+    let start = log.start_offset();
+    log.earliest_snapshot_id()
+        .filter(|s| s.offset == start)
+        .map_or(0, |s| s.offset)
+}
+
+/// Extends a digest of committed batches by one batch (FNV-1a over its
+/// identity).
+fn digest_step(mut h: u64, sig: &BatchSig) -> u64 {
+    let mut bytes = Vec::with_capacity(24);
+    bytes.extend_from_slice(&sig.base_offset.to_be_bytes());
+    bytes.extend_from_slice(&sig.last_offset.to_be_bytes());
+    bytes.extend_from_slice(&sig.epoch.to_be_bytes());
+    bytes.extend_from_slice(&sig.crc.to_be_bytes());
+    for b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+const DIGEST_SEED: u64 = 0xcbf2_9ce4_8422_2325;
+
+/// The state a snapshot holds in the simulation: the digest of every
+/// committed batch below its end offset, and that offset.
+fn snapshot_state(bytes: &[u8]) -> Option<(u64, i64)> {
+    for item in iter_batches(bytes, true) {
+        let (header, batch) = item.ok()?;
+        if header.is_control() {
+            continue;
+        }
+        let decoded = DecodedBatch::decode(batch).ok()?;
+        let value = decoded.records.first()?.value.clone()?;
+        if value.len() != 16 {
+            return None;
+        }
+        let digest = u64::from_be_bytes(value[..8].try_into().ok()?);
+        let offset = i64::from_be_bytes(value[8..].try_into().ok()?);
+        return Some((digest, offset));
+    }
+    None
+}
+
+impl Sim {
+    /// The digest of the committed history below `offset`.
+    fn committed_digest(&self, offset: i64) -> u64 {
+        self.committed
+            .range(..offset)
+            .map(|(_, s)| s)
+            .fold(DIGEST_SEED, digest_step)
+    }
+
+    /// Snapshot `snapshot_id` of node `id` must hold exactly the committed
+    /// history below its end offset: committed data is identical across
+    /// snapshot boundaries.
+    fn check_snapshot(&self, id: i32, snapshot_id: OffsetAndEpoch, what: &str) {
+        let engine = self.engine(id).expect("up");
+        let Some(bytes) = engine.read_snapshot(snapshot_id).expect("reads") else {
+            self.fail(format!(
+                "node {id} {what} snapshot {snapshot_id} it does not hold"
+            ));
+        };
+        let Some((digest, offset)) = snapshot_state(&bytes) else {
+            self.fail(format!(
+                "node {id} {what} snapshot {snapshot_id} without state"
+            ));
+        };
+        if offset != snapshot_id.offset
+            || snapshot_id.offset > self.committed_hw
+            || digest != self.committed_digest(offset)
+        {
+            self.fail(format!(
+                "node {id} {what} snapshot {snapshot_id} (state at {offset}) that differs from the committed history below it (committed to {})",
+                self.committed_hw
+            ));
+        }
+    }
+
+    /// Takes a snapshot on node `id` at its high watermark once it passed
+    /// the latest snapshot by `snapshot_every` offsets, from the node's own
+    /// data: its latest snapshot's digest extended by its log up to there.
+    fn maybe_snapshot(&mut self, id: i32) {
+        let Some(every) = self.cfg.snapshot_every else {
+            return;
+        };
+        let Some(engine) = self.engine(id) else {
+            return;
+        };
+        let log = engine.log();
+        let Some(hw) = engine.high_watermark() else {
+            return;
+        };
+        // A snapshot only of what this node holds durably.
+        let at = hw.min(log.flushed_end_offset());
+        let latest = log
+            .latest_snapshot_id()
+            .filter(|s| s.offset > 0)
+            .map_or(0, |s| s.offset);
+        if at < latest + every || at <= log.start_offset() {
+            return;
+        }
+        let (mut digest, from) = match log.latest_snapshot_id().filter(|s| s.offset > 0) {
+            Some(s) => {
+                let bytes = log
+                    .read_snapshot(s)
+                    .expect("reads")
+                    .expect("the latest snapshot exists");
+                let Some((digest, _)) = snapshot_state(&bytes) else {
+                    self.fail(format!("node {id} holds snapshot {s} without state"));
+                };
+                (digest, s.offset)
+            }
+            None => (DIGEST_SEED, 0),
+        };
+        if from < log.start_offset() {
+            self.fail(format!(
+                "node {id} log starts at {} above its latest snapshot {from}",
+                log.start_offset()
+            ));
+        }
+        let mut epoch = None;
+        for sig in batches_of(log, from) {
+            if sig.base_offset >= at {
+                break;
+            }
+            digest = digest_step(digest, &sig);
+            epoch = Some(sig.epoch);
+        }
+        let Some(epoch) = epoch else {
+            return;
+        };
+        let snapshot_id = OffsetAndEpoch::new(at, epoch);
+        let extras = if self.cfg.initial_voters.is_some() {
+            vec![
+                ControlRecord::KRaftVersion(
+                    KRaftVersionRecord::default()
+                        .with_version(0)
+                        .with_k_raft_version(1),
+                ),
+                ControlRecord::Voters(engine.voters_at(at).to_record()),
+            ]
+        } else {
+            Vec::new()
+        };
+        let mut state = Vec::with_capacity(16);
+        state.extend_from_slice(&digest.to_be_bytes());
+        state.extend_from_slice(&at.to_be_bytes());
+        let bytes = encode_snapshot(
+            epoch,
+            self.now as i64,
+            self.now as i64,
+            &extras,
+            &[Bytes::from(state)],
+        )
+        .expect("encodes");
+        let engine = self
+            .nodes
+            .get_mut(&id)
+            .and_then(|n| n.engine.as_mut())
+            .expect("up");
+        if let Err(e) = engine.write_snapshot(snapshot_id, &bytes) {
+            self.fail(format!(
+                "node {id} could not write snapshot {snapshot_id}: {e}"
+            ));
+        }
+        self.snapshots_written += 1;
+        self.check_snapshot(id, snapshot_id, "wrote");
+    }
 }
