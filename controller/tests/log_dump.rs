@@ -116,8 +116,8 @@ fn a_register_controller_record_dumps_by_name_with_its_fields() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains(
-            "offset=0 REGISTER_CONTROLLER_RECORD(22) version=0 controller_id=1 \
-             incarnation_id=00000000-0000-0000-0000-000000000001 zk_migration_ready=false \
+            "offset=0 REGISTER_CONTROLLER_RECORD(27) version=0 controller_id=1 \
+             incarnation_id=AAAAAAAAAAAAAAAAAAAAAQ zk_migration_ready=false \
              endpoints=[CONTROLLER://c-1:9093 (security_protocol=0)] features=[kraft.version:0-1]"
         ),
         "{text}"

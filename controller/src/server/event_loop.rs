@@ -13,7 +13,11 @@
 //! - `Reply` goes back to the connection that asked.
 //!
 //! ApiVersions and DescribeCluster are answered here, from the engine's
-//! status, without the engine; every other API goes to the engine.
+//! status and the metadata image, without the engine; ControllerRegistration
+//! by the metadata layer ([`metadata_layer`]); every other API goes to the
+//! engine.
+
+mod metadata_layer;
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -25,12 +29,12 @@ use kafka_protocol::{
     error::ResponseError,
     messages::{
         ApiKey, DescribeClusterRequest, DescribeClusterResponse, RequestKind, ResponseKind,
-        describe_cluster_response::DescribeClusterBroker,
     },
     protocol::StrBytes,
 };
 use tokio::sync::{mpsc, watch};
 
+pub use self::metadata_layer::MetadataConfig;
 use super::{
     connection::InboundRequest,
     http::Readiness,
@@ -49,7 +53,7 @@ use crate::{
         RequestId, Role,
     },
     wire::{
-        self, FinalizedFeatures,
+        self,
         client::{ClientError, PeerManager, PeerResponse},
     },
 };
@@ -112,6 +116,8 @@ pub struct LoopContext {
     /// (`metadata.log.max.record.bytes.between.snapshots`,
     /// `metadata.log.max.snapshot.interval.ms`).
     pub snapshot_policy: SnapshotPolicy,
+    /// Bootstrap records, controller registration and the image view.
+    pub metadata: MetadataConfig,
 }
 
 /// The outcome of a snapshot written off the loop: its id, or why not.
@@ -153,6 +159,8 @@ struct Loop {
     /// start and replays the log as the high watermark becomes known.
     image: MetadataImage,
     snapshots: Snapshots,
+    /// Activation, ControllerRegistration and the image's readers.
+    meta: metadata_layer::MetadataLayer,
 }
 
 /// Runs the loop until the engine completes a graceful shutdown (after
@@ -168,6 +176,7 @@ pub async fn run(
 ) -> Result<RaftEngine<FileLog>, LoopError> {
     let (done_tx, done_rx) = mpsc::unbounded_channel();
     let mut lp = Loop {
+        meta: metadata_layer::MetadataLayer::new(&ctx.metadata),
         ctx,
         replies: HashMap::new(),
         next_handle: 1,
@@ -218,11 +227,16 @@ pub async fn run(
             Some(inbound) = lp.ctx.requests.recv() => {
                 lp.on_request(&mut engine, inbound)?;
             }
+            Some(answer) = lp.meta.responses.recv() => {
+                lp.on_registration_response(answer);
+                lp.drive_registration(&engine);
+            }
             () = &mut sleep => {
                 let now = now_ms();
                 let cmds = engine.handle(Event::Tick, now)?;
                 lp.execute(&mut engine, cmds)?;
                 lp.maybe_propose_no_op(&mut engine, now)?;
+                lp.drive_registration(&engine);
                 lp.ctx.metrics.tick(now);
             }
             Some((id, outcome)) = lp.snapshots.done_rx.recv() => {
@@ -363,6 +377,9 @@ impl Loop {
         if let Some(due) = self.workload_next_due() {
             deadline = deadline.min(now + due);
         }
+        if let Some(at) = self.registration_deadline() {
+            deadline = deadline.min(at.max(now));
+        }
         // Refresh windowed metrics at least once a second.
         deadline.min(now + 1_000)
     }
@@ -389,16 +406,16 @@ impl Loop {
                 self.execute(engine, cmds)?;
             }
             Err(RequestKind::ApiVersions(_)) => {
-                let finalized = FinalizedFeatures {
-                    levels: vec![("kraft.version".to_owned(), engine.status().kraft_version)],
-                    epoch: engine.high_watermark().unwrap_or(-1),
-                };
+                let finalized = self.finalized_features(engine);
                 let body = wire::api_versions_response(
                     api_version,
                     &wire::kafka_4_1_supported_features(),
                     &finalized,
                 );
                 let _ = inbound.reply.send(Some(ResponseKind::ApiVersions(body)));
+            }
+            Err(RequestKind::ControllerRegistration(request)) => {
+                self.on_controller_registration(engine, request, inbound.reply)?;
             }
             Err(RequestKind::DescribeCluster(request)) => {
                 let body = self.describe_cluster(engine, &request);
@@ -433,19 +450,7 @@ impl Loop {
                     "a controller answers DescribeCluster only for endpoint type 2 (controller)",
                 )));
         }
-        let brokers = engine
-            .voters()
-            .iter()
-            .filter_map(|v| {
-                let e = v.endpoints.first()?;
-                Some(
-                    DescribeClusterBroker::default()
-                        .with_broker_id(v.key.id.into())
-                        .with_host(StrBytes::from_string(e.host.clone()))
-                        .with_port(i32::from(e.port)),
-                )
-            })
-            .collect();
+        let brokers = self.describe_cluster_controllers(engine);
         response = response
             .with_controller_id(engine.leader_id().unwrap_or(-1).into())
             .with_brokers(brokers);
@@ -508,12 +513,16 @@ impl Loop {
                 Command::Committed { high_watermark } => {
                     self.on_committed(high_watermark);
                     self.apply_committed(engine, high_watermark)?;
+                    self.after_commit(engine, high_watermark)?;
                 }
                 Command::RoleChanged {
                     role,
                     epoch,
                     leader_id,
-                } => self.on_role_changed(role, epoch, leader_id),
+                } => {
+                    self.on_role_changed(role, epoch, leader_id);
+                    self.metadata_on_role_changed(role, epoch, leader_id);
+                }
                 Command::ShutdownComplete => self.shutdown_complete = true,
             }
         }
