@@ -453,7 +453,9 @@ impl RegisterControllerRecord {
 mod register_controller_tests {
     use super::*;
 
-    /// Golden bytes of a framed RegisterControllerRecord, field by field.
+    /// Golden bytes of a framed RegisterControllerRecord, field by field:
+    /// the bytes Kafka 4.1.2's `MetadataRecordSerde.write` gives for the same
+    /// record (checked with Kafka's jars, see docs/metadata.md).
     #[test]
     fn a_register_controller_record_is_framed_as_kafka_frames_it() {
         let record = RegisterControllerRecord {
@@ -753,7 +755,8 @@ mod kafka_4_1_schema_tests {
     }
 
     /// Golden bytes of the bootstrap transaction markers Kafka's
-    /// `ActivationRecordsGenerator` writes, field by field.
+    /// `ActivationRecordsGenerator` writes, field by field (equal to Kafka
+    /// 4.1.2's `MetadataRecordSerde` output).
     #[test]
     fn transaction_markers_are_framed_as_kafka_frames_them() {
         let mut expected = vec![
@@ -778,7 +781,8 @@ mod kafka_4_1_schema_tests {
         assert_eq!(&end_transaction_record()[..], &[0x01, 0x18, 0x00, 0x00]);
     }
 
-    /// Golden bytes of the cluster-wide `min.insync.replicas` ConfigRecord.
+    /// Golden bytes of the cluster-wide `min.insync.replicas` ConfigRecord
+    /// (equal to Kafka 4.1.2's `MetadataRecordSerde` output).
     #[test]
     fn a_config_record_is_framed_as_kafka_frames_it() {
         let record = ConfigRecord {
