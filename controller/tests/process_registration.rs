@@ -3,12 +3,14 @@
 //! log once (Kafka's controller activation), and every controller registers
 //! itself with the active controller (KIP-919, ControllerRegistration), so
 //! that every node's image (`GET /metadata`) lists every controller with its
-//! endpoint; a restarted controller registers again with a new incarnation.
+//! endpoint (DescribeCluster lists them, observers included); a restarted
+//! controller registers again with a new incarnation.
 
 mod support;
 
 use std::{collections::BTreeMap, time::Duration};
 
+use kraft_controller::admin::AdminClient;
 use serde_json::Value;
 use support::{Mode, Quorum, QuorumBuilder, wait_for};
 
@@ -87,12 +89,46 @@ fn wait_until_every_image_is_complete(
     seen.pop().expect("three nodes")
 }
 
+/// DescribeCluster (endpoint type controller) through node `id`: the
+/// controllers listed, `(id, port)`, sorted.
+fn described_controllers(quorum: &Quorum, id: i32) -> Vec<(i32, u16)> {
+    let address = quorum.node(id).address();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let info = runtime
+        .block_on(async move {
+            let mut admin = AdminClient::connect(&address, Duration::from_secs(3)).await?;
+            admin.describe_cluster().await
+        })
+        .expect("DescribeCluster answers");
+    let mut nodes: Vec<(i32, u16)> = info.nodes.iter().map(|n| (n.node_id, n.port)).collect();
+    nodes.sort_unstable();
+    nodes
+}
+
 #[test]
 fn every_controller_registers_and_every_image_lists_all_with_the_bootstrap_features() {
     let mut quorum = QuorumBuilder::new(3, Mode::Dynamic).format();
     quorum.start_all();
     let incarnations = wait_until_every_image_is_complete(&quorum, |_| true);
     assert_eq!(incarnations.len(), 3, "{incarnations:?}");
+
+    // An observer (a controller that is not a voter) registers too, and
+    // DescribeCluster lists it from the registrations, as Kafka does.
+    let observer = quorum.add_observer();
+    quorum.start(observer);
+    let incarnations = wait_until_every_image_is_complete(&quorum, |_| true);
+    assert_eq!(incarnations.len(), 4, "{incarnations:?}");
+    let expected: Vec<(i32, u16)> = quorum.nodes.iter().map(|n| (n.id, n.port)).collect();
+    for id in quorum.ids() {
+        assert_eq!(
+            described_controllers(&quorum, id),
+            expected,
+            "through node {id}"
+        );
+    }
 }
 
 #[test]

@@ -208,9 +208,11 @@ impl RegistrationManager {
         }
     }
 
-    /// When a backoff ends (ms), if one is running and nothing is in flight.
-    pub fn next_deadline_ms(&self) -> Option<u64> {
-        (self.pending.is_none() && !self.acknowledged && self.not_before_ms > 0)
+    /// When the backoff running at `now_ms` ends (ms): `None` when none runs
+    /// (it ended, or a request is in flight or acknowledged), so that a
+    /// caller waking up at this time never spins on a past deadline.
+    pub fn next_deadline_ms(&self, now_ms: u64) -> Option<u64> {
+        (self.pending.is_none() && !self.acknowledged && self.not_before_ms > now_ms)
             .then_some(self.not_before_ms)
     }
 }
@@ -374,8 +376,11 @@ mod tests {
         let first = m.poll(0, LEADER_2, &image).expect("sends");
         let delay = m.on_response(first.tag, Err("NOT_CONTROLLER".into()), 1_000, 0.0);
         assert_eq!(delay, Some(100));
-        assert_eq!(m.next_deadline_ms(), Some(1_100));
+        assert_eq!(m.next_deadline_ms(1_000), Some(1_100));
         assert_eq!(m.poll(1_099, LEADER_2, &image), None);
+        // A past deadline is no deadline (no busy wake-ups while, say, no
+        // leader is known).
+        assert_eq!(m.next_deadline_ms(1_100), None);
         let second = m.poll(1_100, LEADER_2, &image).expect("retries");
         assert_eq!(
             m.on_response(second.tag, Err("timeout".into()), 2_000, 0.0),

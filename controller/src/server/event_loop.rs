@@ -377,8 +377,8 @@ impl Loop {
         if let Some(due) = self.workload_next_due() {
             deadline = deadline.min(now + due);
         }
-        if let Some(at) = self.registration_deadline() {
-            deadline = deadline.min(at.max(now));
+        if let Some(at) = self.registration_deadline(now) {
+            deadline = deadline.min(at);
         }
         // Refresh windowed metrics at least once a second.
         deadline.min(now + 1_000)

@@ -401,9 +401,9 @@ impl Loop {
         }
     }
 
-    /// When the registration backoff ends, if one runs (ms).
-    pub(super) fn registration_deadline(&self) -> Option<u64> {
-        self.meta.manager.next_deadline_ms()
+    /// When the registration backoff running at `now` ends, if one runs (ms).
+    pub(super) fn registration_deadline(&self, now: u64) -> Option<u64> {
+        self.meta.manager.next_deadline_ms(now)
     }
 }
 
