@@ -24,8 +24,10 @@ use crate::{
         meta_properties::{META_PROPERTIES_FILE, uuid_to_kafka_string},
     },
     metadata::records::{
-        FeatureLevelRecord, FramedRecord, REGISTER_CONTROLLER_RECORD_API_KEY,
-        RegisterControllerRecord, metadata_record_type_name,
+        BEGIN_TRANSACTION_RECORD_API_KEY, CONFIG_RECORD_API_KEY, ConfigRecord,
+        END_TRANSACTION_RECORD_API_KEY, FeatureLevelRecord, FramedRecord,
+        REGISTER_CONTROLLER_RECORD_API_KEY, RegisterControllerRecord, begin_transaction_name,
+        metadata_record_type_name,
     },
     record::{ControlRecord, DataRecord, DecodedBatch, iter_batches},
 };
@@ -159,6 +161,36 @@ fn data_text(record: &DataRecord) -> String {
                             hex(&framed.message)
                         ),
                     }
+                }
+                (CONFIG_RECORD_API_KEY, 0, _) => {
+                    match ConfigRecord::decode_message(&framed.message) {
+                        Ok(r) => format!(
+                            "CONFIG_RECORD(4) version=0 resource_type={} resource_name={:?} name={} value={}",
+                            r.resource_type,
+                            r.resource_name,
+                            r.name,
+                            r.value.as_deref().unwrap_or("null")
+                        ),
+                        Err(e) => format!(
+                            "CONFIG_RECORD(4) undecodable ({e}) bytes={}",
+                            hex(&framed.message)
+                        ),
+                    }
+                }
+                (BEGIN_TRANSACTION_RECORD_API_KEY, 0, _) => {
+                    match begin_transaction_name(&framed.message) {
+                        Ok(n) => format!(
+                            "BEGIN_TRANSACTION_RECORD(23) version=0 name={}",
+                            n.as_deref().unwrap_or("null")
+                        ),
+                        Err(e) => format!(
+                            "BEGIN_TRANSACTION_RECORD(23) undecodable ({e}) bytes={}",
+                            hex(&framed.message)
+                        ),
+                    }
+                }
+                (END_TRANSACTION_RECORD_API_KEY, 0, _) => {
+                    "END_TRANSACTION_RECORD(24) version=0".to_owned()
                 }
                 (key, version, Some(name)) => {
                     format!(

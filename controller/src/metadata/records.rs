@@ -355,6 +355,18 @@ impl<'a> Reader<'a> {
             .map(str::to_owned)
             .map_err(|_| RecordsError::Utf8)
     }
+    /// A nullable compact string: length 0 is null.
+    fn nullable_compact_string(&mut self) -> Result<Option<String>, RecordsError> {
+        match self.uvarint()? {
+            0 => Ok(None),
+            n => {
+                let bytes = self.take(n as usize - 1)?;
+                std::str::from_utf8(bytes)
+                    .map(|s| Some(s.to_owned()))
+                    .map_err(|_| RecordsError::Utf8)
+            }
+        }
+    }
     /// Skips a tagged-fields section (their values are not needed here).
     fn skip_tagged_fields(&mut self) -> Result<(), RecordsError> {
         let count = self.uvarint()?;
@@ -678,6 +690,55 @@ impl ConfigRecord {
     }
 }
 
+impl ConfigRecord {
+    /// Decodes the message part (after the frame) at version 0; tagged
+    /// fields are skipped.
+    ///
+    /// Errors: [`RecordsError::Truncated`], [`RecordsError::Utf8`].
+    pub fn decode_message(message: &[u8]) -> Result<Self, RecordsError> {
+        let mut r = Reader {
+            bytes: message,
+            position: 0,
+        };
+        let resource_type = r.take(1)?[0] as i8;
+        let resource_name = r.compact_string()?;
+        let name = r.compact_string()?;
+        let value = r.nullable_compact_string()?;
+        r.skip_tagged_fields()?;
+        Ok(Self {
+            resource_type,
+            resource_name,
+            name,
+            value,
+        })
+    }
+}
+
+/// The `Name` of a BeginTransactionRecord v0 message (tagged field 0), `None`
+/// when absent or null.
+///
+/// Errors: [`RecordsError::Truncated`], [`RecordsError::Utf8`].
+pub fn begin_transaction_name(message: &[u8]) -> Result<Option<String>, RecordsError> {
+    let mut r = Reader {
+        bytes: message,
+        position: 0,
+    };
+    let mut name = None;
+    for _ in 0..r.uvarint()? {
+        let tag = r.uvarint()?;
+        let size = r.uvarint()? as usize;
+        let field = r.take(size)?;
+        if tag == 0 {
+            name = Reader {
+                bytes: field,
+                position: 0,
+            }
+            .nullable_compact_string()?;
+        }
+    }
+    Ok(name)
+}
+
 #[cfg(test)]
 mod kafka_4_1_schema_tests {
     use kafka_protocol::protocol::Encodable;
@@ -779,6 +840,17 @@ mod kafka_4_1_schema_tests {
         );
         // frame 1, api key 24: END_TRANSACTION_RECORD, version 0, no tagged fields
         assert_eq!(&end_transaction_record()[..], &[0x01, 0x18, 0x00, 0x00]);
+        let framed = FramedRecord::decode(&begin_transaction_record(Some("Bootstrap records")))
+            .expect("frame");
+        assert_eq!(
+            begin_transaction_name(&framed.message).expect("decodes"),
+            Some("Bootstrap records".to_owned())
+        );
+        let unnamed = FramedRecord::decode(&begin_transaction_record(None)).expect("frame");
+        assert_eq!(
+            begin_transaction_name(&unnamed.message).expect("decodes"),
+            None
+        );
     }
 
     /// Golden bytes of the cluster-wide `min.insync.replicas` ConfigRecord
@@ -803,11 +875,21 @@ mod kafka_4_1_schema_tests {
         expected.extend_from_slice(&[0x02, b'1']); // Value: compact string "1"
         expected.push(0x00); // no tagged fields
         assert_eq!(&record.encode_framed()[..], &expected[..]);
+        let framed = FramedRecord::decode(&record.encode_framed()).expect("frame");
+        assert_eq!(
+            ConfigRecord::decode_message(&framed.message).expect("decodes"),
+            record
+        );
         let deleted = ConfigRecord {
             value: None,
             ..record
         };
         // A null Value is the compact length 0.
         assert_eq!(deleted.encode_framed()[expected.len() - 3], 0x00);
+        let framed = FramedRecord::decode(&deleted.encode_framed()).expect("frame");
+        assert_eq!(
+            ConfigRecord::decode_message(&framed.message).expect("decodes"),
+            deleted
+        );
     }
 }
