@@ -14,8 +14,8 @@
 //!
 //! ApiVersions and DescribeCluster are answered here, from the engine's
 //! status and the metadata image, without the engine; ControllerRegistration
-//! by the metadata layer ([`metadata_layer`]); every other API goes to the
-//! engine.
+//! by the metadata layer (`event_loop/metadata_layer.rs`); every other API
+//! goes to the engine.
 
 mod metadata_layer;
 
