@@ -10,7 +10,17 @@ mod support;
 
 use std::{collections::BTreeMap, time::Duration};
 
-use kraft_controller::admin::AdminClient;
+use kafka_protocol::{
+    messages::{
+        ControllerRegistrationRequest, RequestKind, ResponseKind,
+        controller_registration_request::Listener,
+    },
+    protocol::StrBytes,
+};
+use kraft_controller::{
+    admin::AdminClient,
+    wire::client::{ClientConfig, Connection},
+};
 use serde_json::Value;
 use support::{Mode, Quorum, QuorumBuilder, wait_for};
 
@@ -185,4 +195,89 @@ fn a_restarted_leader_registers_again_with_a_new_incarnation_and_bootstrap_is_wr
         .filter_map(|l| l.split("incarnation_id=").nth(1)?.split(' ').next())
         .collect();
     assert_eq!(registered.len(), 4, "{dump}");
+}
+
+/// Sends ControllerRegistration v0 `request` to node `id`; the error code
+/// and message of the answer.
+fn register(
+    quorum: &Quorum,
+    id: i32,
+    request: ControllerRegistrationRequest,
+) -> (i16, Option<String>) {
+    let address = quorum.node(id).address();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let answer = runtime
+        .block_on(async move {
+            let connection = Connection::connect(&address, ClientConfig::default()).await?;
+            connection
+                .call(0, RequestKind::ControllerRegistration(request))
+                .await
+        })
+        .expect("an answer");
+    let ResponseKind::ControllerRegistration(r) = answer else {
+        panic!("not a ControllerRegistration answer: {answer:?}");
+    };
+    (r.error_code, r.error_message.map(|m| m.to_string()))
+}
+
+#[test]
+fn the_active_controller_appends_valid_registrations_and_others_answer_not_controller() {
+    let mut quorum = QuorumBuilder::new(3, Mode::Dynamic).format();
+    quorum.start_all();
+    wait_until_every_image_is_complete(&quorum, |_| true);
+    let ids = quorum.ids();
+    let (leader, _) = quorum.wait_for_leader(&ids, TIMEOUT);
+    let follower = ids
+        .iter()
+        .copied()
+        .find(|&i| i != leader)
+        .expect("a follower");
+    let request = ControllerRegistrationRequest::default()
+        .with_controller_id(9)
+        .with_incarnation_id(uuid::Uuid::from_u128(9))
+        .with_listeners(vec![
+            Listener::default()
+                .with_name(StrBytes::from_static_str("CONTROLLER"))
+                .with_host(StrBytes::from_static_str("kq-9.example"))
+                .with_port(9093)
+                .with_security_protocol(0),
+        ]);
+
+    // NOT_CONTROLLER (41) from a follower, naming the leader.
+    let (code, message) = register(&quorum, follower, request.clone());
+    assert_eq!(code, 41, "{message:?}");
+    assert!(
+        message
+            .as_deref()
+            .is_some_and(|m| m.contains(&format!("node {leader} is"))),
+        "{message:?}"
+    );
+    // INVALID_REQUEST (42) for an unknown security protocol.
+    let mut bad = request.clone();
+    bad.listeners[0].security_protocol = 7;
+    let (code, message) = register(&quorum, leader, bad);
+    assert_eq!(code, 42, "{message:?}");
+    // Accepted once committed: every image then has controller 9.
+    let (code, message) = register(&quorum, leader, request);
+    assert_eq!(code, 0, "{message:?}");
+    for &id in &ids {
+        wait_for(
+            TIMEOUT,
+            &format!("controller 9 in node {id}'s image"),
+            || {
+                image(&quorum, id)
+                    .filter(|img| {
+                        img["controllers"].as_array().is_some_and(|cs| {
+                            cs.iter().any(|c| {
+                                c["id"] == 9 && c["endpoints"][0]["host"] == "kq-9.example"
+                            })
+                        })
+                    })
+                    .map(drop)
+            },
+        );
+    }
 }
