@@ -154,11 +154,16 @@ fn kafka_dump_log_decodes_our_segments_and_checkpoints_as_our_dump_log_counts_th
     format_ours(&nodes[0], &["--standalone"]);
     nodes[0].start();
     let address = nodes[0].address();
-    // A few idle intervals: LeaderChange, then NoOpRecords.
+    // LeaderChange, KRaftVersion and Voters (0-2), the bootstrap transaction
+    // (3-9), the node's registration (10), then a few idle intervals of
+    // NoOpRecords.
     wait_for(
         "some no-op records committed",
         Duration::from_secs(30),
-        || our_status(&address).filter(|s| s["HighWatermark"].parse::<i64>().is_ok_and(|h| h >= 5)),
+        || {
+            our_status(&address)
+                .filter(|s| s["HighWatermark"].parse::<i64>().is_ok_and(|h| h >= 14))
+        },
     );
     nodes[0].stop();
     let dir = nodes[0].dir.clone();

@@ -116,10 +116,58 @@ fn a_register_controller_record_dumps_by_name_with_its_fields() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
         text.contains(
-            "offset=0 REGISTER_CONTROLLER_RECORD(22) version=0 controller_id=1 \
-             incarnation_id=00000000-0000-0000-0000-000000000001 zk_migration_ready=false \
+            "offset=0 REGISTER_CONTROLLER_RECORD(27) version=0 controller_id=1 \
+             incarnation_id=AAAAAAAAAAAAAAAAAAAAAQ zk_migration_ready=false \
              endpoints=[CONTROLLER://c-1:9093 (security_protocol=0)] features=[kraft.version:0-1]"
         ),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_bootstrap_records_of_the_first_leader_dump_by_name_with_their_fields() {
+    use kraft_controller::metadata::{bootstrap::BootstrapMetadata, records::FeatureLevelRecord};
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mut log = FileLog::open(tmp.path(), FileLogConfig::default()).expect("open");
+    let level = |name: &str, feature_level| {
+        FeatureLevelRecord {
+            name: name.into(),
+            feature_level,
+        }
+        .encode_framed()
+    };
+    let records = BootstrapMetadata::from_records(
+        vec![
+            level("metadata.version", 27),
+            level("eligible.leader.replicas.version", 1),
+        ],
+        "test",
+    )
+    .expect("bootstrap")
+    .activation_records(1);
+    log.append_as_leader(encode_data_batch(0, 0, TS, &records).expect("enc"), 1)
+        .expect("append");
+    log.flush().expect("flush");
+    let out = Command::new(env!("CARGO_BIN_EXE_kraft-controller"))
+        .args(["dump-log"])
+        .arg(tmp.path().join("00000000000000000000.log"))
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("  offset="))
+        .collect();
+    assert_eq!(
+        lines,
+        vec![
+            "  offset=0 BEGIN_TRANSACTION_RECORD(23) version=0 name=Bootstrap records",
+            "  offset=1 FEATURE_LEVEL_RECORD(12) version=0 name=metadata.version feature_level=27",
+            "  offset=2 FEATURE_LEVEL_RECORD(12) version=0 name=eligible.leader.replicas.version feature_level=1",
+            "  offset=3 CONFIG_RECORD(4) version=0 resource_type=4 resource_name=\"\" name=min.insync.replicas value=1",
+            "  offset=4 END_TRANSACTION_RECORD(24) version=0",
+        ],
         "{text}"
     );
 }

@@ -24,7 +24,10 @@ use crate::{
         meta_properties::{META_PROPERTIES_FILE, uuid_to_kafka_string},
     },
     metadata::records::{
-        FeatureLevelRecord, FramedRecord, RegisterControllerRecord, metadata_record_type_name,
+        BEGIN_TRANSACTION_RECORD_API_KEY, CONFIG_RECORD_API_KEY, ConfigRecord,
+        END_TRANSACTION_RECORD_API_KEY, FeatureLevelRecord, FramedRecord,
+        REGISTER_CONTROLLER_RECORD_API_KEY, RegisterControllerRecord, begin_transaction_name,
+        metadata_record_type_name,
     },
     record::{ControlRecord, DataRecord, DecodedBatch, iter_batches},
 };
@@ -129,34 +132,66 @@ fn data_text(record: &DataRecord) -> String {
                         hex(&framed.message)
                     ),
                 },
-                (22, 0, _) => match RegisterControllerRecord::decode_message(&framed.message) {
-                    Ok(r) => format!(
-                        "REGISTER_CONTROLLER_RECORD(22) version=0 controller_id={} incarnation_id={} zk_migration_ready={} endpoints=[{}] features=[{}]",
-                        r.controller_id,
-                        r.incarnation_id,
-                        r.zk_migration_ready,
-                        r.endpoints
-                            .iter()
-                            .map(|e| format!(
-                                "{}://{}:{} (security_protocol={})",
-                                e.name, e.host, e.port, e.security_protocol
-                            ))
-                            .collect::<Vec<_>>()
-                            .join(", "),
-                        r.features
-                            .iter()
-                            .map(|f| format!(
-                                "{}:{}-{}",
-                                f.name, f.min_supported_version, f.max_supported_version
-                            ))
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    ),
-                    Err(e) => format!(
-                        "REGISTER_CONTROLLER_RECORD(22) undecodable ({e}) bytes={}",
-                        hex(&framed.message)
-                    ),
-                },
+                (REGISTER_CONTROLLER_RECORD_API_KEY, 0, _) => {
+                    match RegisterControllerRecord::decode_message(&framed.message) {
+                        Ok(r) => format!(
+                            "REGISTER_CONTROLLER_RECORD(27) version=0 controller_id={} incarnation_id={} zk_migration_ready={} endpoints=[{}] features=[{}]",
+                            r.controller_id,
+                            uuid_to_kafka_string(r.incarnation_id),
+                            r.zk_migration_ready,
+                            r.endpoints
+                                .iter()
+                                .map(|e| format!(
+                                    "{}://{}:{} (security_protocol={})",
+                                    e.name, e.host, e.port, e.security_protocol
+                                ))
+                                .collect::<Vec<_>>()
+                                .join(", "),
+                            r.features
+                                .iter()
+                                .map(|f| format!(
+                                    "{}:{}-{}",
+                                    f.name, f.min_supported_version, f.max_supported_version
+                                ))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                        Err(e) => format!(
+                            "REGISTER_CONTROLLER_RECORD(27) undecodable ({e}) bytes={}",
+                            hex(&framed.message)
+                        ),
+                    }
+                }
+                (CONFIG_RECORD_API_KEY, 0, _) => {
+                    match ConfigRecord::decode_message(&framed.message) {
+                        Ok(r) => format!(
+                            "CONFIG_RECORD(4) version=0 resource_type={} resource_name={:?} name={} value={}",
+                            r.resource_type,
+                            r.resource_name,
+                            r.name,
+                            r.value.as_deref().unwrap_or("null")
+                        ),
+                        Err(e) => format!(
+                            "CONFIG_RECORD(4) undecodable ({e}) bytes={}",
+                            hex(&framed.message)
+                        ),
+                    }
+                }
+                (BEGIN_TRANSACTION_RECORD_API_KEY, 0, _) => {
+                    match begin_transaction_name(&framed.message) {
+                        Ok(n) => format!(
+                            "BEGIN_TRANSACTION_RECORD(23) version=0 name={}",
+                            n.as_deref().unwrap_or("null")
+                        ),
+                        Err(e) => format!(
+                            "BEGIN_TRANSACTION_RECORD(23) undecodable ({e}) bytes={}",
+                            hex(&framed.message)
+                        ),
+                    }
+                }
+                (END_TRANSACTION_RECORD_API_KEY, 0, _) => {
+                    "END_TRANSACTION_RECORD(24) version=0".to_owned()
+                }
                 (key, version, Some(name)) => {
                     format!(
                         "{name}({key}) version={version} bytes={}",

@@ -5,9 +5,16 @@
 //! | record | effect |
 //! |---|---|
 //! | FeatureLevelRecord (12) | sets a finalized feature level; level 0 removes it (Kafka's `FeatureControlManager`) |
-//! | RegisterControllerRecord (22) | replaces the registration of its controller id (KIP-919) |
+//! | RegisterControllerRecord (27) | replaces the registration of its controller id (KIP-919) |
 //! | NoOpRecord (20) | counted |
+//! | Begin/End/AbortTransactionRecord (23/24/25) | counted, not state (see below) |
 //! | any other type or version | kept untouched, with its offset, so a newer writer's records survive an older reader (and its snapshots) |
+//!
+//! Metadata transactions (KIP-868): the only transaction written here is the
+//! first leader's bootstrap, in one batch, which Raft commits whole; records
+//! between the markers are applied as they come. A transaction spanning
+//! batches (another writer's) would be applied before its end marker, not
+//! buffered as Kafka's `MetadataLoader` does.
 //!
 //! Control batches (leader changes, voter sets) are the Raft engine's and are
 //! skipped here. Owns the image and the application of records; it must not
@@ -19,9 +26,10 @@ use std::collections::BTreeMap;
 use bytes::Bytes;
 
 use super::records::{
-    ControllerEndpoint, ControllerFeature, FEATURE_LEVEL_RECORD_API_KEY, FeatureLevelRecord,
-    FramedRecord, NO_OP_RECORD_API_KEY, REGISTER_CONTROLLER_RECORD_API_KEY, RecordsError,
-    RegisterControllerRecord,
+    ABORT_TRANSACTION_RECORD_API_KEY, BEGIN_TRANSACTION_RECORD_API_KEY, ControllerEndpoint,
+    ControllerFeature, END_TRANSACTION_RECORD_API_KEY, FEATURE_LEVEL_RECORD_API_KEY,
+    FeatureLevelRecord, FramedRecord, METADATA_VERSION_FEATURE, NO_OP_RECORD_API_KEY,
+    REGISTER_CONTROLLER_RECORD_API_KEY, RecordsError, RegisterControllerRecord,
 };
 use crate::{
     log::{LogError, ReplicatedLog},
@@ -86,6 +94,7 @@ pub struct MetadataImage {
     features: BTreeMap<String, i16>,
     controllers: BTreeMap<i32, ControllerRegistration>,
     no_op_records: u64,
+    transaction_markers: u64,
     unknown: Vec<UnknownRecord>,
     next_offset: i64,
     last_epoch: i32,
@@ -120,6 +129,12 @@ impl MetadataImage {
     /// carry them).
     pub fn no_op_records(&self) -> u64 {
         self.no_op_records
+    }
+
+    /// Metadata transaction markers (Begin/End/AbortTransactionRecord)
+    /// applied since the image started; like no-ops, not state.
+    pub fn transaction_markers(&self) -> u64 {
+        self.transaction_markers
     }
 
     /// Records of types or versions this image does not interpret, in offset
@@ -180,6 +195,12 @@ impl MetadataImage {
                 );
             }
             (NO_OP_RECORD_API_KEY, _) => self.no_op_records += 1,
+            (
+                BEGIN_TRANSACTION_RECORD_API_KEY
+                | END_TRANSACTION_RECORD_API_KEY
+                | ABORT_TRANSACTION_RECORD_API_KEY,
+                0,
+            ) => self.transaction_markers += 1,
             _ => self.unknown.push(UnknownRecord {
                 offset,
                 record: framed,
@@ -258,13 +279,25 @@ impl MetadataImage {
 }
 
 /// The framed record values an image is made of, in a canonical order:
-/// feature levels by name, controller registrations by id, then unknown
-/// records in offset order (no-ops are not state). Applying them to an empty
+/// feature levels (`metadata.version` first, as Kafka's `FeaturesImage`
+/// writes it: a reader needs it before anything else), the others by name,
+/// controller registrations by id, then unknown records in offset order
+/// (no-ops and transaction markers are not state). Applying them to an empty
 /// image gives an image equal to this one but for the no-op count and the
 /// offsets: what a snapshot of the image holds.
 pub fn image_records(image: &MetadataImage) -> Vec<Bytes> {
     let mut out = Vec::new();
-    for (name, level) in &image.features {
+    let metadata_version_first = image
+        .features
+        .iter()
+        .filter(|(name, _)| name.as_str() == METADATA_VERSION_FEATURE)
+        .chain(
+            image
+                .features
+                .iter()
+                .filter(|(name, _)| name.as_str() != METADATA_VERSION_FEATURE),
+        );
+    for (name, level) in metadata_version_first {
         out.push(
             FeatureLevelRecord {
                 name: name.clone(),
@@ -413,5 +446,27 @@ mod tests {
         assert_eq!(image.apply_log(&log, 4).expect("applies"), 1);
         assert_eq!(image.feature_level(METADATA_VERSION_FEATURE), Some(27));
         assert_eq!(image.no_op_records(), 1);
+    }
+
+    #[test]
+    fn an_image_is_written_with_metadata_version_first_and_without_transaction_markers() {
+        use crate::metadata::records::{begin_transaction_record, end_transaction_record};
+        let mut image = MetadataImage::default();
+        let values = [
+            begin_transaction_record(Some("Bootstrap records")),
+            level(METADATA_VERSION_FEATURE, 27),
+            level("eligible.leader.replicas.version", 1),
+            level("transaction.version", 2),
+            end_transaction_record(),
+        ];
+        for (offset, v) in values.iter().enumerate() {
+            image.apply_record(offset as i64, v).expect("applies");
+        }
+        assert_eq!(image.transaction_markers(), 2);
+        assert!(image.unknown_records().is_empty());
+        let records = image_records(&image);
+        assert_eq!(records.len(), 3);
+        assert_eq!(records[0], level(METADATA_VERSION_FEATURE, 27));
+        assert_eq!(records[1], level("eligible.leader.replicas.version", 1));
     }
 }

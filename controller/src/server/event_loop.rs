@@ -17,7 +17,11 @@
 //! - `Reply` goes back to the connection that asked.
 //!
 //! ApiVersions and DescribeCluster are answered here, from the engine's
-//! status, without the engine; every other API goes to the engine.
+//! status and the metadata image, without the engine; ControllerRegistration
+//! by the metadata layer (`event_loop/metadata_layer.rs`); every other API
+//! goes to the engine.
+
+mod metadata_layer;
 
 use std::{
     collections::{HashMap, VecDeque},
@@ -29,12 +33,12 @@ use kafka_protocol::{
     error::ResponseError,
     messages::{
         ApiKey, DescribeClusterRequest, DescribeClusterResponse, RequestKind, ResponseKind,
-        describe_cluster_response::DescribeClusterBroker,
     },
     protocol::StrBytes,
 };
 use tokio::sync::{mpsc, watch};
 
+pub use self::metadata_layer::MetadataConfig;
 use super::{
     connection::InboundRequest,
     http::Readiness,
@@ -53,7 +57,7 @@ use crate::{
         RequestId, Role,
     },
     wire::{
-        self, FinalizedFeatures,
+        self,
         client::{ClientError, PeerManager, PeerResponse},
     },
 };
@@ -116,6 +120,8 @@ pub struct LoopContext {
     /// (`metadata.log.max.record.bytes.between.snapshots`,
     /// `metadata.log.max.snapshot.interval.ms`).
     pub snapshot_policy: SnapshotPolicy,
+    /// Bootstrap records, controller registration and the image view.
+    pub metadata: MetadataConfig,
 }
 
 /// Largest batch the benchmark workload appends at once (bytes of record
@@ -161,6 +167,8 @@ struct Loop {
     /// start and replays the log as the high watermark becomes known.
     image: MetadataImage,
     snapshots: Snapshots,
+    /// Activation, ControllerRegistration and the image's readers.
+    meta: metadata_layer::MetadataLayer,
 }
 
 /// Runs the loop until the engine completes a graceful shutdown (after
@@ -176,6 +184,7 @@ pub async fn run(
 ) -> Result<RaftEngine<FileLog>, LoopError> {
     let (done_tx, done_rx) = mpsc::unbounded_channel();
     let mut lp = Loop {
+        meta: metadata_layer::MetadataLayer::new(&ctx.metadata),
         ctx,
         replies: HashMap::new(),
         next_handle: 1,
@@ -231,11 +240,16 @@ pub async fn run(
             Some(inbound) = lp.ctx.requests.recv() => {
                 lp.on_request(&mut engine, inbound)?;
             }
+            Some(answer) = lp.meta.responses.recv() => {
+                lp.on_registration_response(answer);
+                lp.drive_registration(&engine);
+            }
             () = &mut sleep => {
                 let now = now_ms();
                 let cmds = engine.handle(Event::Tick, now)?;
                 lp.execute(&mut engine, cmds)?;
                 lp.maybe_propose_no_op(&mut engine, now)?;
+                lp.drive_registration(&engine);
                 lp.ctx.metrics.tick(now);
             }
             Some((id, outcome)) = lp.snapshots.done_rx.recv() => {
@@ -377,6 +391,9 @@ impl Loop {
         if let Some(due) = self.workload_next_due() {
             deadline = deadline.min(now + due);
         }
+        if let Some(at) = self.registration_deadline(now) {
+            deadline = deadline.min(at);
+        }
         // Refresh windowed metrics at least once a second.
         deadline.min(now + 1_000)
     }
@@ -403,16 +420,16 @@ impl Loop {
                 self.execute(engine, cmds)?;
             }
             Err(RequestKind::ApiVersions(_)) => {
-                let finalized = FinalizedFeatures {
-                    levels: vec![("kraft.version".to_owned(), engine.status().kraft_version)],
-                    epoch: engine.high_watermark().unwrap_or(-1),
-                };
+                let finalized = self.finalized_features(engine);
                 let body = wire::api_versions_response(
                     api_version,
                     &wire::kafka_4_1_supported_features(),
                     &finalized,
                 );
                 let _ = inbound.reply.send(Some(ResponseKind::ApiVersions(body)));
+            }
+            Err(RequestKind::ControllerRegistration(request)) => {
+                self.on_controller_registration(engine, request, inbound.reply)?;
             }
             Err(RequestKind::DescribeCluster(request)) => {
                 let body = self.describe_cluster(engine, &request);
@@ -447,19 +464,7 @@ impl Loop {
                     "a controller answers DescribeCluster only for endpoint type 2 (controller)",
                 )));
         }
-        let brokers = engine
-            .voters()
-            .iter()
-            .filter_map(|v| {
-                let e = v.endpoints.first()?;
-                Some(
-                    DescribeClusterBroker::default()
-                        .with_broker_id(v.key.id.into())
-                        .with_host(StrBytes::from_string(e.host.clone()))
-                        .with_port(i32::from(e.port)),
-                )
-            })
-            .collect();
+        let brokers = self.describe_cluster_controllers(engine);
         response = response
             .with_controller_id(engine.leader_id().unwrap_or(-1).into())
             .with_brokers(brokers);
@@ -523,16 +528,21 @@ impl Loop {
                     self.on_committed(high_watermark);
                     // The workload's records are opaque bytes, not metadata
                     // records: like Kafka's TestRaftServer, a node running it
-                    // keeps no metadata image (and so writes no snapshots).
+                    // keeps no metadata image (and so writes no snapshots and
+                    // registers nothing).
                     if self.ctx.workload.is_none() {
                         self.apply_committed(engine, high_watermark)?;
+                        self.after_commit(engine, high_watermark)?;
                     }
                 }
                 Command::RoleChanged {
                     role,
                     epoch,
                     leader_id,
-                } => self.on_role_changed(role, epoch, leader_id),
+                } => {
+                    self.on_role_changed(role, epoch, leader_id);
+                    self.metadata_on_role_changed(role, epoch, leader_id);
+                }
                 Command::SnapshotInstalled { snapshot_id } => {
                     self.on_snapshot_installed(engine, snapshot_id)?;
                 }

@@ -5,7 +5,9 @@
 //!   heard from it within the fetch timeout and caught up to its high
 //!   watermark; 503 with the reason otherwise (readiness comes from the Raft
 //!   state, never from an open port);
-//! - `GET /metrics`: the Prometheus text exposition of the registry.
+//! - `GET /metrics`: the Prometheus text exposition of the registry;
+//! - `GET /metadata`: the committed metadata image as JSON (merged in from
+//!   [`super::metadata_http`]).
 
 use std::{net::SocketAddr, sync::Arc};
 

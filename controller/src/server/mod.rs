@@ -1,6 +1,6 @@
 //! The tokio runtime of a controller: listeners, peer connections, the event
 //! loop that feeds the Raft engine and executes its commands, timers, and the
-//! HTTP endpoint (`/healthz`, `/readyz`, `/metrics`).
+//! HTTP endpoint (`/healthz`, `/readyz`, `/metrics`, `/metadata`).
 //!
 //! It must not contain protocol logic that belongs to the engine (`raft`):
 //! it moves bytes and time in, and carries commands out.
@@ -9,6 +9,7 @@ pub mod connection;
 pub mod event_loop;
 pub mod fit;
 pub mod http;
+pub mod metadata_http;
 pub mod metrics;
 pub mod workload;
 
@@ -81,6 +82,9 @@ pub enum ServerError {
         /// The OS error.
         source: std::io::Error,
     },
+    /// `bootstrap.checkpoint` in the log dir could not be read.
+    #[error(transparent)]
+    BootstrapMetadata(#[from] crate::metadata::bootstrap::BootstrapError),
     /// The bootstrap checkpoint could not be read.
     #[error("reading the bootstrap checkpoint {path}: {reason}")]
     Bootstrap {
@@ -177,6 +181,9 @@ pub async fn run_with_workload(
     }
     let partition_dir = log::partition_dir(&dir);
     let controller_listener = config.controller_listener().clone();
+    // What the first leader of an empty log writes (Kafka reads it at start
+    // too, whether or not it will lead).
+    let bootstrap = crate::metadata::bootstrap::BootstrapMetadata::read(&dir)?;
     // kraft.version 1 (KIP-853) when the voters come from the bootstrap
     // checkpoint, or when the node knows none and learns them from the log
     // (formatted with --no-initial-controllers); 0 for a static quorum.
@@ -272,7 +279,11 @@ pub async fn run_with_workload(
             source,
         })?;
     let workload = workload.map(|w| Arc::new(std::sync::Mutex::new(workload::Workload::new(w))));
-    let mut router = http::router(registry, readiness_rx);
+    let (view_tx, view_rx) = watch::channel(crate::metadata::view::ImageView::of(
+        &crate::metadata::image::MetadataImage::default(),
+        &[],
+    ));
+    let mut router = http::router(registry, readiness_rx).merge(metadata_http::router(view_rx));
     if let Some(w) = &workload {
         router = router.merge(workload::router(w.clone()));
     }
@@ -320,7 +331,43 @@ pub async fn run_with_workload(
         client_id: format!("kraft-controller-{}", config.node_id),
         ..ClientConfig::default()
     };
+    // KIP-919: this process's registration, with a fresh incarnation id.
+    let registration = crate::metadata::records::RegisterControllerRecord {
+        controller_id: config.node_id,
+        incarnation_id: uuid::Uuid::new_v4(),
+        zk_migration_ready: false,
+        endpoints: config
+            .advertised_controller_endpoints()
+            .into_iter()
+            .map(|e| crate::metadata::records::ControllerEndpoint {
+                name: e.name,
+                host: e.host,
+                port: e.port,
+                // Every listener here is PLAINTEXT (no TLS or SASL yet).
+                security_protocol: 0,
+            })
+            .collect(),
+        features: crate::wire::kafka_4_1_supported_features()
+            .into_iter()
+            .map(|f| crate::metadata::records::ControllerFeature {
+                name: f.name.to_owned(),
+                min_supported_version: f.min_version,
+                max_supported_version: f.max_version,
+            })
+            .collect(),
+    };
+    let metadata = event_loop::MetadataConfig {
+        registration,
+        listener_name: controller_listener.name.clone(),
+        bootstrap,
+        client: ClientConfig {
+            client_id: format!("kraft-controller-{}-registration", config.node_id),
+            ..client_config.clone()
+        },
+        view: view_tx,
+    };
     let ctx = event_loop::LoopContext {
+        metadata,
         cluster_id,
         quorum_state,
         peers: PeerManager::new(client_config, peer_tx),

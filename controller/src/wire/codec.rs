@@ -246,6 +246,7 @@ pub fn request_api_key(body: &RequestKind) -> Option<ApiKey> {
         RequestKind::AddRaftVoter(_) => ApiKey::AddRaftVoter,
         RequestKind::RemoveRaftVoter(_) => ApiKey::RemoveRaftVoter,
         RequestKind::UpdateRaftVoter(_) => ApiKey::UpdateRaftVoter,
+        RequestKind::ControllerRegistration(_) => ApiKey::ControllerRegistration,
         _ => return None,
     })
 }
@@ -265,6 +266,7 @@ fn response_api_key(body: &ResponseKind) -> ApiKey {
         ResponseKind::AddRaftVoter(_) => ApiKey::AddRaftVoter,
         ResponseKind::RemoveRaftVoter(_) => ApiKey::RemoveRaftVoter,
         ResponseKind::UpdateRaftVoter(_) => ApiKey::UpdateRaftVoter,
+        ResponseKind::ControllerRegistration(_) => ApiKey::ControllerRegistration,
         _ => ApiKey::Produce,
     }
 }

@@ -329,6 +329,38 @@ static UPDATE_RAFT_VOTER: Schema = Schema {
     flexible_from: 0,
 };
 
+// ---- ControllerRegistration (70) v0, flexible (KIP-919).
+static CR_LISTENER: Schema = Schema {
+    fields: &[
+        f(Ty::Str, 0, ALL), // name
+        f(Ty::Str, 0, ALL), // host
+        f(Ty::U16, 0, ALL), // port
+        f(Ty::I16, 0, ALL), // security_protocol
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 0,
+};
+static CR_FEATURE: Schema = Schema {
+    fields: &[
+        f(Ty::Str, 0, ALL), // name
+        f(Ty::I16, 0, ALL), // min_supported_version
+        f(Ty::I16, 0, ALL), // max_supported_version
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 0,
+};
+static CONTROLLER_REGISTRATION: Schema = Schema {
+    fields: &[
+        f(Ty::I32, 0, ALL),               // controller_id
+        f(Ty::Uuid, 0, ALL),              // incarnation_id
+        f(Ty::Bool, 0, ALL),              // zk_migration_ready
+        f(Ty::Arr(&CR_LISTENER), 0, ALL), // listeners
+        f(Ty::Arr(&CR_FEATURE), 0, ALL),  // features
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 0,
+};
+
 // ---- DescribeCluster (60) v0-2 and ApiVersions (18) v0-4: no arrays.
 static DESCRIBE_CLUSTER: Schema = Schema {
     fields: &[f(Ty::Bool, 0, ALL), f(Ty::I8, 1, ALL), f(Ty::Bool, 2, ALL)],
@@ -354,6 +386,7 @@ fn schema(api_key: ApiKey) -> Option<&'static Schema> {
         ApiKey::UpdateRaftVoter => &UPDATE_RAFT_VOTER,
         ApiKey::DescribeCluster => &DESCRIBE_CLUSTER,
         ApiKey::ApiVersions => &API_VERSIONS,
+        ApiKey::ControllerRegistration => &CONTROLLER_REGISTRATION,
         _ => return None,
     })
 }

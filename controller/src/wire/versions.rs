@@ -50,6 +50,8 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::AddRaftVoter, 0, 0),
     api(ApiKey::RemoveRaftVoter, 0, 0),
     api(ApiKey::UpdateRaftVoter, 0, 0),
+    // KIP-919: a controller registers with the active controller.
+    api(ApiKey::ControllerRegistration, 0, 0),
 ];
 
 /// The supported row for `key`, or `None` when we do not answer that api.

@@ -263,6 +263,29 @@ pub fn request(key: ApiKey, v: i16) -> RequestKind {
                         .with_max_supported_version(1),
                 ),
         ),
+        ApiKey::ControllerRegistration => RequestKind::ControllerRegistration(
+            ControllerRegistrationRequest::default()
+                .with_controller_id(4)
+                .with_incarnation_id(DIR_B)
+                .with_zk_migration_ready(false)
+                .with_listeners(vec![
+                    controller_registration_request::Listener::default()
+                        .with_name(s("CONTROLLER"))
+                        .with_host(s("q-4.q"))
+                        .with_port(9093)
+                        .with_security_protocol(0),
+                ])
+                .with_features(vec![
+                    controller_registration_request::Feature::default()
+                        .with_name(s("metadata.version"))
+                        .with_min_supported_version(7)
+                        .with_max_supported_version(27),
+                    controller_registration_request::Feature::default()
+                        .with_name(s("kraft.version"))
+                        .with_min_supported_version(0)
+                        .with_max_supported_version(1),
+                ]),
+        ),
         other => panic!("no sample request for {other:?}"),
     }
 }
@@ -529,6 +552,12 @@ pub fn response(key: ApiKey, v: i16) -> ResponseKind {
                         .with_host(s("q-1.q"))
                         .with_port(9093),
                 ),
+        ),
+        ApiKey::ControllerRegistration => ResponseKind::ControllerRegistration(
+            ControllerRegistrationResponse::default()
+                .with_throttle_time_ms(0)
+                .with_error_code(41)
+                .with_error_message(Some(s("not the active controller"))),
         ),
         other => panic!("no sample response for {other:?}"),
     }
