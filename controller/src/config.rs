@@ -290,14 +290,14 @@ impl ControllerConfig {
             .ok()
             .filter(|id| *id >= 0)
             .ok_or_else(|| invalid("node.id", &node_id_raw, "expected a non-negative integer"))?;
-        if let Some(roles) = p.take("process.roles") {
-            if roles != "controller" {
-                return Err(invalid(
-                    "process.roles",
-                    &roles,
-                    "this program is a controller only: use process.roles=controller",
-                ));
-            }
+        if let Some(roles) = p.take("process.roles")
+            && roles != "controller"
+        {
+            return Err(invalid(
+                "process.roles",
+                &roles,
+                "this program is a controller only: use process.roles=controller",
+            ));
         }
         let endpoints = |key: &'static str, value: &str| -> Result<Vec<Endpoint>> {
             list(value)

@@ -105,10 +105,14 @@ fn describe_quorum_leader() -> ResponseKind {
     )
 }
 
+/// An AddRaftVoter as seen: voter id, directory id, listeners (name, host,
+/// port), the request's timeout (ms).
+type SeenAdd = (i32, Uuid, Vec<(String, String, u16)>, i32);
+
 /// What the leader saw of the last membership request.
 #[derive(Default)]
 struct Seen {
-    add: Option<(i32, Uuid, Vec<(String, String, u16)>, i32)>,
+    add: Option<SeenAdd>,
     remove: Option<(i32, Uuid)>,
 }
 

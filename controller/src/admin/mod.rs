@@ -187,12 +187,11 @@ pub fn kafka_uuid_string(id: Uuid) -> String {
 /// `Uuid.fromString`); the hyphenated RFC 4122 form is accepted too.
 /// Errors: a message naming the bad value.
 pub fn parse_kafka_uuid(s: &str) -> Result<Uuid, String> {
-    if s.len() == 22 {
-        if let Ok(bytes) = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(s) {
-            if let Ok(arr) = <[u8; 16]>::try_from(bytes.as_slice()) {
-                return Ok(Uuid::from_bytes(arr));
-            }
-        }
+    if s.len() == 22
+        && let Ok(bytes) = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(s)
+        && let Ok(arr) = <[u8; 16]>::try_from(bytes.as_slice())
+    {
+        return Ok(Uuid::from_bytes(arr));
     }
     Uuid::parse_str(s).map_err(|_| {
         format!(

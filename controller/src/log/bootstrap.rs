@@ -81,6 +81,14 @@ pub fn default_feature_levels(metadata_version: i16) -> Vec<(&'static str, i16)>
         .collect()
 }
 
+/// Writes `<log_dir>/bootstrap.checkpoint` atomically (temp file, fsync,
+/// rename, directory fsync).
+///
+/// Errors: [`super::LogError::Io`].
+pub fn write_bootstrap_checkpoint(log_dir: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomically(&log_dir.join(BOOTSTRAP_CHECKPOINT_FILE), bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -99,12 +107,4 @@ mod tests {
         assert_eq!(default_feature_levels(21), Vec::<(&str, i16)>::new());
         assert_eq!(default_feature_levels(22), vec![("group.version", 1)]);
     }
-}
-
-/// Writes `<log_dir>/bootstrap.checkpoint` atomically (temp file, fsync,
-/// rename, directory fsync).
-///
-/// Errors: [`super::LogError::Io`].
-pub fn write_bootstrap_checkpoint(log_dir: &Path, bytes: &[u8]) -> Result<()> {
-    write_atomically(&log_dir.join(BOOTSTRAP_CHECKPOINT_FILE), bytes)
 }

@@ -351,7 +351,9 @@ fn request_kind(r: RaftRequest) -> RequestKind {
     }
 }
 
-fn raft_request(r: RequestKind) -> Result<RaftRequest, RequestKind> {
+/// The request as the engine's [`RaftRequest`], or back, boxed (it is large),
+/// when the engine does not serve it.
+fn raft_request(r: RequestKind) -> Result<RaftRequest, Box<RequestKind>> {
     Ok(match r {
         RequestKind::Vote(r) => RaftRequest::Vote(r),
         RequestKind::BeginQuorumEpoch(r) => RaftRequest::BeginQuorumEpoch(r),
@@ -362,7 +364,7 @@ fn raft_request(r: RequestKind) -> Result<RaftRequest, RequestKind> {
         RequestKind::AddRaftVoter(r) => RaftRequest::AddRaftVoter(r),
         RequestKind::RemoveRaftVoter(r) => RaftRequest::RemoveRaftVoter(r),
         RequestKind::UpdateRaftVoter(r) => RaftRequest::UpdateRaftVoter(r),
-        other => return Err(other),
+        other => return Err(Box::new(other)),
     })
 }
 
@@ -419,29 +421,31 @@ impl Loop {
                 )?;
                 self.execute(engine, cmds)?;
             }
-            Err(RequestKind::ApiVersions(_)) => {
-                let finalized = self.finalized_features(engine);
-                let body = wire::api_versions_response(
-                    api_version,
-                    &wire::kafka_4_1_supported_features(),
-                    &finalized,
-                );
-                let _ = inbound.reply.send(Some(ResponseKind::ApiVersions(body)));
-            }
-            Err(RequestKind::ControllerRegistration(request)) => {
-                self.on_controller_registration(engine, request, inbound.reply)?;
-            }
-            Err(RequestKind::DescribeCluster(request)) => {
-                let body = self.describe_cluster(engine, &request);
-                let _ = inbound
-                    .reply
-                    .send(Some(ResponseKind::DescribeCluster(body)));
-            }
-            Err(other) => {
-                tracing::warn!(peer = %inbound.peer, api = ?wire::request_api_key(&other),
-                    "closing connection: api not served by a controller");
-                let _ = inbound.reply.send(None);
-            }
+            Err(other) => match *other {
+                RequestKind::ApiVersions(_) => {
+                    let finalized = self.finalized_features(engine);
+                    let body = wire::api_versions_response(
+                        api_version,
+                        &wire::kafka_4_1_supported_features(),
+                        &finalized,
+                    );
+                    let _ = inbound.reply.send(Some(ResponseKind::ApiVersions(body)));
+                }
+                RequestKind::ControllerRegistration(request) => {
+                    self.on_controller_registration(engine, request, inbound.reply)?;
+                }
+                RequestKind::DescribeCluster(request) => {
+                    let body = self.describe_cluster(engine, &request);
+                    let _ = inbound
+                        .reply
+                        .send(Some(ResponseKind::DescribeCluster(body)));
+                }
+                other => {
+                    tracing::warn!(peer = %inbound.peer, api = ?wire::request_api_key(&other),
+                        "closing connection: api not served by a controller");
+                    let _ = inbound.reply.send(None);
+                }
+            },
         }
         Ok(())
     }

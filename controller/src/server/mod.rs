@@ -170,14 +170,14 @@ pub async fn run_with_workload(
     }
     // The exact text of meta.properties, as Kafka sends it (docs/interop.md).
     let cluster_id = meta.cluster_id.clone();
-    if let Some(expected) = expected_cluster_id {
-        if expected != cluster_id {
-            return Err(ServerError::ClusterIdMismatch {
-                dir,
-                stored: cluster_id,
-                expected,
-            });
-        }
+    if let Some(expected) = expected_cluster_id
+        && expected != cluster_id
+    {
+        return Err(ServerError::ClusterIdMismatch {
+            dir,
+            stored: cluster_id,
+            expected,
+        });
     }
     let partition_dir = log::partition_dir(&dir);
     let controller_listener = config.controller_listener().clone();

@@ -370,8 +370,11 @@ mod tests {
 
     #[test]
     fn zero_rate_or_size_is_refused_naming_the_value() {
+        let Err(e) = WorkloadConfig::new(0, 256) else {
+            panic!("a zero rate is refused");
+        };
         assert_eq!(
-            WorkloadConfig::new(0, 256).unwrap_err().to_string(),
+            e.to_string(),
             "workload throughput must be at least 1 record/s, got 0"
         );
         assert!(WorkloadConfig::new(10, 0).is_err());

@@ -63,10 +63,10 @@ impl CannedServer {
                             Err(WireError::Unsupported(u)) => u.response(),
                             Err(_) => return,
                         };
-                        if let Some(bytes) = reply {
-                            if framed.send(bytes).await.is_err() {
-                                return;
-                            }
+                        if let Some(bytes) = reply
+                            && framed.send(bytes).await.is_err()
+                        {
+                            return;
                         }
                     }
                 });

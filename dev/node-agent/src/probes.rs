@@ -90,13 +90,12 @@ fn secs(value: Option<i32>, default: i32) -> Duration {
 /// check fails).
 pub fn resolve_named_ports(mut probe: Probe, ports: &[ContainerPort]) -> Probe {
     let resolve = |port: &mut IntOrString| {
-        if let IntOrString::String(name) = port {
-            if let Some(p) = ports
+        if let IntOrString::String(name) = port
+            && let Some(p) = ports
                 .iter()
                 .find(|p| p.name.as_deref() == Some(name.as_str()))
-            {
-                *port = IntOrString::Int(p.container_port);
-            }
+        {
+            *port = IntOrString::Int(p.container_port);
         }
     };
     if let Some(http) = probe.http_get.as_mut() {
