@@ -35,7 +35,7 @@ lint: ## clippy with warnings as errors
 test-rust: ## unit, simulation and process tests of the workspace
 	$(CARGO) test --workspace --no-fail-fast
 
-test: fmt-check ## install what the tests need, then run every test
+test: fmt-check lint ## install what the tests need, then run every test (fmt and clippy first)
 	@set -e; for t in $(TEST_TARGETS); do echo "==> make $$t"; $(MAKE) --no-print-directory $$t; done
 
 demo: ## the main job: see the README
