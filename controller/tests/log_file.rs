@@ -525,9 +525,12 @@ fn a_fetched_snapshot_is_invisible_until_installed_and_then_replaces_the_log() {
     );
     log.write_snapshot(OffsetAndEpoch::new(4, 1), b"older")
         .expect("write");
+    // Installed snapshots are checked (whole batches, valid CRCs): a real
+    // batch, received in two chunks.
+    let content = batch(0, 3, 2);
     log.begin_fetched_snapshot(id).expect("begin");
-    log.append_fetched_snapshot(b"abc").expect("append");
-    log.append_fetched_snapshot(b"def").expect("append");
+    log.append_fetched_snapshot(&content[..10]).expect("append");
+    log.append_fetched_snapshot(&content[10..]).expect("append");
     assert_eq!(log.install_fetched_snapshot().expect("install"), id);
     assert_eq!(log.start_offset(), 50);
     assert_eq!(log.end_offset(), id);
@@ -536,11 +539,53 @@ fn a_fetched_snapshot_is_invisible_until_installed_and_then_replaces_the_log() {
         .read_snapshot_chunk(id, 2, 3)
         .expect("read")
         .expect("exists");
-    assert_eq!((chunk.size, &chunk.bytes[..]), (6, &b"cde"[..]));
+    assert_eq!(
+        (chunk.size, &chunk.bytes[..]),
+        (content.len() as u64, &content[2..5])
+    );
     drop(log);
     let log = FileLog::open(dir.path(), config()).expect("reopen");
     assert_eq!(log.segment_base_offsets(), [50]);
     assert_eq!(log.end_offset(), id);
+}
+
+/// A fetched snapshot that is not whole batches with valid CRCs (a damaged
+/// file on the leader, a bad wire) is dropped before it replaces anything:
+/// the follower keeps its log and its own snapshots and can fetch again.
+#[test]
+fn a_damaged_fetched_snapshot_is_refused_naming_the_file_and_the_log_is_kept() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut log = FileLog::open(dir.path(), config()).expect("open");
+    fill(&mut log, 4);
+    let own = OffsetAndEpoch::new(4, 1);
+    log.write_snapshot(own, &batch(0, 1, 2)).expect("write");
+    let before = file_names(dir.path());
+    let id = OffsetAndEpoch::new(50, 3);
+    for damage in ["flipped byte", "truncated"] {
+        let mut content = batch(0, 3, 2).to_vec();
+        match damage {
+            "flipped byte" => content[70] ^= 0xff,
+            _ => content.truncate(content.len() - 7),
+        }
+        log.begin_fetched_snapshot(id).expect("begin");
+        log.append_fetched_snapshot(&content).expect("append");
+        let err = log
+            .install_fetched_snapshot()
+            .expect_err("a damaged snapshot is refused");
+        assert!(
+            matches!(&err, LogError::Corrupt { path, .. }
+                if path.to_string_lossy().ends_with(".checkpoint.part")),
+            "{damage}: {err}"
+        );
+        assert_eq!(log.fetched_snapshot(), None, "{damage}");
+        assert_eq!(log.snapshot_ids(), [own], "{damage}");
+        assert_eq!(log.end_offset().offset, 8, "{damage}");
+        assert_eq!(
+            file_names(dir.path()),
+            before,
+            "{damage}: no file left or lost"
+        );
+    }
 }
 
 /// A snapshot frozen by another writer is listed once registered; one that

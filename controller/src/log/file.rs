@@ -730,6 +730,10 @@ impl ReplicatedLog for FileLog {
             });
         };
         let id = writer.id();
+        if let Err(e) = writer.verify() {
+            writer.abort()?;
+            return Err(e);
+        }
         self.freeze_snapshot(writer)?;
         self.truncate_to_latest_snapshot()?;
         Ok(id)

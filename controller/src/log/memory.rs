@@ -305,6 +305,10 @@ impl ReplicatedLog for MemoryLog {
                 latest_snapshot: self.latest_snapshot_id(),
             });
         };
+        super::snapshot::verify_batches(&bytes).map_err(|reason| LogError::Corrupt {
+            path: "<memory>".into(),
+            reason,
+        })?;
         self.snapshots.insert(id, bytes.freeze());
         self.truncate_to_latest_snapshot()?;
         Ok(id)

@@ -302,8 +302,10 @@ pub trait ReplicatedLog: std::fmt::Debug + Send {
     /// and ends at the snapshot's end offset, older snapshots are deleted.
     /// Durable when this returns. Returns the snapshot id.
     ///
-    /// Errors: [`LogError::MissingSnapshot`] if none is being received; I/O
-    /// errors.
+    /// Errors: [`LogError::MissingSnapshot`] if none is being received;
+    /// [`LogError::Corrupt`] if the received bytes are not whole batches
+    /// with valid CRCs (checked before anything is replaced; the received
+    /// snapshot is then dropped and the log left as it was); I/O errors.
     fn install_fetched_snapshot(&mut self) -> Result<OffsetAndEpoch>;
 
     /// If the latest snapshot is beyond the log (a crash between freezing a

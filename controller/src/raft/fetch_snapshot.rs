@@ -33,7 +33,7 @@ use super::{
     voters::{Endpoint, ReplicaKey, VoterSet},
 };
 use crate::{
-    log::{OffsetAndEpoch, ReplicatedLog, snapshot::BOOTSTRAP_SNAPSHOT_ID},
+    log::{LogError, OffsetAndEpoch, ReplicatedLog, snapshot::BOOTSTRAP_SNAPSHOT_ID},
     record::{ControlRecord, DecodedBatch, iter_batches},
 };
 
@@ -338,10 +338,22 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     /// snapshot, read its voter set, tell the runtime, and move the high
     /// watermark to its end (everything in it is committed).
     fn install_fetched_snapshot(&mut self, size: u64) -> Result<()> {
-        let id = self.log.install_fetched_snapshot()?;
+        let installed = self.log.install_fetched_snapshot();
         if let EpochState::Follower(s) = &mut self.state {
             s.fetching_snapshot = None;
         }
+        let id = match installed {
+            Ok(id) => id,
+            // A damaged copy (the leader's file, or the wire) is dropped
+            // before it replaces anything; the next Fetch names the snapshot
+            // again and it is fetched from the start.
+            Err(LogError::Corrupt { path, reason }) => {
+                tracing::warn!(node = self.local.id, file = %path.display(), %reason,
+                    "the snapshot fetched from the leader is damaged; dropped, the log is kept, fetching it again");
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
         self.load_snapshot_control_records(id)?;
         self.scan_control_records(id.offset)?;
         tracing::info!(
@@ -381,12 +393,23 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         let Some(bytes) = self.log.read_snapshot(id)? else {
             return Ok(());
         };
+        let damaged =
+            |position: usize, e: &dyn std::fmt::Display| super::RaftError::DamagedSnapshot {
+                file: crate::log::snapshot::snapshot_file_name(id),
+                reason: format!("batch at byte {position}: {e}"),
+            };
+        let mut position = 0usize;
         for item in iter_batches(&bytes, true) {
-            let (header, batch) = item?;
+            let (header, batch) = item.map_err(|e| damaged(position, &e))?;
+            let at = position;
+            position += header.size_in_bytes();
             if !header.is_control() {
                 continue;
             }
-            for control in DecodedBatch::decode(batch)?.control_records()? {
+            let controls = DecodedBatch::decode(batch)
+                .and_then(|b| b.control_records())
+                .map_err(|e| damaged(at, &e))?;
+            for control in controls {
                 match control {
                     ControlRecord::KRaftVersion(v) => {
                         self.kraft_version = self.kraft_version.max(v.k_raft_version);

@@ -278,6 +278,18 @@ pub enum RaftError {
     /// A control record could not be built or read.
     #[error("control record: {0}")]
     Record(#[from] RecordError),
+    /// A snapshot of the log (`<offset>-<epoch>.checkpoint` in the partition
+    /// directory) does not decode: the node stops rather than start without
+    /// the voter set it holds.
+    #[error(
+        "snapshot {file} of the metadata log is damaged: {reason} (byte positions are within that file); restore it from a backup, or remove this node's metadata log directory, format it again and add the node back as a new voter"
+    )]
+    DamagedSnapshot {
+        /// The snapshot's file name.
+        file: String,
+        /// What is wrong, with the byte position in the file.
+        reason: String,
+    },
     /// An internal transition the state table does not allow (a bug).
     #[error(transparent)]
     Transition(#[from] TransitionError),

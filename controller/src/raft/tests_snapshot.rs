@@ -301,6 +301,28 @@ fn a_snapshot_the_leader_no_longer_has_is_dropped_and_fetch_starts_over() {
 }
 
 #[test]
+fn a_damaged_snapshot_is_not_installed_and_is_fetched_again() {
+    let voters = VoterSet::from_ids([1, 2, 3]);
+    let mut bytes = snapshot_bytes(1, Some(&voters)).to_vec();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    let mut e = empty_follower();
+    e.handle(fetch_response_with_snapshot(1, (100, 1)), 10)
+        .expect("handles");
+    let commands = e
+        .handle(snapshot_chunk(2, (100, 1), bytes.len(), 0, &bytes), 11)
+        .expect("a damaged snapshot is not fatal");
+    assert_eq!(
+        render(&commands),
+        ["send 1 fetch epoch=1 offset=0 last_epoch=0"],
+        "nothing installed, nothing committed; Fetch names the snapshot again"
+    );
+    assert_eq!(e.log().fetched_snapshot(), None);
+    assert_eq!(e.log().latest_snapshot_id(), None);
+    assert_eq!(e.log().start_offset(), 0);
+}
+
+#[test]
 fn a_chunk_out_of_sequence_drops_the_partial_snapshot() {
     let bytes = snapshot_bytes(1, None);
     let mut e = empty_follower();
@@ -334,6 +356,37 @@ fn a_restarted_node_whose_log_prefix_is_gone_reads_its_voters_from_the_latest_sn
     let (e, _) = engine_with(2, log, None);
     assert_eq!(e.voters().ids().collect::<Vec<_>>(), [1, 2, 5]);
     assert_eq!(e.voters_at(3).ids().collect::<Vec<_>>(), [1, 2, 5]);
+}
+
+#[test]
+fn a_damaged_latest_snapshot_stops_the_node_with_an_error_naming_the_file() {
+    let voters = VoterSet::from_ids([1, 2, 5]);
+    let mut log = log_with_epochs(&[1, 1, 1]);
+    let mut bytes = snapshot_bytes(1, Some(&voters)).to_vec();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    log.write_snapshot(OffsetAndEpoch::new(3, 1), &bytes)
+        .expect("snapshot");
+    assert!(
+        log.delete_before_snapshot(OffsetAndEpoch::new(3, 1))
+            .expect("cleans")
+    );
+    let Err(err) = RaftEngine::new(
+        config(2),
+        log,
+        None,
+        Box::new(ChaCha8Rng::seed_from_u64(7)),
+        0,
+    ) else {
+        panic!("a node must not start without the voter set of its damaged snapshot");
+    };
+    let message = err.to_string();
+    assert!(
+        message.starts_with(
+            "snapshot 00000000000000000003-0000000001.checkpoint of the metadata log is damaged: batch at byte "
+        ),
+        "{message}"
+    );
 }
 
 #[test]
