@@ -323,6 +323,10 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             flushed_end_offset: self.log.flushed_end_offset(),
             is_voter: self.is_voter(),
             kraft_version: self.kraft_version,
+            uncommitted_voter_change: self
+                .voter_history
+                .latest_offset()
+                .is_some_and(|o| self.high_watermark.is_none_or(|hw| o >= hw)),
             voters,
             observers,
         }

@@ -41,6 +41,10 @@ pub struct RaftStatus {
     pub is_voter: bool,
     /// The finalized kraft.version (0: static voters; 1: KIP-853 voters in the log).
     pub kraft_version: i16,
+    /// Whether this node's log holds a `Voters` record above its high
+    /// watermark (a voter change not yet committed; Kafka's
+    /// `uncommitted-voter-change` metric).
+    pub uncommitted_voter_change: bool,
     /// The voters; with fetch state when this node leads.
     pub voters: Vec<ReplicaStatus>,
     /// Observers the leader has heard from (empty on other nodes).

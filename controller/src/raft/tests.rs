@@ -803,6 +803,10 @@ fn add_raft_voter_asks_for_api_versions_appends_and_answers_once_committed() {
         .expect("api versions");
     assert!(render(&commands).is_empty(), "{commands:?}");
     assert_eq!(e.voters().len(), 4, "a change takes effect when appended");
+    assert!(
+        e.status().uncommitted_voter_change,
+        "appended, not committed"
+    );
     // A second change waits for this one.
     let commands = e
         .handle(admin(remove_voter(2, dir(2))), 2_031)
@@ -824,6 +828,7 @@ fn add_raft_voter_asks_for_api_versions_appends_and_answers_once_committed() {
             "reply add_raft_voter error=0",
         ]
     );
+    assert!(!e.status().uncommitted_voter_change, "committed");
 }
 
 #[test]

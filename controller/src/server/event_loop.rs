@@ -819,7 +819,7 @@ impl Loop {
             log_end_epoch: crate::log::ReplicatedLog::end_offset(engine.log()).epoch,
             voters: status.voters.len(),
             observers: status.observers.len(),
-            uncommitted_voter_change: false,
+            uncommitted_voter_change: status.uncommitted_voter_change,
         });
         let readiness = readiness(&status);
         self.ctx.readiness.send_if_modified(|r| {
