@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use kafka_protocol::messages::VoteResponse;
 
 use super::{
-    RaftRequest, Result,
+    Result,
     engine::{EpochState, Inflight, RaftEngine, RequestKind},
     leader::LeaderState,
     voters::Endpoint,
@@ -70,23 +70,8 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         if now_ms >= s.election_deadline_ms {
             return self.become_prospective(now_ms);
         }
-        let due: Vec<i32> = s
-            .retry_at
-            .iter()
-            .filter(|(_, at)| **at <= now_ms)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in &due {
-            s.retry_at.remove(id);
-        }
-        for to in due {
-            let request = self.build_vote_request(to, false);
-            self.send(
-                to,
-                RequestKind::Vote { pre_vote: false },
-                RaftRequest::Vote(request),
-            );
-        }
+        let due = super::prospective::take_due_retries(&mut s.retry_at, now_ms);
+        self.send_vote_requests(due, false);
         Ok(())
     }
 

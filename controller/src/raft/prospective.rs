@@ -76,7 +76,12 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             .ids()
             .filter(|id| *id != self.local.id)
             .collect();
-        for to in others {
+        self.send_vote_requests(others, pre_vote);
+    }
+
+    /// Sends a Vote request (a pre-vote when `pre_vote`) to each of `to`.
+    pub(crate) fn send_vote_requests(&mut self, to: Vec<i32>, pre_vote: bool) {
+        for to in to {
             let request = self.build_vote_request(to, pre_vote);
             self.send(
                 to,
@@ -128,23 +133,22 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             // A new pre-vote round, with a fresh randomised timeout.
             return self.become_prospective(now_ms);
         }
-        let due: Vec<i32> = s
-            .retry_at
-            .iter()
-            .filter(|(_, at)| **at <= now_ms)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in &due {
-            s.retry_at.remove(id);
-        }
-        for to in due {
-            let request = self.build_vote_request(to, true);
-            self.send(
-                to,
-                RequestKind::Vote { pre_vote: true },
-                RaftRequest::Vote(request),
-            );
-        }
+        let due = take_due_retries(&mut s.retry_at, now_ms);
+        self.send_vote_requests(due, true);
         Ok(())
     }
+}
+
+/// Removes and returns the voters whose vote retry is due at `now_ms`
+/// (`retry_at`: voter id -> ms), for a Prospective's or a Candidate's round.
+pub(crate) fn take_due_retries(retry_at: &mut BTreeMap<i32, u64>, now_ms: u64) -> Vec<i32> {
+    let due: Vec<i32> = retry_at
+        .iter()
+        .filter(|(_, at)| **at <= now_ms)
+        .map(|(id, _)| *id)
+        .collect();
+    for id in &due {
+        retry_at.remove(id);
+    }
+    due
 }
