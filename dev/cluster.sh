@@ -64,19 +64,15 @@ stop() {
   rm -f "$run/$name.pid"
 }
 
-# wait_for WHAT SECONDS CMD...: polls CMD until it succeeds.
+# shellcheck source=poll.sh
+source "$here/poll.sh"
+
+# wait_for WHAT SECONDS CMD...: `poll`, and on a timeout the last lines of the
+# components' logs, then exit.
 wait_for() {
-  local what="$1" secs="$2"
-  shift 2
-  local deadline=$((SECONDS + secs))
-  until "$@" >/dev/null 2>&1; do
-    if ((SECONDS >= deadline)); then
-      log "timed out after ${secs}s waiting for $what; last lines of the logs:"
-      tail -n 30 "$logs"/*.log >&2 || true
-      exit 1
-    fi
-    sleep 0.5
-  done
+  poll "$@" && return 0
+  tail -n 30 "$logs"/*.log >&2 || true
+  exit 1
 }
 
 # --- certificates ---------------------------------------------------------------

@@ -41,19 +41,8 @@ on_exit() {
 }
 trap on_exit EXIT
 
-# poll DESCRIPTION SECONDS CMD...: until CMD succeeds, or fail.
-poll() {
-  local what="$1" secs="$2"
-  shift 2
-  local deadline=$((SECONDS + secs))
-  until "$@" >/dev/null 2>&1; do
-    if ((SECONDS >= deadline)); then
-      echo "timed out after ${secs}s: $what" >&2
-      return 1
-    fi
-    sleep 0.5
-  done
-}
+# shellcheck source=poll.sh
+source "$here/poll.sh"
 
 "$here/cluster.sh" up
 pass "cluster up"

@@ -20,20 +20,8 @@ controller_port=9093
 
 log() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 
-# poll DESCRIPTION SECONDS CMD...: run CMD every 0.5 s until it succeeds; fail
-# with DESCRIPTION after SECONDS.
-poll() {
-  local what="$1" secs="$2"
-  shift 2
-  local deadline=$((SECONDS + secs))
-  until "$@" >/dev/null 2>&1; do
-    if ((SECONDS >= deadline)); then
-      echo "timed out after ${secs}s: $what" >&2
-      return 1
-    fi
-    sleep 0.5
-  done
-}
+# shellcheck source=../../dev/poll.sh
+source "$repo/dev/poll.sh"
 
 # install_operator: helm upgrade --install the chart (its CRD included) and
 # wait for the operator's Deployment to be available.
