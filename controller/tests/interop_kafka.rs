@@ -158,8 +158,8 @@ fn kafka_dump_log_decodes_our_segments_and_checkpoints_as_our_dump_log_counts_th
     // (3-9), the node's registration (10), then a few idle intervals of
     // NoOpRecords.
     wait_for(
-        "some no-op records committed",
         Duration::from_secs(30),
+        "some no-op records committed",
         || {
             our_status(&address)
                 .filter(|s| s["HighWatermark"].parse::<i64>().is_ok_and(|h| h >= 14))

@@ -51,8 +51,8 @@ fn kafka_decodes_our_bootstrap_registration_and_snapshot_records_and_reads_our_f
     let address = nodes[0].address();
     let port = nodes[0].port;
     wait_for(
-        "the registration to commit",
         Duration::from_secs(30),
+        "the registration to commit",
         || {
             nodes[0]
                 .log_text()
@@ -62,8 +62,8 @@ fn kafka_decodes_our_bootstrap_registration_and_snapshot_records_and_reads_our_f
     );
     let partition = nodes[0].dir.join("__cluster_metadata-0");
     let snapshot = wait_for(
-        "a snapshot after the registration",
         Duration::from_secs(30),
+        "a snapshot after the registration",
         || {
             let mut names: Vec<String> = std::fs::read_dir(&partition)
                 .ok()?

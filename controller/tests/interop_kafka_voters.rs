@@ -76,15 +76,15 @@ fn kafka_metadata_quorum_adds_and_removes_a_controller_of_ours() {
     let joining = nodes[1].config.display().to_string();
     let dir_2 = properties(&nodes[1].dir.join("meta.properties"))["directory.id"].clone();
     // The joining node must fetch as an observer before it can be added.
-    wait_for("node 2 as an observer", Duration::from_secs(30), || {
+    wait_for(Duration::from_secs(30), "node 2 as an observer", || {
         our_status(&address).filter(|s| s["CurrentObservers"].contains(&dir_2))
     });
     // Kafka's add-controller reads the joining node's id, directory id and
     // endpoints from its config and meta.properties; it is retried while the
     // leader answers that the observer is not caught up yet.
     wait_for(
-        "Kafka's add-controller to succeed",
         Duration::from_secs(60),
+        "Kafka's add-controller to succeed",
         || {
             let output = std::process::Command::new(kafka_run_class())
                 .args([
@@ -100,7 +100,7 @@ fn kafka_metadata_quorum_adds_and_removes_a_controller_of_ours() {
             output.status.success().then_some(())
         },
     );
-    let status = wait_for("node 2 as a voter", Duration::from_secs(30), || {
+    let status = wait_for(Duration::from_secs(30), "node 2 as a voter", || {
         our_status(&address).filter(|s| s["CurrentVoters"].contains(&dir_2))
     });
     assert!(status["CurrentVoters"].contains(DIR_1), "{status:?}");
@@ -119,7 +119,7 @@ fn kafka_metadata_quorum_adds_and_removes_a_controller_of_ours() {
             &dir_2,
         ],
     );
-    let status = wait_for("node 2 removed", Duration::from_secs(30), || {
+    let status = wait_for(Duration::from_secs(30), "node 2 removed", || {
         our_status(&address).filter(|s| !s["CurrentVoters"].contains(&dir_2))
     });
     assert!(status["CurrentVoters"].contains(DIR_1), "{status:?}");

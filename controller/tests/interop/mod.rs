@@ -13,7 +13,7 @@ use std::{
     net::TcpListener,
     path::{Path, PathBuf},
     process::{Child, Command, Output, Stdio},
-    time::{Duration, Instant},
+    time::Duration,
 };
 
 /// The cluster id of Kafka's documentation: not canonical base64 (the last
@@ -89,21 +89,9 @@ pub fn free_port() -> u16 {
         .port()
 }
 
-/// Polls `check` every 100 ms until it returns `Some`, or panics after `timeout`
-/// naming `what`.
-pub fn wait_for<T>(what: &str, timeout: Duration, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = check() {
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
+#[path = "../support/wait.rs"]
+mod wait;
+pub use wait::wait_for;
 
 /// One controller: its properties file, directory, and process when running.
 #[derive(Debug)]
@@ -261,8 +249,8 @@ pub fn our_status(address: &str) -> Option<BTreeMap<String, String>> {
 /// Waits until `address` reports a leader and a high watermark above 0.
 pub fn wait_for_leader(address: &str) -> BTreeMap<String, String> {
     wait_for(
-        "a leader with a high watermark",
         Duration::from_secs(30),
+        "a leader with a high watermark",
         || {
             our_status(address).filter(|s| {
                 s.get("LeaderId").is_some_and(|l| l != "-1")

@@ -35,6 +35,9 @@ pub const CLUSTER_ID: &str = "MkU3OEVBNTcwNTJENDM2Qg";
 
 /// Kafka 4.1's defaults of the `controller.quorum.*` timings (`QuorumConfig`),
 /// which every test runs with unless it says otherwise and why.
+mod wait;
+pub use wait::{POLL, wait_for};
+
 pub mod kafka_defaults {
     /// `controller.quorum.election.timeout.ms`: randomised in [T, 2T).
     pub const ELECTION_TIMEOUT_MS: u64 = 1_000;
@@ -715,25 +718,6 @@ impl Drop for Quorum {
 /// Set this environment variable to keep every node's files (configs, log
 /// dirs, output) after a test, e.g. to read the role-change lines.
 pub const KEEP_ENV: &str = "KRAFTWERK_KEEP_PROCESS_FILES";
-
-/// How often conditions are polled.
-pub const POLL: Duration = Duration::from_millis(20);
-
-/// Polls `check` every [`POLL`] until it returns `Some`, for at most
-/// `timeout`; panics naming `what` otherwise.
-pub fn wait_for<T>(timeout: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = check() {
-            return v;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
-        std::thread::sleep(POLL);
-    }
-}
 
 /// `n` distinct free TCP ports on 127.0.0.1, found by binding port 0; all are
 /// held until every one is found, then released.
