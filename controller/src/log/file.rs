@@ -516,14 +516,7 @@ impl ReplicatedLog for FileLog {
 
     fn read(&self, start_offset: i64, max_bytes: usize) -> Result<LogFetchInfo> {
         let end = self.end();
-        let log_start = self.start_offset();
-        if start_offset < log_start || start_offset > end {
-            return Err(LogError::OffsetOutOfRange {
-                offset: start_offset,
-                start_offset: log_start,
-                end_offset: end,
-            });
-        }
+        super::check_in_log(start_offset, self.start_offset(), end)?;
         let first = self
             .segments
             .partition_point(|s| s.base_offset() <= start_offset)
@@ -652,14 +645,7 @@ impl ReplicatedLog for FileLog {
     }
 
     fn write_snapshot(&mut self, id: OffsetAndEpoch, bytes: &[u8]) -> Result<()> {
-        let end = self.end();
-        if id.offset < self.log_start_offset || id.offset > end {
-            return Err(LogError::OffsetOutOfRange {
-                offset: id.offset,
-                start_offset: self.log_start_offset,
-                end_offset: end,
-            });
-        }
+        super::check_in_log(id.offset, self.log_start_offset, self.end())?;
         if self.snapshots.binary_search(&id).is_ok() {
             return Ok(());
         }

@@ -146,13 +146,7 @@ impl ReplicatedLog for MemoryLog {
 
     fn read(&self, start_offset: i64, max_bytes: usize) -> Result<LogFetchInfo> {
         let end = self.end();
-        if start_offset < self.start_offset || start_offset > end {
-            return Err(LogError::OffsetOutOfRange {
-                offset: start_offset,
-                start_offset: self.start_offset,
-                end_offset: end,
-            });
-        }
+        super::check_in_log(start_offset, self.start_offset, end)?;
         let mut out = BytesMut::new();
         for b in self
             .batches
@@ -244,14 +238,7 @@ impl ReplicatedLog for MemoryLog {
     }
 
     fn write_snapshot(&mut self, id: OffsetAndEpoch, bytes: &[u8]) -> Result<()> {
-        let end = self.end();
-        if id.offset < self.start_offset || id.offset > end {
-            return Err(LogError::OffsetOutOfRange {
-                offset: id.offset,
-                start_offset: self.start_offset,
-                end_offset: end,
-            });
-        }
+        super::check_in_log(id.offset, self.start_offset, self.end())?;
         self.snapshots
             .entry(id)
             .or_insert_with(|| Bytes::copy_from_slice(bytes));

@@ -141,6 +141,21 @@ pub enum LogError {
     },
 }
 
+/// Checks that `offset` lies in `[start_offset, end_offset]` (a read position
+/// or a snapshot end offset).
+///
+/// Errors: [`LogError::OffsetOutOfRange`] naming the offset and the range.
+pub(crate) fn check_in_log(offset: i64, start_offset: i64, end_offset: i64) -> Result<()> {
+    if offset < start_offset || offset > end_offset {
+        return Err(LogError::OffsetOutOfRange {
+            offset,
+            start_offset,
+            end_offset,
+        });
+    }
+    Ok(())
+}
+
 /// Result alias of this module.
 pub type Result<T, E = LogError> = std::result::Result<T, E>;
 
