@@ -1,32 +1,34 @@
 //! The engine: the current epoch state, the dispatch of events to the role
-//! that handles them, transitions, and the helpers every role uses (sending,
-//! replying, persisting). Role logic lives in the role files.
-
-use std::collections::HashMap;
+//! state or request handler that handles them, and the transitions between
+//! roles. This is the one file that names every role: the role files
+//! (`unattached.rs`, `prospective.rs`, `candidate.rs`, `follower.rs`,
+//! `leader.rs`, `resigned.rs`) and the request handlers (`requests.rs`,
+//! `fetch.rs`, `fetch_snapshot.rs`, `voter_change.rs`) import the leaves
+//! `core` (shared state) and `output` (commands, inflight requests) and never
+//! this file; they ask for a transition with a [`Next`], which the engine
+//! performs (checked against the table of `quorum_state.rs`).
 
 use bytes::Bytes;
-use kafka_protocol::{
-    ResponseError,
-    messages::{FetchRequest, TopicName},
-    protocol::StrBytes,
-};
 use rand::RngCore;
 
 use super::{
-    Command, Destination, ElectionState, Event, METADATA_PARTITION, METADATA_TOPIC, Proposed,
-    RaftConfig, RaftError, RaftRequest, RaftResponse, RaftStatus, ReplicaStatus, ReplyHandle,
-    RequestFailure, RequestId, Result, Role,
+    Command, ElectionState, Event, Proposed, RaftConfig, RaftError, RaftStatus, ReplicaStatus,
+    Result, Role,
     candidate::CandidateState,
+    core::{Core, EpochView, Next},
     follower::{FetchLoop, FollowerState},
     leader::LeaderState,
-    membership::VoterHistory,
+    output::Output,
     prospective::ProspectiveState,
     quorum_state::check_transition,
+    requests::VoteArgs,
     resigned::ResignedState,
     unattached::UnattachedState,
     voters::{Endpoint, ReplicaKey, VoterSet},
 };
 use crate::log::{LogFetchInfo, ReplicatedLog};
+
+mod dispatch;
 
 /// The state of the current epoch: one variant per role file.
 #[derive(Debug)]
@@ -40,7 +42,7 @@ pub(crate) enum EpochState {
 }
 
 impl EpochState {
-    pub(crate) fn role(&self) -> Role {
+    fn role(&self) -> Role {
         match self {
             Self::Unattached(_) => Role::Unattached,
             Self::Prospective(_) => Role::Prospective,
@@ -51,7 +53,7 @@ impl EpochState {
         }
     }
 
-    pub(crate) fn epoch(&self) -> i32 {
+    fn epoch(&self) -> i32 {
         match self {
             Self::Unattached(s) => s.epoch,
             Self::Prospective(s) => s.epoch,
@@ -61,50 +63,39 @@ impl EpochState {
             Self::Resigned(s) => s.epoch,
         }
     }
-}
 
-/// What an outbound request was, to route its answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum RequestKind {
-    Vote { pre_vote: bool },
-    BeginQuorumEpoch,
-    EndQuorumEpoch,
-    Fetch,
-    FetchSnapshot,
-    ApiVersions,
-}
+    fn next_deadline(&self) -> u64 {
+        match self {
+            Self::Unattached(s) => s.next_deadline(),
+            Self::Prospective(s) => s.next_deadline(),
+            Self::Candidate(s) => s.next_deadline(),
+            Self::Follower(s) => s.next_deadline(),
+            Self::Leader(s) => s.next_deadline(),
+            Self::Resigned(s) => s.next_deadline(),
+        }
+    }
 
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Inflight {
-    pub(crate) kind: RequestKind,
-    pub(crate) node_id: i32,
-    pub(crate) epoch: i32,
+    fn leader(&mut self) -> Option<&mut LeaderState> {
+        match self {
+            Self::Leader(l) => Some(l),
+            _ => None,
+        }
+    }
 }
 
 /// The sans-IO KRaft engine over a log `L` (see the module doc of
 /// [`crate::raft`] for the contract with the runtime).
 pub struct RaftEngine<L: ReplicatedLog> {
-    pub(crate) config: RaftConfig,
-    pub(crate) local: ReplicaKey,
-    pub(crate) voters: VoterSet,
-    pub(crate) log: L,
-    rng: Box<dyn RngCore + Send>,
-    pub(crate) state: EpochState,
+    core: Core<L>,
+    out: Output,
+    state: EpochState,
     persisted: ElectionState,
-    next_request_id: u64,
-    inflight: HashMap<RequestId, Inflight>,
-    pub(crate) out: Vec<Command>,
-    pub(crate) high_watermark: Option<i64>,
-    committed_notified: i64,
     reported: Option<(Role, i32, Option<i32>)>,
-    pub(crate) shutdown_deadline_ms: Option<u64>,
+    shutdown_deadline_ms: Option<u64>,
     shutdown_done: bool,
     /// A leader shutting down waits until a successor is known (Kafka's
     /// graceful shutdown), bounded by `shutdown_deadline_ms`.
     shutdown_awaits_successor: bool,
-    pub(crate) next_bootstrap: usize,
-    pub(crate) voter_history: VoterHistory,
-    pub(crate) kraft_version: i16,
     /// The time of the latest event (ms), for `status()`.
     now_ms: u64,
     /// When the log is next checked against its retention (ms).
@@ -114,16 +105,12 @@ pub struct RaftEngine<L: ReplicatedLog> {
 impl<L: ReplicatedLog> std::fmt::Debug for RaftEngine<L> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RaftEngine")
-            .field("local", &self.local)
+            .field("local", &self.core.local)
             .field("state", &self.state)
-            .field("high_watermark", &self.high_watermark)
-            .field("log_end", &self.log.end_offset())
+            .field("high_watermark", &self.core.high_watermark)
+            .field("log_end", &self.core.log.end_offset())
             .finish_non_exhaustive()
     }
-}
-
-pub(crate) fn error_code(e: ResponseError) -> i16 {
-    e.code()
 }
 
 impl<L: ReplicatedLog> RaftEngine<L> {
@@ -145,14 +132,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         rng: Box<dyn RngCore + Send>,
         now_ms: u64,
     ) -> Result<(Self, Vec<Command>)> {
-        let local = ReplicaKey {
-            id: config.node_id,
-            directory_id: config.directory_id,
-        };
         let stored = stored.unwrap_or_default();
-        let voters = config.voters.clone();
-        let config_voters = config.voters.clone();
-        let config_kraft_version = config.kraft_version;
         let placeholder = EpochState::Unattached(UnattachedState {
             epoch: stored.epoch,
             voted_key: stored.voted_key,
@@ -163,49 +143,47 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             },
         });
         let mut engine = Self {
-            config,
-            local,
-            voters,
-            log,
-            rng,
+            core: Core::new(config, log, rng),
+            out: Output::default(),
             state: placeholder,
             persisted: stored,
-            next_request_id: 0,
-            inflight: HashMap::new(),
-            out: Vec::new(),
-            high_watermark: None,
-            committed_notified: 0,
             reported: None,
             shutdown_deadline_ms: None,
             shutdown_done: false,
             shutdown_awaits_successor: false,
-            next_bootstrap: 0,
-            voter_history: VoterHistory::new(config_voters),
-            kraft_version: config_kraft_version,
             now_ms,
             next_clean_ms: now_ms,
         };
+        let core = &mut engine.core;
+        let local = core.local;
         // A crash between freezing a fetched snapshot and truncating the log
         // leaves the snapshot beyond the log (Kafka's `KafkaMetadataLog.apply`).
-        engine.log.truncate_to_latest_snapshot()?;
+        core.log.truncate_to_latest_snapshot()?;
         // The voter set at the latest snapshot, then the log after it
         // (Kafka's `KRaftControlRecordStateMachine`): the log below it may be
         // gone.
-        let scan_from = engine.load_latest_snapshot_control_records()?;
-        engine.scan_control_records(scan_from)?;
-        let log_end = engine.log.end_offset();
-        let is_voter = engine.can_campaign();
+        let scan_from = core.load_latest_snapshot_control_records()?;
+        core.scan_control_records(scan_from)?;
+        let log_end = core.log.end_offset();
+        let is_voter = core.can_campaign();
         let initial = if stored.epoch < log_end.epoch {
-            EpochState::Unattached(engine.new_unattached(log_end.epoch, None, now_ms))
+            EpochState::Unattached(UnattachedState::new(core, log_end.epoch, None, now_ms))
         } else if stored.leader_id == Some(local.id) && is_voter {
-            EpochState::Resigned(engine.new_resigned(stored.epoch, Vec::new(), now_ms))
+            EpochState::Resigned(ResignedState::new(core, stored.epoch, Vec::new(), now_ms))
         } else if stored.voted_key.is_some_and(|k| k.id == local.id) && is_voter {
-            EpochState::Prospective(engine.new_prospective(stored.epoch, stored.voted_key, now_ms))
+            EpochState::Prospective(ProspectiveState::new(
+                core,
+                stored.epoch,
+                stored.voted_key,
+                None,
+                now_ms,
+            ))
         } else if let Some(leader) = stored
             .leader_id
-            .filter(|l| *l != local.id && engine.voters.contains_id(*l))
+            .filter(|l| *l != local.id && core.voters().contains_id(*l))
         {
-            EpochState::Follower(engine.new_follower(
+            EpochState::Follower(FollowerState::new(
+                core,
                 stored.epoch,
                 leader,
                 None,
@@ -213,7 +191,12 @@ impl<L: ReplicatedLog> RaftEngine<L> {
                 now_ms,
             ))
         } else {
-            EpochState::Unattached(engine.new_unattached(stored.epoch, stored.voted_key, now_ms))
+            EpochState::Unattached(UnattachedState::new(
+                core,
+                stored.epoch,
+                stored.voted_key,
+                now_ms,
+            ))
         };
         engine.state = initial;
         engine.persist_if_changed();
@@ -221,7 +204,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         engine.on_enter(now_ms)?;
         engine.poll(now_ms)?;
         engine.report_role();
-        let commands = std::mem::take(&mut engine.out);
+        let commands = engine.out.take_commands();
         Ok((engine, commands))
     }
 
@@ -236,16 +219,16 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         match event {
             Event::Request {
                 handle,
-                api_version,
+                api_version: _,
                 request,
-            } => self.on_request(handle, api_version, request, now_ms)?,
+            } => self.on_request(handle, request, now_ms)?,
             Event::Response { id, response } => {
-                if let Some(inflight) = self.inflight.remove(&id) {
+                if let Some(inflight) = self.out.take_inflight(id) {
                     self.on_response(id, inflight, response, now_ms)?;
                 }
             }
             Event::RequestFailed { id, failure } => {
-                if let Some(inflight) = self.inflight.remove(&id) {
+                if let Some(inflight) = self.out.take_inflight(id) {
                     self.on_request_failed(id, inflight, failure, now_ms)?;
                 }
             }
@@ -255,7 +238,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         }
         self.poll(now_ms)?;
         self.report_role();
-        Ok(std::mem::take(&mut self.out))
+        Ok(self.out.take_commands())
     }
 
     /// Appends `records` as one data batch if this node is the leader, and
@@ -267,24 +250,25 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     /// `max_batch_bytes`; fatal log errors.
     pub fn propose(&mut self, records: &[Bytes], now_ms: u64) -> Result<(Proposed, Vec<Command>)> {
         self.now_ms = self.now_ms.max(now_ms);
-        let proposed = self.leader_propose(records, now_ms)?;
+        let proposed = match &mut self.state {
+            EpochState::Leader(l) => l.propose(&mut self.core, &mut self.out, records, now_ms)?,
+            _ => {
+                return Err(RaftError::NotLeader {
+                    epoch: self.epoch(),
+                    leader_id: self.leader_id(),
+                });
+            }
+        };
         self.poll(now_ms)?;
         self.report_role();
-        Ok((proposed, std::mem::take(&mut self.out)))
+        Ok((proposed, self.out.take_commands()))
     }
 
     /// When the runtime must next feed [`Event::Tick`] (engine time, ms);
     /// `u64::MAX` when nothing is scheduled.
     pub fn next_deadline_ms(&self) -> u64 {
-        let role_deadline = match &self.state {
-            EpochState::Unattached(s) => s.next_deadline(),
-            EpochState::Prospective(s) => s.next_deadline(),
-            EpochState::Candidate(s) => s.next_deadline(),
-            EpochState::Follower(s) => s.next_deadline(),
-            EpochState::Leader(s) => s.next_deadline(),
-            EpochState::Resigned(s) => s.next_deadline(),
-        };
-        role_deadline
+        self.state
+            .next_deadline()
             .min(self.shutdown_deadline_ms.unwrap_or(u64::MAX))
             .min(self.next_clean_ms)
     }
@@ -293,14 +277,16 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     pub fn status(&self) -> RaftStatus {
         let (voters, observers) = match &self.state {
             EpochState::Leader(l) => (
-                self.voters
+                self.core
+                    .voters()
                     .iter()
-                    .map(|v| l.replica_status(&v.key, self.local, &self.log, self.now_ms))
+                    .map(|v| l.replica_status(&v.key, self.core.local, &self.core.log, self.now_ms))
                     .collect(),
-                l.observer_statuses(&self.voters),
+                l.observer_statuses(self.core.voters()),
             ),
             _ => (
-                self.voters
+                self.core
+                    .voters()
                     .iter()
                     .map(|v| ReplicaStatus {
                         key: v.key,
@@ -313,20 +299,17 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             ),
         };
         RaftStatus {
-            node_id: self.local.id,
+            node_id: self.core.local.id,
             role: self.state.role(),
             epoch: self.epoch(),
             leader_id: self.leader_id(),
             voted_key: self.voted_key(),
-            high_watermark: self.high_watermark,
-            log_end_offset: self.log.end_offset().offset,
-            flushed_end_offset: self.log.flushed_end_offset(),
+            high_watermark: self.core.high_watermark,
+            log_end_offset: self.core.log.end_offset().offset,
+            flushed_end_offset: self.core.log.flushed_end_offset(),
             is_voter: self.is_voter(),
-            kraft_version: self.kraft_version,
-            uncommitted_voter_change: self
-                .voter_history
-                .latest_offset()
-                .is_some_and(|o| self.high_watermark.is_none_or(|hw| o >= hw)),
+            kraft_version: self.core.kraft_version,
+            uncommitted_voter_change: self.core.uncommitted_voter_change(),
             voters,
             observers,
         }
@@ -337,8 +320,11 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     ///
     /// Errors: [`crate::log::LogError::OffsetOutOfRange`] outside the log.
     pub fn read_committed(&self, start_offset: i64, max_bytes: usize) -> Result<LogFetchInfo> {
-        let hw = self.high_watermark.unwrap_or(self.log.start_offset());
-        let mut info = self.log.read(start_offset, max_bytes)?;
+        let hw = self
+            .core
+            .high_watermark
+            .unwrap_or(self.core.log.start_offset());
+        let mut info = self.core.log.read(start_offset, max_bytes)?;
         let mut keep = 0;
         for item in crate::record::iter_batches(&info.records, false) {
             let (header, bytes) = item?;
@@ -353,7 +339,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
 
     /// The log (read-only).
     pub fn log(&self) -> &L {
-        &self.log
+        &self.core.log
     }
 
     /// The whole of snapshot `id` (for the state machine to load after
@@ -362,7 +348,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     ///
     /// Errors: [`RaftError::Log`].
     pub fn read_snapshot(&self, id: crate::log::OffsetAndEpoch) -> Result<Option<Bytes>> {
-        Ok(self.log.read_snapshot(id)?)
+        Ok(self.core.log.read_snapshot(id)?)
     }
 
     /// Writes snapshot `id` of the state machine (`bytes` in Kafka's
@@ -373,15 +359,18 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     /// Errors: [`RaftError::SnapshotNotCommitted`] above the high watermark;
     /// [`RaftError::Log`].
     pub fn write_snapshot(&mut self, id: crate::log::OffsetAndEpoch, bytes: &[u8]) -> Result<()> {
-        let hw = self.high_watermark.unwrap_or(self.log.start_offset());
+        let hw = self
+            .core
+            .high_watermark
+            .unwrap_or(self.core.log.start_offset());
         if id.offset > hw {
             return Err(RaftError::SnapshotNotCommitted {
                 offset: id.offset,
                 high_watermark: hw,
             });
         }
-        self.log.write_snapshot(id, bytes)?;
-        self.clean_log(self.now_ms)
+        self.core.log.write_snapshot(id, bytes)?;
+        self.core.clean_log(self.now_ms)
     }
 
     /// Tells the engine (and its log) about snapshot `id`, written and
@@ -392,27 +381,13 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     /// Errors: [`RaftError::Log`] if no such frozen snapshot exists, or
     /// cleaning failed.
     pub fn register_snapshot(&mut self, id: crate::log::OffsetAndEpoch) -> Result<()> {
-        self.log.register_snapshot(id)?;
-        self.clean_log(self.now_ms)
-    }
-
-    /// Kafka's `maybeClean` against `retention`: deletes the oldest
-    /// snapshots and the log below the next while the retention is exceeded.
-    fn clean_log(&mut self, now_ms: u64) -> Result<()> {
-        let retention = self.config.retention;
-        if self.log.maybe_clean(&retention, now_ms)? {
-            tracing::info!(
-                node = self.local.id,
-                log_start_offset = self.log.start_offset(),
-                "metadata log cleaned"
-            );
-        }
-        Ok(())
+        self.core.log.register_snapshot(id)?;
+        self.core.clean_log(self.now_ms)
     }
 
     /// Gives the log back (on shutdown, or to simulate a crash in tests).
     pub fn into_log(self) -> L {
-        self.log
+        self.core.log
     }
 
     /// Current role.
@@ -427,38 +402,38 @@ impl<L: ReplicatedLog> RaftEngine<L> {
 
     /// The high watermark, once known.
     pub fn high_watermark(&self) -> Option<i64> {
-        self.high_watermark
+        self.core.high_watermark
     }
 
     /// Known leader of the current epoch.
     pub fn leader_id(&self) -> Option<i32> {
         match &self.state {
             EpochState::Follower(s) => Some(s.leader_id),
-            EpochState::Leader(_) | EpochState::Resigned(_) => Some(self.local.id),
+            EpochState::Leader(_) | EpochState::Resigned(_) => Some(self.core.local.id),
             _ => None,
         }
     }
 
     /// The current voter set.
     pub fn voters(&self) -> &VoterSet {
-        &self.voters
+        self.core.voters()
     }
 
     /// The voter set in effect at `end_offset` (from the newest `Voters`
     /// record below it, else the bootstrap set): the set a snapshot with that
     /// end offset must hold (KIP-853).
     pub fn voters_at(&self, end_offset: i64) -> &VoterSet {
-        self.voter_history.at(end_offset)
+        self.core.voter_history().at(end_offset)
     }
 
     /// This node's key.
     pub fn local_key(&self) -> ReplicaKey {
-        self.local
+        self.core.local
     }
 
     /// Whether this node is in the current voter set.
     pub fn is_voter(&self) -> bool {
-        self.voters.contains_key(&self.local)
+        self.core.is_voter()
     }
 
     /// The voter set elections are held in: the current one, or, for a node
@@ -469,87 +444,57 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     /// and the only voters missing the record could wait on each other forever
     /// (found by the membership simulation).
     pub fn election_voters(&self) -> &VoterSet {
-        let latest = self.voter_history.latest();
-        if latest.contains_key(&self.local) {
-            return latest;
-        }
-        let uncommitted = self
-            .voter_history
-            .latest_offset()
-            .is_some_and(|o| self.high_watermark.is_none_or(|hw| o >= hw));
-        let previous = self.voter_history.previous();
-        if uncommitted && previous.contains_key(&self.local) {
-            previous
-        } else {
-            latest
-        }
+        self.core.election_voters()
     }
 
     /// Whether this node may become Prospective, Candidate or Leader: it is
     /// in [`Self::election_voters`].
     pub fn can_campaign(&self) -> bool {
-        self.election_voters().contains_key(&self.local)
+        self.core.can_campaign()
     }
 
-    // ---- crate-internal helpers ------------------------------------------
+    // ---- the epoch, as the role states say --------------------------------
 
-    pub(crate) fn voted_key(&self) -> Option<ReplicaKey> {
+    fn voted_key(&self) -> Option<ReplicaKey> {
         match &self.state {
             EpochState::Unattached(s) => s.voted_key,
             EpochState::Prospective(s) => s.voted_key,
-            EpochState::Candidate(_) | EpochState::Leader(_) => Some(self.local),
+            EpochState::Candidate(_) | EpochState::Leader(_) => Some(self.core.local),
             EpochState::Follower(s) => s.voted_key,
             EpochState::Resigned(_) => self.persisted.voted_key,
         }
     }
 
-    /// The election state this role implies; `None` for the soft roles
-    /// (Prospective, Resigned), which keep what is persisted.
+    /// What responses say of the current epoch.
+    fn view(&self) -> EpochView {
+        let hint = match &self.state {
+            EpochState::Follower(f) => f.leader_endpoint.as_ref(),
+            _ => None,
+        };
+        self.core.view(self.epoch(), self.leader_id(), hint)
+    }
+
+    /// The election state this role implies; `None` for Resigned, which
+    /// keeps what is persisted.
     fn election_state(&self) -> Option<ElectionState> {
-        let epoch = self.epoch();
+        let local = self.core.local;
         match &self.state {
-            EpochState::Unattached(s) => Some(ElectionState {
-                epoch,
-                leader_id: None,
-                voted_key: s.voted_key,
-            }),
-            EpochState::Candidate(_) => Some(ElectionState {
-                epoch,
-                leader_id: None,
-                voted_key: Some(self.local),
-            }),
-            EpochState::Follower(s) => Some(ElectionState {
-                epoch,
-                leader_id: Some(s.leader_id),
-                voted_key: s.voted_key,
-            }),
-            EpochState::Leader(_) => Some(ElectionState {
-                epoch,
-                leader_id: Some(self.local.id),
-                voted_key: Some(self.local),
-            }),
-            // Prospective keeps what was persisted, plus a vote it grants
-            // in its epoch (Kafka's `prospectiveAddVotedState`).
-            EpochState::Prospective(s) => Some(ElectionState {
-                epoch,
-                leader_id: s.lost_leader,
-                voted_key: s.voted_key,
-            }),
+            EpochState::Unattached(s) => Some(s.election_state()),
+            EpochState::Prospective(s) => Some(s.election_state()),
+            EpochState::Candidate(s) => Some(s.election_state(local)),
+            EpochState::Follower(s) => Some(s.election_state()),
+            EpochState::Leader(s) => Some(s.election_state(local)),
             EpochState::Resigned(_) => None,
         }
     }
 
-    pub(crate) fn persist_if_changed(&mut self) {
+    fn persist_if_changed(&mut self) {
         if let Some(state) = self.election_state()
             && state != self.persisted
         {
             self.persisted = state;
             self.out.push(Command::PersistElectionState(state));
         }
-    }
-
-    pub(crate) fn persisted(&self) -> ElectionState {
-        self.persisted
     }
 
     fn report_role(&mut self) {
@@ -564,126 +509,27 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         }
     }
 
-    pub(crate) fn random_election_timeout(&mut self) -> u64 {
-        let t = self.config.election_timeout_ms.max(1);
-        t + self.rng.next_u64() % t
-    }
-
-    pub(crate) fn cluster_id_matches(&self, cluster_id: Option<&StrBytes>) -> bool {
-        match (&self.config.cluster_id, cluster_id) {
-            (Some(ours), Some(theirs)) => ours.as_str() == theirs.as_str(),
-            _ => true,
+    /// Whether the role grants a (pre-)vote to a candidate that passed the
+    /// checks of [`VoteHandler::check`].
+    fn grants_vote(&self, args: &VoteArgs, now_ms: u64) -> bool {
+        let (candidate, up_to_date, pre_vote) = (args.candidate, args.up_to_date, args.pre_vote);
+        match &self.state {
+            EpochState::Unattached(s) => s.grants_vote(candidate, up_to_date, pre_vote),
+            EpochState::Prospective(s) => s.grants_vote(candidate, up_to_date, pre_vote),
+            EpochState::Candidate(_) => CandidateState::grants_vote(up_to_date, pre_vote),
+            EpochState::Follower(s) => s.grants_vote(
+                up_to_date,
+                pre_vote,
+                now_ms,
+                self.core.config.fetch_timeout_ms,
+            ),
+            EpochState::Leader(_) | EpochState::Resigned(_) => false,
         }
-    }
-
-    pub(crate) fn cluster_id_wire(&self) -> Option<StrBytes> {
-        self.config.cluster_id.clone().map(StrBytes::from_string)
-    }
-
-    pub(crate) fn destination(&self, node_id: i32) -> Destination {
-        if node_id < 0 {
-            let index = usize::try_from(-(node_id + 1)).unwrap_or(usize::MAX);
-            return Destination {
-                node_id,
-                endpoint: self.config.bootstrap_servers.get(index).cloned(),
-            };
-        }
-        Destination {
-            node_id,
-            endpoint: self
-                .voters
-                .get(node_id)
-                .and_then(|v| v.endpoints.first().cloned()),
-        }
-    }
-
-    pub(crate) fn send(
-        &mut self,
-        node_id: i32,
-        kind: RequestKind,
-        request: RaftRequest,
-    ) -> RequestId {
-        self.next_request_id += 1;
-        let id = RequestId(self.next_request_id);
-        self.inflight.insert(
-            id,
-            Inflight {
-                kind,
-                node_id,
-                epoch: self.epoch(),
-            },
-        );
-        let destination = self.destination(node_id);
-        self.out.push(Command::Send {
-            id,
-            destination,
-            request,
-            timeout_ms: self.config.request_timeout_ms,
-        });
-        id
-    }
-
-    pub(crate) fn send_to(
-        &mut self,
-        destination: Destination,
-        kind: RequestKind,
-        request: RaftRequest,
-    ) -> RequestId {
-        self.next_request_id += 1;
-        let id = RequestId(self.next_request_id);
-        self.inflight.insert(
-            id,
-            Inflight {
-                kind,
-                node_id: destination.node_id,
-                epoch: self.epoch(),
-            },
-        );
-        self.out.push(Command::Send {
-            id,
-            destination,
-            request,
-            timeout_ms: self.config.request_timeout_ms,
-        });
-        id
-    }
-
-    pub(crate) fn reply(&mut self, handle: ReplyHandle, response: RaftResponse) {
-        self.out.push(Command::Reply { handle, response });
-    }
-
-    pub(crate) fn topic_name() -> TopicName {
-        TopicName(StrBytes::from_static_str(METADATA_TOPIC))
-    }
-
-    /// Sets the high watermark if it grows, and tells the layer above.
-    pub(crate) fn advance_high_watermark(&mut self, hw: i64) {
-        if self.high_watermark.is_none_or(|old| hw > old) {
-            self.high_watermark = Some(hw);
-            if hw > self.committed_notified {
-                self.committed_notified = hw;
-                self.out.push(Command::Committed { high_watermark: hw });
-            }
-        }
-    }
-
-    /// Endpoint of the leader as this node knows it, for `node_endpoints`.
-    pub(crate) fn leader_endpoint(&self) -> Option<(i32, Endpoint)> {
-        let leader = self.leader_id()?;
-        if let EpochState::Follower(f) = &self.state
-            && let Some(e) = &f.leader_endpoint
-        {
-            return Some((leader, e.clone()));
-        }
-        self.voters
-            .get(leader)
-            .and_then(|v| v.endpoints.first().cloned())
-            .map(|e| (leader, e))
     }
 
     // ---- transitions ------------------------------------------------------
 
-    pub(crate) fn transition(&mut self, next: EpochState, now_ms: u64) -> Result<()> {
+    fn transition(&mut self, next: EpochState, now_ms: u64) -> Result<()> {
         let same_state_vote = matches!(
             (&self.state, &next),
             (EpochState::Unattached(a), EpochState::Unattached(b))
@@ -694,21 +540,24 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             self.epoch(),
             next.role(),
             next.epoch(),
-            self.can_campaign(),
+            self.core.can_campaign(),
             same_state_vote,
         )?;
         let previous = std::mem::replace(&mut self.state, next);
         match previous {
-            EpochState::Leader(leader) => self.on_leave_leader(*leader, now_ms),
+            EpochState::Leader(leader) => {
+                let view = self.view();
+                leader.on_leave(&self.core, &mut self.out, &view);
+            }
             // A snapshot half received belongs to that follower state
             // (Kafka's `FollowerState.fetchingSnapshot`).
             EpochState::Follower(f) if f.fetching_snapshot.is_some() => {
-                self.log.abort_fetched_snapshot()?;
+                self.core.log.abort_fetched_snapshot()?;
             }
             _ => {}
         }
         tracing::debug!(
-            node = self.local.id,
+            node = self.core.local.id,
             role = %self.role(),
             epoch = self.epoch(),
             "raft transition"
@@ -720,53 +569,60 @@ impl<L: ReplicatedLog> RaftEngine<L> {
 
     /// Runs what a role does on entry (send votes, become leader, …).
     fn on_enter(&mut self, now_ms: u64) -> Result<()> {
-        match self.role() {
-            Role::Prospective => self.prospective_on_enter(now_ms),
-            Role::Candidate => self.candidate_on_enter(now_ms),
-            Role::Leader => self.leader_on_enter(now_ms),
-            Role::Resigned => {
-                self.resigned_on_enter(now_ms);
-                Ok(())
+        let next = match &mut self.state {
+            EpochState::Prospective(s) => s.on_enter(&self.core, &mut self.out),
+            EpochState::Candidate(s) => s.on_enter(&self.core, &mut self.out),
+            EpochState::Leader(l) => l.on_enter(&mut self.core, &mut self.out, now_ms)?,
+            EpochState::Resigned(s) => {
+                s.on_enter(&self.core, &mut self.out, now_ms);
+                None
             }
-            Role::Unattached | Role::Follower => Ok(()),
+            EpochState::Unattached(_) | EpochState::Follower(_) => None,
+        };
+        self.apply(next, now_ms)
+    }
+
+    /// Performs the transition a role asked for.
+    fn apply(&mut self, next: Option<Next>, now_ms: u64) -> Result<()> {
+        match next {
+            None => Ok(()),
+            Some(Next::Prospective) => self.become_prospective(now_ms),
+            Some(Next::Candidate) => {
+                let epoch = self.epoch() + 1;
+                let next = CandidateState::new(&mut self.core, epoch, now_ms);
+                self.transition(EpochState::Candidate(next), now_ms)
+            }
+            Some(Next::Leader { granting }) => {
+                let next = LeaderState::new(&self.core, self.epoch(), granting, now_ms);
+                self.transition(EpochState::Leader(Box::new(next)), now_ms)
+            }
+            Some(Next::Resign) => self.resign(now_ms),
+            Some(Next::Unattached { epoch }) => self.become_unattached(epoch, now_ms),
         }
     }
 
-    pub(crate) fn new_unattached(
-        &mut self,
-        epoch: i32,
-        voted_key: Option<ReplicaKey>,
-        now_ms: u64,
-    ) -> UnattachedState {
-        // A voter waits for its election timeout; meanwhile voters and
-        // observers ask the bootstrap servers for the leader (KIP-853).
-        let election_deadline_ms = if self.can_campaign() {
-            now_ms + self.random_election_timeout()
-        } else {
-            u64::MAX
+    /// Unattached/Follower/Candidate/Resigned(e) → Prospective(e), keeping
+    /// the vote of the epoch and the last known leader.
+    fn become_prospective(&mut self, now_ms: u64) -> Result<()> {
+        let epoch = self.epoch();
+        let voted = self.voted_key().or(self
+            .persisted
+            .voted_key
+            .filter(|_| self.persisted.epoch == epoch));
+        let lost_leader = match &self.state {
+            EpochState::Prospective(p) => p.lost_leader,
+            _ => self.leader_id().filter(|l| *l != self.core.local.id),
         };
-        let next_fetch_ms = if self.config.bootstrap_servers.is_empty() {
-            u64::MAX
-        } else {
-            now_ms
-        };
-        UnattachedState {
-            epoch,
-            voted_key,
-            election_deadline_ms,
-            fetch: FetchLoop {
-                next_fetch_ms,
-                ..Default::default()
-            },
-        }
+        let next = ProspectiveState::new(&mut self.core, epoch, voted, lost_leader, now_ms);
+        self.transition(EpochState::Prospective(next), now_ms)
     }
 
-    pub(crate) fn become_unattached(&mut self, epoch: i32, now_ms: u64) -> Result<()> {
-        let next = self.new_unattached(epoch, None, now_ms);
+    fn become_unattached(&mut self, epoch: i32, now_ms: u64) -> Result<()> {
+        let next = UnattachedState::new(&mut self.core, epoch, None, now_ms);
         self.transition(EpochState::Unattached(next), now_ms)
     }
 
-    pub(crate) fn become_follower(
+    fn become_follower(
         &mut self,
         epoch: i32,
         leader_id: i32,
@@ -778,13 +634,31 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         } else {
             None
         };
-        let next = self.new_follower(epoch, leader_id, endpoint_hint, voted_key, now_ms);
+        let next = FollowerState::new(
+            &self.core,
+            epoch,
+            leader_id,
+            endpoint_hint,
+            voted_key,
+            now_ms,
+        );
         self.transition(EpochState::Follower(next), now_ms)
+    }
+
+    /// Leader(e) → Resigned(e), naming the other voters as preferred
+    /// successors, most caught up first.
+    fn resign(&mut self, now_ms: u64) -> Result<()> {
+        let EpochState::Leader(l) = &self.state else {
+            return Ok(());
+        };
+        let (epoch, successors) = (l.epoch, l.successors(&self.core));
+        let next = ResignedState::new(&mut self.core, epoch, successors, now_ms);
+        self.transition(EpochState::Resigned(next), now_ms)
     }
 
     /// Kafka's `maybeTransition`: acts on a (leader, epoch) learned from any
     /// request or response. Returns whether the state changed.
-    pub(crate) fn maybe_transition(
+    fn maybe_transition(
         &mut self,
         leader_id: Option<i32>,
         epoch: i32,
@@ -796,7 +670,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
 
     /// As [`Self::maybe_transition`]; `from_leader` marks a message sent by
     /// that leader itself (BeginQuorumEpoch, or a Fetch response from it).
-    pub(crate) fn maybe_transition_from(
+    fn maybe_transition_from(
         &mut self,
         leader_id: Option<i32>,
         epoch: i32,
@@ -805,15 +679,14 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         now_ms: u64,
     ) -> Result<bool> {
         let current = self.epoch();
+        let local = self.core.local.id;
         let leader_id = leader_id.filter(|l| *l >= 0);
         if epoch < current {
             return Ok(false);
         }
         if epoch > current {
             match leader_id {
-                Some(l) if l != self.local.id => {
-                    self.become_follower(epoch, l, endpoint_hint, now_ms)?
-                }
+                Some(l) if l != local => self.become_follower(epoch, l, endpoint_hint, now_ms)?,
                 _ => self.become_unattached(epoch, now_ms)?,
             }
             return Ok(true);
@@ -825,15 +698,13 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             return Ok(false);
         }
         match (leader_id, self.role()) {
-            (Some(l), Role::Unattached | Role::Prospective | Role::Candidate)
-                if l != self.local.id =>
-            {
+            (Some(l), Role::Unattached | Role::Prospective | Role::Candidate) if l != local => {
                 self.become_follower(epoch, l, endpoint_hint, now_ms)?;
                 Ok(true)
             }
             (Some(l), Role::Follower) if self.leader_id() != Some(l) => {
                 tracing::warn!(
-                    node = self.local.id,
+                    node = local,
                     epoch,
                     leader = l,
                     known = ?self.leader_id(),
@@ -844,256 +715,4 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             _ => Ok(false),
         }
     }
-
-    // ---- dispatch ---------------------------------------------------------
-
-    fn on_request(
-        &mut self,
-        handle: ReplyHandle,
-        api_version: i16,
-        request: RaftRequest,
-        now_ms: u64,
-    ) -> Result<()> {
-        match request {
-            RaftRequest::Vote(r) => self.handle_vote_request(handle, r, now_ms),
-            RaftRequest::BeginQuorumEpoch(r) => self.handle_begin_quorum_epoch(handle, r, now_ms),
-            RaftRequest::EndQuorumEpoch(r) => self.handle_end_quorum_epoch(handle, r, now_ms),
-            RaftRequest::Fetch(r) => self.handle_fetch_request(handle, api_version, r, now_ms),
-            RaftRequest::FetchSnapshot(r) => self.handle_fetch_snapshot_request(handle, r, now_ms),
-            RaftRequest::DescribeQuorum(_) => {
-                let response = self.describe_quorum(now_ms);
-                self.reply(handle, RaftResponse::DescribeQuorum(response));
-                Ok(())
-            }
-            RaftRequest::AddRaftVoter(r) => self.handle_add_raft_voter(handle, r, now_ms),
-            RaftRequest::RemoveRaftVoter(r) => self.handle_remove_raft_voter(handle, r, now_ms),
-            RaftRequest::UpdateRaftVoter(r) => self.handle_update_raft_voter(handle, r, now_ms),
-            other => {
-                self.reply_unsupported(handle, &other);
-                Ok(())
-            }
-        }
-    }
-
-    fn reply_unsupported(&mut self, handle: ReplyHandle, request: &RaftRequest) {
-        use kafka_protocol::messages::{
-            AddRaftVoterResponse, FetchSnapshotResponse, RemoveRaftVoterResponse,
-            UpdateRaftVoterResponse,
-        };
-        let code = error_code(ResponseError::UnsupportedVersion);
-        let response = match request {
-            RaftRequest::FetchSnapshot(_) => {
-                RaftResponse::FetchSnapshot(FetchSnapshotResponse::default().with_error_code(code))
-            }
-            RaftRequest::AddRaftVoter(_) => {
-                RaftResponse::AddRaftVoter(AddRaftVoterResponse::default().with_error_code(code))
-            }
-            RaftRequest::RemoveRaftVoter(_) => RaftResponse::RemoveRaftVoter(
-                RemoveRaftVoterResponse::default().with_error_code(code),
-            ),
-            RaftRequest::UpdateRaftVoter(_) => RaftResponse::UpdateRaftVoter(
-                UpdateRaftVoterResponse::default().with_error_code(code),
-            ),
-            _ => RaftResponse::ApiVersions(
-                kafka_protocol::messages::ApiVersionsResponse::default().with_error_code(code),
-            ),
-        };
-        self.reply(handle, response);
-    }
-
-    fn on_response(
-        &mut self,
-        id: RequestId,
-        inflight: Inflight,
-        response: RaftResponse,
-        now_ms: u64,
-    ) -> Result<()> {
-        match response {
-            RaftResponse::Vote(r) => self.handle_vote_response(inflight, r, now_ms),
-            RaftResponse::BeginQuorumEpoch(r) => {
-                let (leader, epoch) = r
-                    .topics
-                    .first()
-                    .and_then(|t| t.partitions.first())
-                    .map_or((None, -1), |p| (Some(p.leader_id.0), p.leader_epoch));
-                if let EpochState::Leader(l) = &mut self.state {
-                    // Answered: it may be sent again at the next interval.
-                    l.begin_epoch_inflight.remove(&inflight.node_id);
-                }
-                self.maybe_transition(leader, epoch, None, now_ms)?;
-                Ok(())
-            }
-            RaftResponse::EndQuorumEpoch(r) => {
-                self.handle_end_quorum_epoch_response(inflight, r, now_ms)
-            }
-            RaftResponse::Fetch(r) => self.handle_fetch_response(id, inflight, r, now_ms),
-            RaftResponse::FetchSnapshot(r) => {
-                self.handle_fetch_snapshot_response(id, inflight, r, now_ms)
-            }
-            RaftResponse::ApiVersions(r) => self.handle_api_versions_response(id, Some(r), now_ms),
-            _ => Ok(()),
-        }
-    }
-
-    fn on_request_failed(
-        &mut self,
-        id: RequestId,
-        inflight: Inflight,
-        failure: RequestFailure,
-        now_ms: u64,
-    ) -> Result<()> {
-        tracing::debug!(
-            node = self.local.id,
-            to = inflight.node_id,
-            ?failure,
-            "request failed"
-        );
-        let retry_at = now_ms + self.config.retry_backoff_ms;
-        match (&mut self.state, inflight.kind) {
-            (EpochState::Prospective(s), RequestKind::Vote { pre_vote: true })
-                if inflight.epoch == s.epoch =>
-            {
-                s.retry_at.insert(inflight.node_id, retry_at);
-            }
-            (EpochState::Candidate(s), RequestKind::Vote { pre_vote: false })
-                if inflight.epoch == s.epoch =>
-            {
-                s.retry_at.insert(inflight.node_id, retry_at);
-            }
-            (EpochState::Follower(s), RequestKind::Fetch | RequestKind::FetchSnapshot)
-                if s.fetch.inflight == Some(id) =>
-            {
-                s.fetch.inflight = None;
-                s.fetch.next_fetch_ms = retry_at;
-            }
-            (EpochState::Unattached(s), RequestKind::Fetch) if s.fetch.inflight == Some(id) => {
-                s.fetch.inflight = None;
-                s.fetch.next_fetch_ms = retry_at;
-            }
-            (EpochState::Resigned(s), RequestKind::EndQuorumEpoch) => {
-                s.retry_at.insert(inflight.node_id, retry_at);
-            }
-            (EpochState::Leader(s), RequestKind::BeginQuorumEpoch) => {
-                s.begin_epoch_inflight.remove(&inflight.node_id);
-            }
-            (EpochState::Leader(_), RequestKind::ApiVersions) => {
-                self.on_api_versions_failed(id, now_ms)?;
-            }
-            _ => {}
-        }
-        Ok(())
-    }
-
-    fn on_flush(&mut self, now_ms: u64) -> Result<()> {
-        self.log.flush()?;
-        match self.role() {
-            Role::Leader => self.leader_on_flush(now_ms),
-            Role::Follower => {
-                self.follower_on_flush(now_ms);
-                Ok(())
-            }
-            _ => Ok(()),
-        }
-    }
-
-    fn on_shutdown(&mut self, timeout_ms: u64, now_ms: u64) -> Result<()> {
-        self.shutdown_deadline_ms = Some(now_ms + timeout_ms);
-        if self.role() == Role::Leader {
-            // With other voters, wait for one of them to lead; alone, there
-            // is nobody to hand over to.
-            self.shutdown_awaits_successor = self.voters.iter().any(|v| v.key.id != self.local.id);
-            self.resign(now_ms)?;
-        }
-        Ok(())
-    }
-
-    /// Runs every timer that is due, then the role's periodic work.
-    fn poll(&mut self, now_ms: u64) -> Result<()> {
-        if now_ms >= self.next_clean_ms {
-            self.next_clean_ms = now_ms.saturating_add(self.config.log_clean_interval_ms.max(1));
-            self.clean_log(now_ms)?;
-        }
-        if let Some(deadline) = self.shutdown_deadline_ms {
-            // A resigned leader is done once another node leads a later epoch;
-            // any other node has nothing to hand over.
-            let handed_over = !self.shutdown_awaits_successor
-                || self.leader_id().is_some_and(|l| l != self.local.id);
-            if !self.shutdown_done && (handed_over || now_ms >= deadline) {
-                self.shutdown_done = true;
-                self.shutdown_deadline_ms = None;
-                self.out.push(Command::ShutdownComplete);
-            }
-            if self.shutdown_done {
-                return Ok(());
-            }
-        }
-        if self.shutdown_done {
-            return Ok(());
-        }
-        match self.role() {
-            Role::Unattached => self.unattached_poll(now_ms),
-            Role::Prospective => self.prospective_poll(now_ms),
-            Role::Candidate => self.candidate_poll(now_ms),
-            Role::Follower => self.follower_poll(now_ms),
-            Role::Leader => self.leader_poll(now_ms),
-            Role::Resigned => self.resigned_poll(now_ms),
-        }
-    }
-
-    /// A Fetch request for this node's current fetch position, with `epoch`
-    /// as its known leader epoch.
-    pub(crate) fn build_fetch_request(&self) -> FetchRequest {
-        use kafka_protocol::messages::fetch_request::{FetchPartition, FetchTopic, ReplicaState};
-        let end = self.log.end_offset();
-        FetchRequest::default()
-            .with_cluster_id(self.cluster_id_wire())
-            .with_replica_id(self.local.id.into())
-            .with_replica_state(
-                ReplicaState::default()
-                    .with_replica_id(self.local.id.into())
-                    .with_replica_epoch(-1),
-            )
-            .with_max_wait_ms(i32::try_from(self.config.fetch_max_wait_ms).unwrap_or(i32::MAX))
-            .with_min_bytes(0)
-            .with_max_bytes(i32::try_from(self.config.max_fetch_bytes).unwrap_or(i32::MAX))
-            .with_session_epoch(-1)
-            .with_topics(vec![
-                FetchTopic::default()
-                    .with_topic(Self::topic_name())
-                    .with_topic_id(metadata_topic_id())
-                    .with_partitions(vec![
-                        FetchPartition::default()
-                            .with_partition(METADATA_PARTITION)
-                            .with_current_leader_epoch(self.epoch())
-                            .with_fetch_offset(end.offset)
-                            .with_last_fetched_epoch(end.epoch)
-                            .with_log_start_offset(self.log.start_offset())
-                            .with_partition_max_bytes(
-                                i32::try_from(self.config.max_fetch_bytes).unwrap_or(i32::MAX),
-                            )
-                            .with_replica_directory_id(self.local.directory_id_or_nil())
-                            .with_high_watermark(self.high_watermark.unwrap_or(-1)),
-                    ]),
-            ])
-    }
-
-    /// Truncates the log to `offset`, refusing to cut committed data.
-    pub(crate) fn truncate_to(&mut self, offset: i64) -> Result<()> {
-        if let Some(hw) = self.high_watermark
-            && offset < hw
-        {
-            return Err(RaftError::TruncateBelowHighWatermark {
-                offset,
-                high_watermark: hw,
-            });
-        }
-        self.log.truncate_to(offset)?;
-        self.truncate_voter_history(offset);
-        Ok(())
-    }
-}
-
-/// Kafka's `Uuid.METADATA_TOPIC_ID` (`AAAAAAAAAAAAAAAAAAAAAQ`).
-pub(crate) fn metadata_topic_id() -> uuid::Uuid {
-    uuid::Uuid::from_u128(1)
 }

@@ -5,18 +5,59 @@
 //! becomes Prospective; an observer falls back to the bootstrap servers.
 //! When the leader answers a Fetch with a snapshot id (the fetch offset is
 //! below its log start), the follower fetches that snapshot in chunks
-//! instead (KIP-630, `fetch_snapshot.rs`), installs it, then fetches again.
-//! Must not accept writes or grant votes in its epoch (only pre-votes, once
-//! its leader has been silent for the fetch timeout).
+//! instead (KIP-630, `fetch_snapshot.rs` extends this state), installs it,
+//! then fetches again. Must not accept writes or grant votes in its epoch
+//! (only pre-votes, once its leader has been silent for the fetch timeout).
+//!
+//! Imports only the leaves (`core`, `output`); the engine performs the
+//! transitions and learns the leader from each answer before this state
+//! handles it.
 
-use kafka_protocol::messages::FetchResponse;
+use kafka_protocol::messages::{FetchRequest, FetchResponse, fetch_request, fetch_response};
 
 use super::{
-    Command, RaftRequest, RequestId, Result,
-    engine::{EpochState, Inflight, RaftEngine, RequestKind},
+    Command, Destination, ElectionState, METADATA_PARTITION, RaftRequest, RequestId, Result,
+    core::{Core, Next, metadata_topic_id, topic_name},
+    output::{Output, RequestKind},
     voters::{Endpoint, ReplicaKey},
 };
 use crate::log::{LogError, OffsetAndEpoch, ReplicatedLog};
+
+/// A Fetch request for this node's current fetch position, with `epoch` as
+/// its known leader epoch.
+pub(crate) fn fetch_request<L: ReplicatedLog>(core: &Core<L>, epoch: i32) -> FetchRequest {
+    use fetch_request::{FetchPartition, FetchTopic, ReplicaState};
+    let end = core.log.end_offset();
+    let max_bytes = i32::try_from(core.config.max_fetch_bytes).unwrap_or(i32::MAX);
+    FetchRequest::default()
+        .with_cluster_id(core.cluster_id_wire())
+        .with_replica_id(core.local.id.into())
+        .with_replica_state(
+            ReplicaState::default()
+                .with_replica_id(core.local.id.into())
+                .with_replica_epoch(-1),
+        )
+        .with_max_wait_ms(i32::try_from(core.config.fetch_max_wait_ms).unwrap_or(i32::MAX))
+        .with_min_bytes(0)
+        .with_max_bytes(max_bytes)
+        .with_session_epoch(-1)
+        .with_topics(vec![
+            FetchTopic::default()
+                .with_topic(topic_name())
+                .with_topic_id(metadata_topic_id())
+                .with_partitions(vec![
+                    FetchPartition::default()
+                        .with_partition(METADATA_PARTITION)
+                        .with_current_leader_epoch(epoch)
+                        .with_fetch_offset(end.offset)
+                        .with_last_fetched_epoch(end.epoch)
+                        .with_log_start_offset(core.log.start_offset())
+                        .with_partition_max_bytes(max_bytes)
+                        .with_replica_directory_id(core.local.directory_id_or_nil())
+                        .with_high_watermark(core.high_watermark.unwrap_or(-1)),
+                ]),
+        ])
+}
 
 /// The fetch loop of a follower (or of an observer asking bootstrap servers).
 #[derive(Debug, Default)]
@@ -41,6 +82,15 @@ impl FetchLoop {
             u64::MAX
         }
     }
+
+    /// The Fetch `id` was answered (or failed) without data to wait for:
+    /// the next one goes at `next_fetch_ms`.
+    pub(crate) fn done(&mut self, id: RequestId, next_fetch_ms: u64) {
+        if self.inflight == Some(id) {
+            self.inflight = None;
+            self.next_fetch_ms = next_fetch_ms;
+        }
+    }
 }
 
 /// State of a follower.
@@ -63,38 +113,27 @@ pub(crate) struct FollowerState {
 }
 
 impl FollowerState {
-    pub(crate) fn next_deadline(&self) -> u64 {
-        self.fetch_deadline_ms.min(self.fetch.next_deadline())
-    }
-
-    /// Whether the leader answered a fetch within the fetch timeout (a
-    /// follower in that case rejects pre-votes, KIP-996).
-    pub(crate) fn has_fetched_recently(&self, now_ms: u64, fetch_timeout_ms: u64) -> bool {
-        self.last_fetch_ok_ms
-            .is_some_and(|t| now_ms < t.saturating_add(fetch_timeout_ms))
-    }
-}
-
-impl<L: ReplicatedLog> RaftEngine<L> {
-    pub(crate) fn new_follower(
-        &mut self,
+    /// Follower of `leader_id` in `epoch`, keeping `voted_key`; the leader's
+    /// endpoint from the voter set, else `endpoint_hint`.
+    pub(crate) fn new<L: ReplicatedLog>(
+        core: &Core<L>,
         epoch: i32,
         leader_id: i32,
         endpoint_hint: Option<Endpoint>,
         voted_key: Option<ReplicaKey>,
         now_ms: u64,
-    ) -> FollowerState {
-        let leader_endpoint = self
-            .voters
+    ) -> Self {
+        let leader_endpoint = core
+            .voters()
             .get(leader_id)
             .and_then(|v| v.endpoints.first().cloned())
             .or(endpoint_hint);
-        FollowerState {
+        Self {
             epoch,
             leader_id,
             leader_endpoint,
             voted_key,
-            fetch_deadline_ms: now_ms + self.config.fetch_timeout_ms,
+            fetch_deadline_ms: now_ms + core.config.fetch_timeout_ms,
             last_fetch_ok_ms: None,
             fetch: FetchLoop {
                 next_fetch_ms: now_ms,
@@ -105,160 +144,174 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         }
     }
 
-    pub(crate) fn follower_poll(&mut self, now_ms: u64) -> Result<()> {
-        let is_voter = self.can_campaign();
-        let fetch_timeout = self.config.fetch_timeout_ms;
-        let EpochState::Follower(s) = &mut self.state else {
-            return Ok(());
-        };
-        if now_ms >= s.fetch_deadline_ms {
-            if is_voter {
-                return self.become_prospective(now_ms);
+    /// The election state this role implies.
+    pub(crate) fn election_state(&self) -> ElectionState {
+        ElectionState {
+            epoch: self.epoch,
+            leader_id: Some(self.leader_id),
+            voted_key: self.voted_key,
+        }
+    }
+
+    /// The leader, where this follower sends its fetches.
+    fn leader_destination(&self) -> Destination {
+        Destination {
+            node_id: self.leader_id,
+            endpoint: self.leader_endpoint.clone(),
+        }
+    }
+
+    pub(crate) fn next_deadline(&self) -> u64 {
+        self.fetch_deadline_ms.min(self.fetch.next_deadline())
+    }
+
+    /// Whether the leader answered a fetch within the fetch timeout (a
+    /// follower in that case rejects pre-votes, KIP-996).
+    pub(crate) fn has_fetched_recently(&self, now_ms: u64, fetch_timeout_ms: u64) -> bool {
+        self.last_fetch_ok_ms
+            .is_some_and(|t| now_ms < t.saturating_add(fetch_timeout_ms))
+    }
+
+    /// A voter whose leader was silent for the fetch timeout campaigns; an
+    /// observer asks the bootstrap servers. Then the next Fetch (or
+    /// FetchSnapshot) if none is in flight.
+    pub(crate) fn poll<L: ReplicatedLog>(
+        &mut self,
+        core: &mut Core<L>,
+        out: &mut Output,
+        now_ms: u64,
+    ) -> Option<Next> {
+        if now_ms >= self.fetch_deadline_ms {
+            if core.can_campaign() {
+                return Some(Next::Prospective);
             }
-            s.use_bootstrap = !self.config.bootstrap_servers.is_empty();
-            s.fetch_deadline_ms = now_ms + fetch_timeout;
+            self.use_bootstrap = !core.config.bootstrap_servers.is_empty();
+            self.fetch_deadline_ms = now_ms + core.config.fetch_timeout_ms;
         }
-        if !s.fetch.ready(now_ms) {
-            return Ok(());
+        if !self.fetch.ready(now_ms) {
+            return None;
         }
-        if let Some(snapshot_id) = s.fetching_snapshot {
+        if let Some(snapshot_id) = self.fetching_snapshot {
             // Kafka's `maybeSendFetchOrFetchSnapshot`: to the leader only.
-            let destination = super::Destination {
-                node_id: s.leader_id,
-                endpoint: s.leader_endpoint.clone(),
-            };
-            let request = self.build_fetch_snapshot_request(snapshot_id);
-            let id = self.send_to(
-                destination,
+            let request = self.fetch_snapshot_request(core, snapshot_id);
+            let id = core.send_to(
+                out,
+                self.leader_destination(),
                 RequestKind::FetchSnapshot,
+                self.epoch,
                 RaftRequest::FetchSnapshot(request),
             );
-            if let EpochState::Follower(s) = &mut self.state {
-                s.fetch.inflight = Some(id);
-            }
-            return Ok(());
+            self.fetch.inflight = Some(id);
+            return None;
         }
-        let destination = if s.use_bootstrap {
-            let n = self.config.bootstrap_servers.len().max(1);
-            let index = self.next_bootstrap % n;
-            self.next_bootstrap = self.next_bootstrap.wrapping_add(1);
-            self.destination(-(index as i32) - 1)
+        let destination = if self.use_bootstrap {
+            let node_id = core.next_bootstrap_id();
+            core.destination(node_id)
         } else {
-            super::Destination {
-                node_id: s.leader_id,
-                endpoint: s.leader_endpoint.clone(),
-            }
+            self.leader_destination()
         };
-        let request = self.build_fetch_request();
-        let id = self.send_to(destination, RequestKind::Fetch, RaftRequest::Fetch(request));
-        if let EpochState::Follower(s) = &mut self.state {
-            s.fetch.inflight = Some(id);
-        }
-        Ok(())
+        let request = fetch_request(core, self.epoch);
+        let id = core.send_to(
+            out,
+            destination,
+            RequestKind::Fetch,
+            self.epoch,
+            RaftRequest::Fetch(request),
+        );
+        self.fetch.inflight = Some(id);
+        None
     }
 
-    pub(crate) fn follower_on_flush(&mut self, now_ms: u64) {
-        if let EpochState::Follower(s) = &mut self.state {
-            s.fetch.awaiting_flush = false;
-            s.fetch.next_fetch_ms = now_ms;
-        }
+    /// The appends are durable: fetch again at once.
+    pub(crate) fn on_flush(&mut self, now_ms: u64) {
+        self.fetch.awaiting_flush = false;
+        self.fetch.next_fetch_ms = now_ms;
     }
 
-    /// A Fetch response: learn the leader from it, then (as the follower of
-    /// that leader) truncate, append or back off.
-    pub(crate) fn handle_fetch_response(
+    /// Whether a (pre-)vote is granted: pre-votes only, once the leader has
+    /// been silent for the fetch timeout (KIP-996).
+    pub(crate) fn grants_vote(
+        &self,
+        up_to_date: bool,
+        pre_vote: bool,
+        now_ms: u64,
+        fetch_timeout_ms: u64,
+    ) -> bool {
+        pre_vote && !self.has_fetched_recently(now_ms, fetch_timeout_ms) && up_to_date
+    }
+
+    /// EndQuorumEpoch of this follower's leader: fetch timeout shortened to
+    /// `now_ms + backoff_ms` (Kafka's `endEpochElectionBackoff`).
+    pub(crate) fn on_end_quorum_epoch(
         &mut self,
+        epoch: i32,
+        leader_id: i32,
+        local_id: i32,
+        backoff_ms: u64,
+        now_ms: u64,
+    ) {
+        if self.epoch == epoch && self.leader_id == leader_id && self.leader_id != local_id {
+            self.fetch_deadline_ms = self.fetch_deadline_ms.min(now_ms + backoff_ms);
+        }
+    }
+
+    /// A Fetch response from this epoch's leader (the engine learned the
+    /// leader from it already): truncate, append or back off.
+    pub(crate) fn on_fetch_response<L: ReplicatedLog>(
+        &mut self,
+        core: &mut Core<L>,
+        out: &mut Output,
         id: RequestId,
-        inflight: Inflight,
-        r: FetchResponse,
+        r: &FetchResponse,
+        partition: Option<fetch_response::PartitionData>,
         now_ms: u64,
     ) -> Result<()> {
-        let partition = r
-            .responses
-            .first()
-            .and_then(|t| t.partitions.first())
-            .cloned();
-        if let Some(p) = &partition {
-            let leader = p.current_leader.leader_id.0;
-            let hint = r
-                .node_endpoints
-                .iter()
-                .find(|e| e.node_id.0 == leader)
-                .and_then(|e| {
-                    u16::try_from(e.port)
-                        .ok()
-                        .map(|port| Endpoint::new("", e.host.as_str(), port))
-                });
-            let from_leader = inflight.node_id == leader;
-            if self.maybe_transition_from(
-                Some(leader),
-                p.current_leader.leader_epoch,
-                hint,
-                from_leader,
-                now_ms,
-            )? {
-                return Ok(());
+        if self.fetch.inflight != Some(id) {
+            return Ok(());
+        }
+        let backoff = now_ms + core.config.retry_backoff_ms;
+        self.fetch.inflight = None;
+        let Some(p) = partition.filter(|p| r.error_code == 0 && p.error_code == 0) else {
+            self.fetch.next_fetch_ms = backoff;
+            return Ok(());
+        };
+        self.use_bootstrap = false;
+        self.last_fetch_ok_ms = Some(now_ms);
+        self.fetch_deadline_ms = now_ms + core.config.fetch_timeout_ms;
+        if p.diverging_epoch.epoch >= 0 && p.diverging_epoch.end_offset >= 0 {
+            // The leader's log diverges from ours: truncate to where the
+            // epochs agree (Kafka's `truncateToEndOffset`) and fetch again.
+            let local = core.log.end_offset_for_epoch(p.diverging_epoch.epoch);
+            let target = local.offset.min(p.diverging_epoch.end_offset);
+            return core.truncate_to(target);
+        }
+        if p.snapshot_id.epoch >= 0 || p.snapshot_id.end_offset >= 0 {
+            let snapshot_id = OffsetAndEpoch::new(p.snapshot_id.end_offset, p.snapshot_id.epoch);
+            return self.start_fetching_snapshot(core, snapshot_id, now_ms);
+        }
+        let records = p.records.clone().unwrap_or_default();
+        if !records.is_empty() {
+            match core.log.append_as_follower(records) {
+                Ok(info) => {
+                    core.scan_control_records(info.first_offset)?;
+                    self.fetch.awaiting_flush = true;
+                    out.push(Command::Flush);
+                }
+                Err(
+                    e @ (LogError::NonContiguous { .. }
+                    | LogError::EpochRegression { .. }
+                    | LogError::Record(_)),
+                ) => {
+                    tracing::warn!(node = core.local.id, error = %e, "rejected fetched batches; fetching again");
+                    self.fetch.next_fetch_ms = backoff;
+                }
+                Err(e) => return Err(e.into()),
             }
         }
-        let backoff = now_ms + self.config.retry_backoff_ms;
-        match &mut self.state {
-            EpochState::Unattached(s) if s.fetch.inflight == Some(id) => {
-                s.fetch.inflight = None;
-                s.fetch.next_fetch_ms = backoff;
-                Ok(())
-            }
-            EpochState::Follower(s) if s.fetch.inflight == Some(id) => {
-                s.fetch.inflight = None;
-                let Some(p) = partition.filter(|p| r.error_code == 0 && p.error_code == 0) else {
-                    s.fetch.next_fetch_ms = backoff;
-                    return Ok(());
-                };
-                s.use_bootstrap = false;
-                s.last_fetch_ok_ms = Some(now_ms);
-                s.fetch_deadline_ms = now_ms + self.config.fetch_timeout_ms;
-                if p.diverging_epoch.epoch >= 0 && p.diverging_epoch.end_offset >= 0 {
-                    // The leader's log diverges from ours: truncate to where the
-                    // epochs agree (Kafka's `truncateToEndOffset`) and fetch again.
-                    let local = self.log.end_offset_for_epoch(p.diverging_epoch.epoch);
-                    let target = local.offset.min(p.diverging_epoch.end_offset);
-                    self.truncate_to(target)?;
-                    return Ok(());
-                }
-                if p.snapshot_id.epoch >= 0 || p.snapshot_id.end_offset >= 0 {
-                    let snapshot_id =
-                        OffsetAndEpoch::new(p.snapshot_id.end_offset, p.snapshot_id.epoch);
-                    return self.start_fetching_snapshot(snapshot_id, now_ms);
-                }
-                let records = p.records.clone().unwrap_or_default();
-                if !records.is_empty() {
-                    match self.log.append_as_follower(records) {
-                        Ok(info) => {
-                            self.scan_control_records(info.first_offset)?;
-                            if let EpochState::Follower(s) = &mut self.state {
-                                s.fetch.awaiting_flush = true;
-                            }
-                            self.out.push(Command::Flush);
-                        }
-                        Err(
-                            e @ (LogError::NonContiguous { .. }
-                            | LogError::EpochRegression { .. }
-                            | LogError::Record(_)),
-                        ) => {
-                            tracing::warn!(node = self.local.id, error = %e, "rejected fetched batches; fetching again");
-                            if let EpochState::Follower(s) = &mut self.state {
-                                s.fetch.next_fetch_ms = backoff;
-                            }
-                        }
-                        Err(e) => return Err(e.into()),
-                    }
-                }
-                if p.high_watermark >= 0 {
-                    let hw = p.high_watermark.min(self.log.end_offset().offset);
-                    self.advance_high_watermark(hw);
-                }
-                Ok(())
-            }
-            _ => Ok(()),
+        if p.high_watermark >= 0 {
+            let hw = p.high_watermark.min(core.log.end_offset().offset);
+            core.advance_high_watermark(hw, out);
         }
+        Ok(())
     }
 }

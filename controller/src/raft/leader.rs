@@ -1,10 +1,15 @@
 //! Leader: appends a LeaderChange control batch as the first batch of its
 //! epoch, announces itself with BeginQuorumEpoch (re-sent as a heartbeat to
 //! voters that do not fetch), answers Fetch (records, a diverging epoch, or a
-//! snapshot id) and parks empty fetches, advances the high watermark from the
-//! voters' flushed offsets, accepts proposals, and resigns when check-quorum
-//! fails. Must not count an unflushed offset (its own included) towards the
-//! high watermark, nor expose one before a batch of its own epoch commits.
+//! snapshot id; validated by `fetch.rs`) and parks empty fetches, advances
+//! the high watermark from the voters' flushed offsets, accepts proposals,
+//! appends voter changes and answers them once committed (KIP-853, the
+//! requests are `voter_change.rs`), and resigns when check-quorum fails.
+//! Must not count an unflushed offset (its own included) towards the high
+//! watermark, nor expose one before a batch of its own epoch commits.
+//!
+//! Imports only the leaves (`core`, `output`, `membership`); the engine
+//! performs the transitions this state asks for ([`Next::Resign`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -12,17 +17,19 @@ use bytes::Bytes;
 use kafka_protocol::{
     ResponseError,
     messages::{
-        BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest, FetchResponse,
-        begin_quorum_epoch_request, end_quorum_epoch_request, fetch_response,
+        BeginQuorumEpochRequest, FetchResponse, begin_quorum_epoch_request, fetch_response,
         leader_change_message,
     },
 };
 
 use super::{
-    Proposed, RaftError, RaftRequest, RaftResponse, ReplicaStatus, ReplyHandle, Result, Role,
-    engine::{EpochState, RaftEngine, RequestKind, error_code, metadata_topic_id},
+    Command, ElectionState, METADATA_PARTITION, Proposed, RaftError, RaftRequest, RaftResponse,
+    ReplicaStatus, ReplyHandle, Result,
+    core::{Core, EpochView, Next, error_code, metadata_topic_id, topic_name},
+    membership::{ChangeStage, PendingChange, reply_voter_change},
+    output::{Output, RequestKind},
     proposal_bytes,
-    voters::ReplicaKey,
+    voters::{ReplicaKey, VoterSet},
 };
 use crate::{
     log::{OffsetAndEpoch, ReplicatedLog},
@@ -88,10 +95,10 @@ impl ReplicaProgress {
 /// watermark moves, or its deadline passes.
 #[derive(Debug, Clone)]
 pub(crate) struct ParkedFetch {
-    handle: ReplyHandle,
-    fetch_offset: i64,
-    max_bytes: usize,
-    deadline_ms: u64,
+    pub(crate) handle: ReplyHandle,
+    pub(crate) fetch_offset: i64,
+    pub(crate) max_bytes: usize,
+    pub(crate) deadline_ms: u64,
 }
 
 /// State of the leader.
@@ -111,29 +118,31 @@ pub(crate) struct LeaderState {
     fetched_since_check: BTreeSet<i32>,
     flush_due_ms: Option<u64>,
     /// KIP-853: the one voter change in flight.
-    pub(crate) pending_change: Option<super::membership::PendingChange>,
+    pub(crate) pending_change: Option<PendingChange>,
 }
 
 impl LeaderState {
+    /// Leader of `epoch` elected by `granting`; its epoch starts at the log
+    /// end (where its LeaderChange batch goes).
     pub(crate) fn new<L: ReplicatedLog>(
-        engine: &RaftEngine<L>,
+        core: &Core<L>,
         epoch: i32,
         granting: Vec<i32>,
         now_ms: u64,
     ) -> Self {
         Self {
             epoch,
-            epoch_start_offset: engine.log.end_offset().offset,
+            epoch_start_offset: core.log.end_offset().offset,
             granting,
-            replicas: engine
-                .voters
+            replicas: core
+                .voters()
                 .iter()
                 .map(|v| (v.key.id, ReplicaProgress::new(v.key)))
                 .collect(),
             parked: Vec::new(),
             begin_epoch_inflight: BTreeSet::new(),
             begin_epoch_next_ms: now_ms,
-            check_quorum_deadline_ms: now_ms + engine.config.check_quorum_timeout_ms(),
+            check_quorum_deadline_ms: now_ms + core.config.check_quorum_timeout_ms(),
             fetched_since_check: BTreeSet::new(),
             flush_due_ms: Some(now_ms),
             pending_change: None,
@@ -156,6 +165,20 @@ impl LeaderState {
             )
             .min(self.flush_due_ms.unwrap_or(u64::MAX))
             .min(parked)
+    }
+
+    /// A leader has voted for itself and leads.
+    pub(crate) fn election_state(&self, local: ReplicaKey) -> ElectionState {
+        ElectionState {
+            epoch: self.epoch,
+            leader_id: Some(local.id),
+            voted_key: Some(local),
+        }
+    }
+
+    /// What responses say of this epoch: this node leads it.
+    pub(crate) fn view<L: ReplicatedLog>(&self, core: &Core<L>) -> EpochView {
+        core.view(self.epoch, Some(core.local.id), None)
     }
 
     pub(crate) fn replica_status<L: ReplicatedLog>(
@@ -184,7 +207,7 @@ impl LeaderState {
             )
     }
 
-    pub(crate) fn observer_statuses(&self, voters: &super::VoterSet) -> Vec<ReplicaStatus> {
+    pub(crate) fn observer_statuses(&self, voters: &VoterSet) -> Vec<ReplicaStatus> {
         self.replicas
             .values()
             .filter(|p| !voters.contains_key(&p.key))
@@ -201,25 +224,25 @@ impl LeaderState {
                     .is_some_and(|t| now_ms.saturating_sub(t) <= window_ms)
         })
     }
-}
 
-impl<L: ReplicatedLog> RaftEngine<L> {
     /// Appends the LeaderChange batch, asks for its flush and announces the
     /// epoch to every other voter.
-    pub(crate) fn leader_on_enter(&mut self, now_ms: u64) -> Result<()> {
-        let EpochState::Leader(l) = &self.state else {
-            return Ok(());
-        };
-        let epoch = l.epoch;
+    pub(crate) fn on_enter<L: ReplicatedLog>(
+        &mut self,
+        core: &mut Core<L>,
+        out: &mut Output,
+        now_ms: u64,
+    ) -> Result<Option<Next>> {
+        let epoch = self.epoch;
         // A new leader does not keep the high watermark it knew as a follower:
         // it exposes one only once a batch of its own epoch commits (Kafka's
         // `QuorumState.transitionToLeader`).
-        self.high_watermark = None;
+        core.high_watermark = None;
         let message = LeaderChangeMessage::default()
             .with_version(0)
-            .with_leader_id(self.local.id.into())
+            .with_leader_id(core.local.id.into())
             .with_voters(
-                self.voters
+                core.voters()
                     .iter()
                     // Version 0 of LeaderChangeMessage (what `record` encodes) has no
                     // directory ids.
@@ -227,22 +250,22 @@ impl<L: ReplicatedLog> RaftEngine<L> {
                     .collect(),
             )
             .with_granting_voters(
-                l.granting
+                self.granting
                     .iter()
                     .map(|id| leader_change_message::Voter::default().with_voter_id(*id))
                     .collect(),
             );
-        let base = self.log.end_offset().offset;
+        let base = core.log.end_offset().offset;
         let mut records = vec![ControlRecord::LeaderChange(message)];
-        if self.needs_bootstrap_records() {
+        if core.needs_bootstrap_records() {
             // KIP-853: the first leader of a kraft.version 1 quorum writes the
             // bootstrap voter set into the log, in its LeaderChange batch.
             records.push(ControlRecord::KRaftVersion(
                 KRaftVersionRecord::default()
                     .with_version(0)
-                    .with_k_raft_version(self.kraft_version),
+                    .with_k_raft_version(core.kraft_version),
             ));
-            records.push(ControlRecord::Voters(self.voters.to_record()));
+            records.push(ControlRecord::Voters(core.voters().to_record()));
         }
         let batch = encode_control_batch(
             base,
@@ -250,33 +273,37 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             i64::try_from(now_ms).unwrap_or(i64::MAX),
             &records,
         )?;
-        self.log.append_as_leader(batch, epoch)?;
-        self.scan_control_records(base)?;
-        self.leader_poll(now_ms)
+        core.log.append_as_leader(batch, epoch)?;
+        core.scan_control_records(base)?;
+        self.poll(core, out, now_ms)
     }
 
-    fn begin_quorum_epoch_request(&self, to: i32) -> BeginQuorumEpochRequest {
-        let voter_directory = self
-            .voters
+    fn begin_quorum_epoch_request<L: ReplicatedLog>(
+        &self,
+        core: &Core<L>,
+        to: i32,
+    ) -> BeginQuorumEpochRequest {
+        let voter_directory = core
+            .voters()
             .get(to)
             .map_or(uuid::Uuid::nil(), |v| v.key.directory_id_or_nil());
         BeginQuorumEpochRequest::default()
-            .with_cluster_id(self.cluster_id_wire())
+            .with_cluster_id(core.cluster_id_wire())
             .with_voter_id(to.into())
             .with_topics(vec![
                 begin_quorum_epoch_request::TopicData::default()
-                    .with_topic_name(Self::topic_name())
+                    .with_topic_name(topic_name())
                     .with_partitions(vec![
                         begin_quorum_epoch_request::PartitionData::default()
-                            .with_partition_index(super::METADATA_PARTITION)
+                            .with_partition_index(METADATA_PARTITION)
                             .with_voter_directory_id(voter_directory)
-                            .with_leader_id(self.local.id.into())
-                            .with_leader_epoch(self.epoch()),
+                            .with_leader_id(core.local.id.into())
+                            .with_leader_epoch(self.epoch),
                     ]),
             ])
             .with_leader_endpoints(
-                self.voters
-                    .get(self.local.id)
+                core.voters()
+                    .get(core.local.id)
                     .into_iter()
                     .flat_map(|v| v.endpoints.iter())
                     .map(|e| {
@@ -289,84 +316,90 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             )
     }
 
-    pub(crate) fn leader_poll(&mut self, now_ms: u64) -> Result<()> {
-        let majority = self.voters.majority();
-        let local = self.local.id;
-        let local_is_voter = self.is_voter();
-        let interval = self.config.begin_quorum_epoch_interval_ms();
-        let check_window = self.config.check_quorum_timeout_ms();
-        let EpochState::Leader(l) = &mut self.state else {
-            return Ok(());
-        };
+    /// Check-quorum, the lingering flush, BeginQuorumEpoch to quiet voters,
+    /// expired parked fetches, and the pending voter change.
+    pub(crate) fn poll<L: ReplicatedLog>(
+        &mut self,
+        core: &mut Core<L>,
+        out: &mut Output,
+        now_ms: u64,
+    ) -> Result<Option<Next>> {
+        let majority = core.voters().majority();
+        let local = core.local.id;
+        let interval = core.config.begin_quorum_epoch_interval_ms();
         // Check-quorum: a majority of voters (this node counts if it is one)
         // must have fetched within 1.5 × the fetch timeout.
         // The window restarts as soon as a majority fetched (`record_fetch`),
         // as Kafka's `LeaderState.updateCheckQuorumForFollowingVoter`.
-        if now_ms >= l.check_quorum_deadline_ms {
-            let heard = l.fetched_since_check.len() + usize::from(local_is_voter);
+        if now_ms >= self.check_quorum_deadline_ms {
+            let heard = self.fetched_since_check.len() + usize::from(core.is_voter());
             if heard >= majority {
-                l.fetched_since_check.clear();
-                l.check_quorum_deadline_ms = now_ms + check_window;
+                self.fetched_since_check.clear();
+                self.check_quorum_deadline_ms = now_ms + core.config.check_quorum_timeout_ms();
             } else {
                 tracing::info!(
                     node = local,
-                    epoch = l.epoch,
+                    epoch = self.epoch,
                     heard,
                     majority,
                     "check-quorum failed; resigning"
                 );
-                return self.resign(now_ms);
+                return Ok(Some(Next::Resign));
             }
         }
-        if let Some(due) = l.flush_due_ms
+        if let Some(due) = self.flush_due_ms
             && due <= now_ms
         {
-            l.flush_due_ms = None;
-            self.out.push(super::Command::Flush);
+            self.flush_due_ms = None;
+            out.push(Command::Flush);
         }
-        let EpochState::Leader(l) = &mut self.state else {
-            return Ok(());
-        };
-        if now_ms >= l.begin_epoch_next_ms {
-            l.begin_epoch_next_ms = now_ms + interval;
-            let quiet: Vec<i32> = self
-                .voters
+        if now_ms >= self.begin_epoch_next_ms {
+            self.begin_epoch_next_ms = now_ms + interval;
+            let quiet: Vec<i32> = core
+                .voters()
                 .ids()
-                .filter(|id| *id != local && !l.begin_epoch_inflight.contains(id))
+                .filter(|id| *id != local && !self.begin_epoch_inflight.contains(id))
                 .filter(|id| {
-                    l.replicas
+                    self.replicas
                         .get(id)
                         .and_then(|p| p.last_fetch_ms)
                         .is_none_or(|t| now_ms.saturating_sub(t) >= interval)
                 })
                 .collect();
-            l.begin_epoch_inflight.extend(quiet.iter().copied());
+            self.begin_epoch_inflight.extend(quiet.iter().copied());
             for to in quiet {
-                let request = self.begin_quorum_epoch_request(to);
-                self.send(
+                let request = self.begin_quorum_epoch_request(core, to);
+                core.send(
+                    out,
                     to,
                     RequestKind::BeginQuorumEpoch,
+                    self.epoch,
                     RaftRequest::BeginQuorumEpoch(request),
                 );
             }
         }
-        let EpochState::Leader(l) = &mut self.state else {
-            return Ok(());
-        };
-        let expired: Vec<ParkedFetch> = {
-            let (expired, kept) = l.parked.drain(..).partition(|p| p.deadline_ms <= now_ms);
-            l.parked = kept;
-            expired
-        };
+        let (expired, kept) = self.parked.drain(..).partition(|p| p.deadline_ms <= now_ms);
+        self.parked = kept;
         for p in expired {
-            self.answer_parked(p)?;
+            self.answer_parked(core, out, p)?;
         }
-        self.leader_check_membership(now_ms)
+        Ok(self.check_membership(core, out, now_ms))
     }
 
-    pub(crate) fn leader_on_flush(&mut self, _now_ms: u64) -> Result<()> {
-        if self.leader_update_high_watermark() {
-            self.complete_parked()?;
+    /// A BeginQuorumEpoch to `node_id` was answered or failed: it may be
+    /// sent again at the next interval.
+    pub(crate) fn on_begin_quorum_epoch_done(&mut self, node_id: i32) {
+        self.begin_epoch_inflight.remove(&node_id);
+    }
+
+    /// The log was flushed: the high watermark may move.
+    pub(crate) fn on_flush<L: ReplicatedLog>(
+        &mut self,
+        core: &mut Core<L>,
+        out: &mut Output,
+    ) -> Result<()> {
+        if self.update_high_watermark(core, out) {
+            self.complete_parked(core, out)?;
         }
         Ok(())
     }
@@ -374,229 +407,75 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     /// Recomputes the high watermark: the offset a majority of voters hold
     /// flushed (the leader's own flushed end offset if it is a voter), once
     /// it passes the epoch's LeaderChange batch. Returns whether it moved.
-    pub(crate) fn leader_update_high_watermark(&mut self) -> bool {
-        let EpochState::Leader(l) = &self.state else {
-            return false;
-        };
-        let mut offsets: Vec<i64> = self
-            .voters
+    pub(crate) fn update_high_watermark<L: ReplicatedLog>(
+        &self,
+        core: &mut Core<L>,
+        out: &mut Output,
+    ) -> bool {
+        let mut offsets: Vec<i64> = core
+            .voters()
             .iter()
             .filter_map(|v| {
-                if v.key.id == self.local.id {
-                    Some(self.log.flushed_end_offset())
+                if v.key.id == core.local.id {
+                    Some(core.log.flushed_end_offset())
                 } else {
-                    l.replicas
+                    self.replicas
                         .get(&v.key.id)
                         .filter(|p| p.key.matches(&v.key))
                         .and_then(|p| p.end_offset)
                 }
             })
             .collect();
-        let majority = self.voters.majority();
+        let majority = core.voters().majority();
         if offsets.len() < majority {
             return false;
         }
         offsets.sort_unstable_by(|a, b| b.cmp(a));
         let candidate = offsets[majority - 1];
-        if candidate > l.epoch_start_offset && self.high_watermark.is_none_or(|hw| candidate > hw) {
-            self.advance_high_watermark(candidate);
+        if candidate > self.epoch_start_offset
+            && core.high_watermark.is_none_or(|hw| candidate > hw)
+        {
+            core.advance_high_watermark(candidate, out);
             return true;
         }
         false
     }
 
-    fn fetch_response(
-        &self,
-        top_error: Option<ResponseError>,
-        partition_error: Option<ResponseError>,
-        records: Option<Bytes>,
-        diverging: Option<OffsetAndEpoch>,
-        snapshot: Option<OffsetAndEpoch>,
-    ) -> FetchResponse {
-        let mut partition = fetch_response::PartitionData::default()
-            .with_partition_index(super::METADATA_PARTITION)
-            .with_error_code(partition_error.map_or(0, error_code))
-            .with_high_watermark(self.high_watermark.unwrap_or(-1))
-            .with_log_start_offset(self.log.start_offset())
-            .with_current_leader(
-                fetch_response::LeaderIdAndEpoch::default()
-                    .with_leader_id(self.leader_id().unwrap_or(-1).into())
-                    .with_leader_epoch(self.epoch()),
-            )
-            .with_records(records);
-        if let Some(d) = diverging {
-            partition = partition.with_diverging_epoch(
-                fetch_response::EpochEndOffset::default()
-                    .with_epoch(d.epoch)
-                    .with_end_offset(d.offset),
-            );
-        }
-        if let Some(s) = snapshot {
-            partition = partition.with_snapshot_id(
-                fetch_response::SnapshotId::default()
-                    .with_end_offset(s.offset)
-                    .with_epoch(s.epoch),
-            );
-        }
-        let endpoints = self
-            .leader_endpoint()
-            .map(|(id, e)| {
-                fetch_response::NodeEndpoint::default()
-                    .with_node_id(id.into())
-                    .with_host(e.host.into())
-                    .with_port(i32::from(e.port))
-            })
-            .into_iter()
-            .collect();
-        FetchResponse::default()
-            .with_error_code(top_error.map_or(0, error_code))
-            .with_responses(vec![
-                fetch_response::FetchableTopicResponse::default()
-                    .with_topic(Self::topic_name())
-                    .with_topic_id(metadata_topic_id())
-                    .with_partitions(vec![partition]),
-            ])
-            .with_node_endpoints(endpoints)
-    }
-
-    /// Fetch (1), as Kafka's `handleFetchRequest`: validate the epoch, then the
-    /// offset against the log (diverging epoch, snapshot), record the replica's
-    /// progress, and answer with records or park the request.
-    pub(crate) fn handle_fetch_request(
-        &mut self,
-        handle: ReplyHandle,
-        _api_version: i16,
-        r: FetchRequest,
-        now_ms: u64,
-    ) -> Result<()> {
-        if !self.cluster_id_matches(r.cluster_id.as_ref()) {
-            let resp = self.fetch_response(
-                Some(ResponseError::InconsistentClusterId),
-                None,
-                None,
-                None,
-                None,
-            );
-            self.reply(handle, RaftResponse::Fetch(resp));
-            return Ok(());
-        }
-        let Some(p) = r.topics.first().and_then(|t| t.partitions.first()).cloned() else {
-            let resp =
-                self.fetch_response(Some(ResponseError::InvalidRequest), None, None, None, None);
-            self.reply(handle, RaftResponse::Fetch(resp));
-            return Ok(());
-        };
-        let epoch_error = if p.current_leader_epoch < self.epoch() {
-            Some(ResponseError::FencedLeaderEpoch)
-        } else if p.current_leader_epoch > self.epoch() {
-            Some(ResponseError::UnknownLeaderEpoch)
-        } else if self.role() != Role::Leader {
-            Some(ResponseError::NotLeaderOrFollower)
-        } else if p.fetch_offset < 0
-            || p.last_fetched_epoch < 0
-            || p.last_fetched_epoch > p.current_leader_epoch
-        {
-            Some(ResponseError::InvalidRequest)
-        } else {
-            None
-        };
-        if let Some(e) = epoch_error {
-            let resp = self.fetch_response(None, Some(e), None, None, None);
-            self.reply(handle, RaftResponse::Fetch(resp));
-            return Ok(());
-        }
-        // Offset validation (Kafka's `ReplicatedLog.validateOffsetAndEpoch`):
-        // the latest snapshot for a fetch below the log start, at the log
-        // start with another epoch than the earliest snapshot's, or with a
-        // last fetched epoch older than it (the fetcher's tail diverges
-        // below the log start: no diverging epoch could name where). An
-        // empty follower gets it at once too, as in Kafka's
-        // `tryCompleteFetchRequest` (the bootstrap `0-0` checkpoint is never
-        // fetched).
-        let latest_snapshot = self.log.latest_snapshot_id().filter(|s| s.offset > 0);
-        let start = self.log.start_offset();
-        let below_earliest = self.log.earliest_snapshot_id().is_some_and(|e| {
-            (p.fetch_offset == start && p.last_fetched_epoch != e.epoch)
-                || p.last_fetched_epoch < e.epoch
-        });
-        if p.fetch_offset < start
-            || (p.fetch_offset == 0 && latest_snapshot.is_some())
-            || below_earliest
-        {
-            let snapshot = latest_snapshot;
-            let resp = self.fetch_response(None, None, None, None, snapshot);
-            self.reply(handle, RaftResponse::Fetch(resp));
-            return Ok(());
-        }
-        let end_of_epoch = self.log.end_offset_for_epoch(p.last_fetched_epoch);
-        if end_of_epoch.epoch != p.last_fetched_epoch || p.fetch_offset > end_of_epoch.offset {
-            let resp = self.fetch_response(None, None, None, Some(end_of_epoch), None);
-            self.reply(handle, RaftResponse::Fetch(resp));
-            return Ok(());
-        }
-        let replica_id = if r.replica_state.replica_id.0 >= 0 {
-            r.replica_state.replica_id.0
-        } else {
-            r.replica_id.0
-        };
-        let key = ReplicaKey::from_wire(replica_id, p.replica_directory_id);
-        self.record_fetch(key, p.fetch_offset, now_ms);
-        if self.leader_update_high_watermark() {
-            self.complete_parked()?;
-        }
-        let max_bytes = usize::try_from(p.partition_max_bytes.max(1))
-            .unwrap_or(usize::MAX)
-            .min(self.config.max_fetch_bytes);
-        let info = self.log.read(p.fetch_offset, max_bytes)?;
-        let max_wait = u64::try_from(r.max_wait_ms.max(0))
-            .unwrap_or(0)
-            .min(self.config.fetch_max_wait_ms);
-        if info.records.is_empty() && max_wait > 0 {
-            if let EpochState::Leader(l) = &mut self.state {
-                l.parked.push(ParkedFetch {
-                    handle,
-                    fetch_offset: p.fetch_offset,
-                    max_bytes,
-                    deadline_ms: now_ms + max_wait,
-                });
-            }
-            return Ok(());
-        }
-        let resp = self.fetch_response(None, None, Some(info.records), None, None);
-        self.reply(handle, RaftResponse::Fetch(resp));
-        Ok(())
-    }
-
     /// Check-quorum: voter `key` fetched (a Fetch or a FetchSnapshot, Kafka's
     /// `updateCheckQuorumForFollowingVoter`); the window restarts once a
     /// majority did.
-    pub(crate) fn note_voter_fetch(&mut self, key: ReplicaKey, now_ms: u64) {
-        if key.id < 0 || key.id == self.local.id || !self.voters.contains_key(&key) {
+    pub(crate) fn note_voter_fetch<L: ReplicatedLog>(
+        &mut self,
+        core: &Core<L>,
+        key: ReplicaKey,
+        now_ms: u64,
+    ) {
+        if key.id < 0 || key.id == core.local.id || !core.voters().contains_key(&key) {
             return;
         }
-        let local_is_voter = self.is_voter();
-        let majority = self.voters.majority();
-        let check_window = self.config.check_quorum_timeout_ms();
-        let EpochState::Leader(l) = &mut self.state else {
-            return;
-        };
-        l.fetched_since_check.insert(key.id);
-        if l.fetched_since_check.len() + usize::from(local_is_voter) >= majority {
-            l.fetched_since_check.clear();
-            l.check_quorum_deadline_ms = now_ms + check_window;
+        self.fetched_since_check.insert(key.id);
+        if self.fetched_since_check.len() + usize::from(core.is_voter()) >= core.voters().majority()
+        {
+            self.fetched_since_check.clear();
+            self.check_quorum_deadline_ms = now_ms + core.config.check_quorum_timeout_ms();
         }
     }
 
-    fn record_fetch(&mut self, key: ReplicaKey, fetch_offset: i64, now_ms: u64) {
-        if key.id < 0 || key.id == self.local.id {
+    /// Replica `key` fetched at `fetch_offset`: its progress, and
+    /// check-quorum for a voter.
+    pub(crate) fn record_fetch<L: ReplicatedLog>(
+        &mut self,
+        core: &Core<L>,
+        key: ReplicaKey,
+        fetch_offset: i64,
+        now_ms: u64,
+    ) {
+        if key.id < 0 || key.id == core.local.id {
             return;
         }
-        self.note_voter_fetch(key, now_ms);
-        let log_end = self.log.end_offset().offset;
-        let EpochState::Leader(l) = &mut self.state else {
-            return;
-        };
-        let progress = l
+        self.note_voter_fetch(core, key, now_ms);
+        let log_end = core.log.end_offset().offset;
+        let progress = self
             .replicas
             .entry(key.id)
             .or_insert_with(|| ReplicaProgress::new(key));
@@ -607,71 +486,94 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         progress.update(fetch_offset, log_end, now_ms);
     }
 
-    fn answer_parked(&mut self, p: ParkedFetch) -> Result<()> {
-        let records = if self.role() == Role::Leader {
-            Some(self.log.read(p.fetch_offset, p.max_bytes)?.records)
-        } else {
-            None
-        };
-        let error = (self.role() != Role::Leader).then_some(ResponseError::NotLeaderOrFollower);
-        let resp = self.fetch_response(None, error, records, None, None);
-        self.reply(p.handle, RaftResponse::Fetch(resp));
+    /// Parks a Fetch with nothing to return yet.
+    pub(crate) fn park(&mut self, fetch: ParkedFetch) {
+        self.parked.push(fetch);
+    }
+
+    fn answer_parked<L: ReplicatedLog>(
+        &self,
+        core: &Core<L>,
+        out: &mut Output,
+        p: ParkedFetch,
+    ) -> Result<()> {
+        let records = Some(core.log.read(p.fetch_offset, p.max_bytes)?.records);
+        let resp = fetch_response(core, &self.view(core), None, None, records, None, None);
+        out.reply(p.handle, RaftResponse::Fetch(resp));
         Ok(())
     }
 
     /// Answers every parked fetch now (new data, or a new high watermark).
-    fn complete_parked(&mut self) -> Result<()> {
-        let parked = match &mut self.state {
-            EpochState::Leader(l) => std::mem::take(&mut l.parked),
-            _ => return Ok(()),
-        };
-        for p in parked {
-            self.answer_parked(p)?;
+    pub(crate) fn complete_parked<L: ReplicatedLog>(
+        &mut self,
+        core: &Core<L>,
+        out: &mut Output,
+    ) -> Result<()> {
+        for p in std::mem::take(&mut self.parked) {
+            self.answer_parked(core, out, p)?;
         }
         Ok(())
     }
 
-    /// Called after the state left Leader: parked fetches get
-    /// NOT_LEADER_OR_FOLLOWER with the new leader and epoch.
-    pub(crate) fn on_leave_leader(&mut self, leader: LeaderState, _now_ms: u64) {
-        self.fail_pending_change(leader.pending_change);
-        for p in leader.parked {
-            let resp = self.fetch_response(
+    /// The state left Leader (`view`: the new state's): the pending change
+    /// and parked fetches get NOT_LEADER_OR_FOLLOWER with the new leader and
+    /// epoch.
+    pub(crate) fn on_leave<L: ReplicatedLog>(
+        self,
+        core: &Core<L>,
+        out: &mut Output,
+        view: &EpochView,
+    ) {
+        if let Some(p) = self.pending_change {
+            reply_voter_change(
+                out,
+                view,
+                p.kind,
+                p.handle,
+                Some(ResponseError::NotLeaderOrFollower),
+                Some("the leader changed; retry on the new leader"),
+            );
+        }
+        for p in self.parked {
+            let resp = fetch_response(
+                core,
+                view,
                 None,
                 Some(ResponseError::NotLeaderOrFollower),
                 None,
                 None,
                 None,
             );
-            self.reply(p.handle, RaftResponse::Fetch(resp));
+            out.reply(p.handle, RaftResponse::Fetch(resp));
         }
     }
 
-    pub(crate) fn leader_propose(&mut self, records: &[Bytes], now_ms: u64) -> Result<Proposed> {
-        let EpochState::Leader(l) = &self.state else {
-            return Err(RaftError::NotLeader {
-                epoch: self.epoch(),
-                leader_id: self.leader_id(),
-            });
-        };
-        let epoch = l.epoch;
+    /// Appends `records` as one data batch of this epoch.
+    pub(crate) fn propose<L: ReplicatedLog>(
+        &mut self,
+        core: &mut Core<L>,
+        out: &mut Output,
+        records: &[Bytes],
+        now_ms: u64,
+    ) -> Result<Proposed> {
+        let epoch = self.epoch;
         let bytes = proposal_bytes(records);
-        if records.is_empty() || bytes > self.config.max_batch_bytes {
+        if records.is_empty() || bytes > core.config.max_batch_bytes {
             return Err(RaftError::InvalidProposal {
                 records: records.len(),
                 bytes,
-                max: self.config.max_batch_bytes,
+                max: core.config.max_batch_bytes,
             });
         }
-        let base = self.log.end_offset().offset;
+        let base = core.log.end_offset().offset;
         let batch = encode_data_batch(
             base,
             epoch,
             i64::try_from(now_ms).unwrap_or(i64::MAX),
             records,
         )?;
-        let info = self.log.append_as_leader(batch, epoch)?;
-        self.leader_appended(now_ms)?;
+        let info = core.log.append_as_leader(batch, epoch)?;
+        self.appended(core, out, now_ms)?;
         Ok(Proposed {
             last_offset: info.last_offset,
             epoch,
@@ -681,63 +583,153 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     /// After any append as leader: schedule the flush after the linger,
     /// answer parked fetches (new data), and recompute the high watermark (a
     /// new voter set may move it).
-    pub(crate) fn leader_appended(&mut self, now_ms: u64) -> Result<()> {
-        let linger = self.config.append_linger_ms;
-        if let EpochState::Leader(l) = &mut self.state {
-            l.flush_due_ms = Some(l.flush_due_ms.unwrap_or(now_ms + linger));
-        }
-        self.leader_update_high_watermark();
-        self.complete_parked()
+    pub(crate) fn appended<L: ReplicatedLog>(
+        &mut self,
+        core: &mut Core<L>,
+        out: &mut Output,
+        now_ms: u64,
+    ) -> Result<()> {
+        let linger = core.config.append_linger_ms;
+        self.flush_due_ms = Some(self.flush_due_ms.unwrap_or(now_ms + linger));
+        self.update_high_watermark(core, out);
+        self.complete_parked(core, out)
     }
 
-    /// Leader(e) → Resigned(e): names the other voters as preferred successors,
-    /// most caught up first (Kafka's `LeaderState.nonLeaderVotersByDescendingFetchOffset`).
-    pub(crate) fn resign(&mut self, now_ms: u64) -> Result<()> {
-        let EpochState::Leader(l) = &self.state else {
-            return Ok(());
-        };
-        let mut others: Vec<(i64, ReplicaKey)> = self
-            .voters
+    /// Appends a `Voters` record with `next`; the set is in effect from now
+    /// on. Returns the record's offset.
+    pub(crate) fn append_voters<L: ReplicatedLog>(
+        &mut self,
+        core: &mut Core<L>,
+        out: &mut Output,
+        next: VoterSet,
+        now_ms: u64,
+    ) -> Result<i64> {
+        let epoch = self.epoch;
+        let base = core.log.end_offset().offset;
+        let batch = encode_control_batch(
+            base,
+            epoch,
+            i64::try_from(now_ms).unwrap_or(i64::MAX),
+            &[ControlRecord::Voters(next.to_record())],
+        )?;
+        core.log.append_as_leader(batch, epoch)?;
+        core.push_voters(base, next);
+        tracing::info!(node = core.local.id, offset = base, voters = ?core.voters().ids().collect::<Vec<_>>(), "voter set changed");
+        self.appended(core, out, now_ms)?;
+        Ok(base)
+    }
+
+    /// Answers a committed or timed-out voter change; asks to resign once
+    /// this leader's own removal is committed.
+    fn check_membership<L: ReplicatedLog>(
+        &mut self,
+        core: &Core<L>,
+        out: &mut Output,
+        now_ms: u64,
+    ) -> Option<Next> {
+        let hw = core.high_watermark;
+        if let Some(p) = self.pending_change.clone() {
+            let committed = matches!(p.stage, ChangeStage::AwaitingCommit { offset } if hw.is_some_and(|hw| hw > offset));
+            let view = self.view(core);
+            if committed {
+                self.pending_change = None;
+                reply_voter_change(out, &view, p.kind, p.handle, None, None);
+            } else if now_ms >= p.deadline_ms {
+                self.pending_change = None;
+                reply_voter_change(
+                    out,
+                    &view,
+                    p.kind,
+                    p.handle,
+                    Some(ResponseError::RequestTimedOut),
+                    Some("the voter change did not commit in time; it may still commit"),
+                );
+            }
+        }
+        let removal_committed = !core.is_voter()
+            && core
+                .voter_history()
+                .latest_offset()
+                .is_some_and(|o| hw.is_some_and(|hw| hw > o));
+        if removal_committed {
+            tracing::info!(node = core.local.id, "own removal committed; resigning");
+            return Some(Next::Resign);
+        }
+        None
+    }
+
+    /// The preferred successors when resigning: the other voters, most
+    /// caught up first (Kafka's `LeaderState.nonLeaderVotersByDescendingFetchOffset`).
+    pub(crate) fn successors<L: ReplicatedLog>(&self, core: &Core<L>) -> Vec<ReplicaKey> {
+        let mut others: Vec<(i64, ReplicaKey)> = core
+            .voters()
             .iter()
-            .filter(|v| v.key.id != self.local.id)
+            .filter(|v| v.key.id != core.local.id)
             .map(|v| {
-                let offset = l.replicas.get(&v.key.id).and_then(|p| p.end_offset);
+                let offset = self.replicas.get(&v.key.id).and_then(|p| p.end_offset);
                 (offset.unwrap_or(-1), v.key)
             })
             .collect();
         others.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.id.cmp(&b.1.id)));
-        let successors = others.into_iter().map(|(_, k)| k).collect();
-        let epoch = l.epoch;
-        let next = self.new_resigned(epoch, successors, now_ms);
-        self.transition(EpochState::Resigned(next), now_ms)
+        others.into_iter().map(|(_, k)| k).collect()
     }
+}
 
-    pub(crate) fn end_quorum_epoch_request(
-        &self,
-        successors: &[ReplicaKey],
-    ) -> EndQuorumEpochRequest {
-        EndQuorumEpochRequest::default()
-            .with_cluster_id(self.cluster_id_wire())
-            .with_topics(vec![
-                end_quorum_epoch_request::TopicData::default()
-                    .with_topic_name(Self::topic_name())
-                    .with_partitions(vec![
-                        end_quorum_epoch_request::PartitionData::default()
-                            .with_partition_index(super::METADATA_PARTITION)
-                            .with_leader_id(self.local.id.into())
-                            .with_leader_epoch(self.epoch())
-                            .with_preferred_successors(successors.iter().map(|k| k.id).collect())
-                            .with_preferred_candidates(
-                                successors
-                                    .iter()
-                                    .map(|k| {
-                                        end_quorum_epoch_request::ReplicaInfo::default()
-                                            .with_candidate_id(k.id.into())
-                                            .with_candidate_directory_id(k.directory_id_or_nil())
-                                    })
-                                    .collect(),
-                            ),
-                    ]),
-            ])
+/// A Fetch response in the epoch of `view`: the errors (top level,
+/// partition), records, a diverging epoch or a snapshot id, with this node's
+/// high watermark and log start.
+pub(crate) fn fetch_response<L: ReplicatedLog>(
+    core: &Core<L>,
+    view: &EpochView,
+    top_error: Option<ResponseError>,
+    partition_error: Option<ResponseError>,
+    records: Option<Bytes>,
+    diverging: Option<OffsetAndEpoch>,
+    snapshot: Option<OffsetAndEpoch>,
+) -> FetchResponse {
+    let mut partition = fetch_response::PartitionData::default()
+        .with_partition_index(METADATA_PARTITION)
+        .with_error_code(partition_error.map_or(0, error_code))
+        .with_high_watermark(core.high_watermark.unwrap_or(-1))
+        .with_log_start_offset(core.log.start_offset())
+        .with_current_leader(
+            fetch_response::LeaderIdAndEpoch::default()
+                .with_leader_id(view.leader_id.unwrap_or(-1).into())
+                .with_leader_epoch(view.epoch),
+        )
+        .with_records(records);
+    if let Some(d) = diverging {
+        partition = partition.with_diverging_epoch(
+            fetch_response::EpochEndOffset::default()
+                .with_epoch(d.epoch)
+                .with_end_offset(d.offset),
+        );
     }
+    if let Some(s) = snapshot {
+        partition = partition.with_snapshot_id(
+            fetch_response::SnapshotId::default()
+                .with_end_offset(s.offset)
+                .with_epoch(s.epoch),
+        );
+    }
+    let endpoints = view
+        .leader_endpoint
+        .clone()
+        .map(|(id, e)| {
+            fetch_response::NodeEndpoint::default()
+                .with_node_id(id.into())
+                .with_host(e.host.into())
+                .with_port(i32::from(e.port))
+        })
+        .into_iter()
+        .collect();
+    FetchResponse::default()
+        .with_error_code(top_error.map_or(0, error_code))
+        .with_responses(vec![
+            fetch_response::FetchableTopicResponse::default()
+                .with_topic(topic_name())
+                .with_topic_id(metadata_topic_id())
+                .with_partitions(vec![partition]),
+        ])
+        .with_node_endpoints(endpoints)
 }

@@ -40,17 +40,21 @@
 
 mod candidate;
 pub mod config;
+mod core;
 mod engine;
+mod fetch;
 mod fetch_snapshot;
 mod follower;
 mod leader;
 pub mod membership;
+mod output;
 mod prospective;
 pub mod quorum_state;
 mod requests;
 mod resigned;
 mod status;
 mod unattached;
+mod voter_change;
 pub mod voters;
 
 use bytes::Bytes;

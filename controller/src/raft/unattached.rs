@@ -5,12 +5,15 @@
 //! an observer never does. Both fetch from the bootstrap servers meanwhile
 //! (one at a time, round robin) to discover the leader (KIP-853): the answer
 //! names it. Must not send votes or accept writes.
+//!
+//! Imports only the leaves (`core`, `output`) and the fetch loop of
+//! `follower.rs`; the engine performs the transitions this state asks for.
 
 use super::{
-    RaftRequest, Result,
-    engine::{EpochState, RaftEngine, RequestKind},
-    follower::FetchLoop,
-    prospective::ProspectiveState,
+    ElectionState, RaftRequest, RequestId,
+    core::{Core, Next},
+    follower::{FetchLoop, fetch_request},
+    output::{Output, RequestKind},
     voters::ReplicaKey,
 };
 use crate::log::ReplicatedLog;
@@ -27,65 +30,91 @@ pub(crate) struct UnattachedState {
 }
 
 impl UnattachedState {
-    pub(crate) fn next_deadline(&self) -> u64 {
-        self.election_deadline_ms.min(self.fetch.next_deadline())
-    }
-}
-
-impl<L: ReplicatedLog> RaftEngine<L> {
-    pub(crate) fn unattached_poll(&mut self, now_ms: u64) -> Result<()> {
-        let EpochState::Unattached(s) = &self.state else {
-            return Ok(());
-        };
-        if self.can_campaign() && now_ms >= s.election_deadline_ms {
-            return self.become_prospective(now_ms);
-        }
-        if s.fetch.ready(now_ms) && !self.config.bootstrap_servers.is_empty() {
-            let n = self.config.bootstrap_servers.len();
-            let index = self.next_bootstrap % n;
-            self.next_bootstrap = self.next_bootstrap.wrapping_add(1);
-            let node_id = -(index as i32) - 1;
-            let request = self.build_fetch_request();
-            let id = self.send(node_id, RequestKind::Fetch, RaftRequest::Fetch(request));
-            if let EpochState::Unattached(s) = &mut self.state {
-                s.fetch.inflight = Some(id);
-            }
-        }
-        Ok(())
-    }
-
-    /// Unattached/Follower/Candidate/Resigned(e) → Prospective(e), keeping
-    /// the vote of the epoch and the last known leader.
-    pub(crate) fn become_prospective(&mut self, now_ms: u64) -> Result<()> {
-        let epoch = self.epoch();
-        let voted = self.voted_key().or(self
-            .persisted()
-            .voted_key
-            .filter(|_| self.persisted().epoch == epoch));
-        let lost_leader = match &self.state {
-            super::engine::EpochState::Prospective(p) => p.lost_leader,
-            _ => self.leader_id().filter(|l| *l != self.local.id),
-        };
-        let mut next = self.new_prospective(epoch, voted, now_ms);
-        next.lost_leader = lost_leader;
-        self.transition(EpochState::Prospective(next), now_ms)
-    }
-
-    pub(crate) fn new_prospective(
-        &mut self,
+    /// Unattached at `epoch` with `voted_key`: a voter waits for its election
+    /// timeout; meanwhile voters and observers ask the bootstrap servers for
+    /// the leader (KIP-853).
+    pub(crate) fn new<L: ReplicatedLog>(
+        core: &mut Core<L>,
         epoch: i32,
         voted_key: Option<ReplicaKey>,
         now_ms: u64,
-    ) -> ProspectiveState {
-        let timeout = self.random_election_timeout();
-        ProspectiveState {
+    ) -> Self {
+        let election_deadline_ms = if core.can_campaign() {
+            now_ms + core.random_election_timeout()
+        } else {
+            u64::MAX
+        };
+        let next_fetch_ms = if core.config.bootstrap_servers.is_empty() {
+            u64::MAX
+        } else {
+            now_ms
+        };
+        Self {
             epoch,
             voted_key,
-            lost_leader: None,
-            election_deadline_ms: now_ms + timeout,
-            granted: Default::default(),
-            rejected: Default::default(),
-            retry_at: Default::default(),
+            election_deadline_ms,
+            fetch: FetchLoop {
+                next_fetch_ms,
+                ..Default::default()
+            },
         }
+    }
+
+    pub(crate) fn next_deadline(&self) -> u64 {
+        self.election_deadline_ms.min(self.fetch.next_deadline())
+    }
+
+    /// The election state this role implies.
+    pub(crate) fn election_state(&self) -> ElectionState {
+        ElectionState {
+            epoch: self.epoch,
+            leader_id: None,
+            voted_key: self.voted_key,
+        }
+    }
+
+    /// Campaigns once the election timeout passed; else asks the next
+    /// bootstrap server for the leader.
+    pub(crate) fn poll<L: ReplicatedLog>(
+        &mut self,
+        core: &mut Core<L>,
+        out: &mut Output,
+        now_ms: u64,
+    ) -> Option<Next> {
+        if core.can_campaign() && now_ms >= self.election_deadline_ms {
+            return Some(Next::Prospective);
+        }
+        if self.fetch.ready(now_ms) && !core.config.bootstrap_servers.is_empty() {
+            let node_id = core.next_bootstrap_id();
+            let request = fetch_request(core, self.epoch);
+            let id = core.send(
+                out,
+                node_id,
+                RequestKind::Fetch,
+                self.epoch,
+                RaftRequest::Fetch(request),
+            );
+            self.fetch.inflight = Some(id);
+        }
+        None
+    }
+
+    /// Whether a (pre-)vote for `candidate` is granted: one vote per epoch.
+    pub(crate) fn grants_vote(
+        &self,
+        candidate: ReplicaKey,
+        up_to_date: bool,
+        pre_vote: bool,
+    ) -> bool {
+        match self.voted_key {
+            Some(voted) if !pre_vote => voted.matches(&candidate) && voted.id == candidate.id,
+            _ => up_to_date,
+        }
+    }
+
+    /// The answer (or failure) of the bootstrap Fetch `id`: it named no
+    /// leader of a newer epoch, so ask again after the backoff.
+    pub(crate) fn on_fetch_done(&mut self, id: RequestId, retry_at_ms: u64) {
+        self.fetch.done(id, retry_at_ms);
     }
 }

@@ -248,6 +248,69 @@ impl VoterSet {
     }
 }
 
+/// The voter sets in effect over the log: the bootstrap set, then the set of
+/// each `Voters` record by its offset (Kafka's `VoterSetHistory`).
+#[derive(Debug, Clone)]
+pub(crate) struct VoterHistory {
+    bootstrap: VoterSet,
+    entries: Vec<(i64, VoterSet)>,
+}
+
+impl VoterHistory {
+    pub(crate) fn new(bootstrap: VoterSet) -> Self {
+        Self {
+            bootstrap,
+            entries: Vec::new(),
+        }
+    }
+
+    pub(crate) fn latest(&self) -> &VoterSet {
+        self.entries.last().map_or(&self.bootstrap, |(_, s)| s)
+    }
+
+    /// The set before the newest `Voters` record (the bootstrap set if there
+    /// is one record or none).
+    pub(crate) fn previous(&self) -> &VoterSet {
+        match self.entries.len() {
+            0 | 1 => &self.bootstrap,
+            n => &self.entries[n - 2].1,
+        }
+    }
+
+    /// The set in effect at `end_offset`: that of the newest `Voters` record
+    /// below it, else the bootstrap set (what a snapshot ending there holds).
+    pub(crate) fn at(&self, end_offset: i64) -> &VoterSet {
+        self.entries
+            .iter()
+            .rev()
+            .find(|(o, _)| *o < end_offset)
+            .map_or(&self.bootstrap, |(_, s)| s)
+    }
+
+    /// Offset of the newest `Voters` record, if the log has one.
+    pub(crate) fn latest_offset(&self) -> Option<i64> {
+        self.entries.last().map(|(o, _)| *o)
+    }
+
+    pub(crate) fn push(&mut self, offset: i64, set: VoterSet) {
+        if self.latest_offset().is_none_or(|o| offset > o) {
+            self.entries.push((offset, set));
+        }
+    }
+
+    /// The set a snapshot ending at `last_contained_offset + 1` holds: it
+    /// replaces every entry from `last_contained_offset` on (a snapshot
+    /// installed beyond the log, or loaded on start).
+    pub(crate) fn reset_at(&mut self, last_contained_offset: i64, set: VoterSet) {
+        self.entries.retain(|(o, _)| *o < last_contained_offset);
+        self.entries.push((last_contained_offset, set));
+    }
+
+    pub(crate) fn truncate(&mut self, offset: i64) {
+        self.entries.retain(|(o, _)| *o < offset);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -66,7 +66,7 @@ fn fetch_snapshot(epoch: i32, id: (i64, i32), position: i64, max_bytes: i32) -> 
                 .with_max_bytes(max_bytes)
                 .with_topics(vec![
                     fetch_snapshot_request::TopicSnapshot::default()
-                        .with_name(RaftEngine::<MemoryLog>::topic_name())
+                        .with_name(crate::raft::core::topic_name())
                         .with_partitions(vec![
                             fetch_snapshot_request::PartitionSnapshot::default()
                                 .with_current_leader_epoch(epoch)

@@ -1,0 +1,230 @@
+//! Engine unit tests of dynamic voters (KIP-853): the bootstrap records,
+//! AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter and DescribeQuorum.
+
+use super::*;
+
+#[test]
+fn the_first_leader_writes_kraft_version_and_voters_with_its_leader_change() {
+    // KIP-853: the bootstrap voter set goes into the log, in the batch of
+    // the first LeaderChange.
+    let e = kip853_leader();
+    let info = e.log().read(0, usize::MAX).expect("read");
+    let (_, first) = crate::record::iter_batches(&info.records, true)
+        .next()
+        .expect("one batch")
+        .expect("valid");
+    let records = crate::record::DecodedBatch::decode(first)
+        .expect("decodes")
+        .control_records()
+        .expect("control");
+    let types: Vec<_> = records.iter().map(|r| r.record_type().name()).collect();
+    assert_eq!(types, ["LEADER_CHANGE", "KRAFT_VERSION", "KRAFT_VOTERS"]);
+    let crate::record::ControlRecord::Voters(v) = &records[2] else {
+        panic!("voters record expected")
+    };
+    assert_eq!(VoterSet::from_record(v), kip853_voters());
+    assert_eq!(e.status().kraft_version, 1);
+}
+
+#[test]
+fn add_raft_voter_asks_for_api_versions_appends_and_answers_once_committed() {
+    let mut e = kip853_leader();
+    // Node 4 fetches as an observer, caught up.
+    e.handle(fetch_from(4, 1, 3, 1), 2_010).expect("fetch");
+    let commands = e.handle(admin(add_voter(4)), 2_020).expect("add");
+    assert_eq!(render(&commands), ["send 4 api_versions"]);
+    let Command::Send { id, .. } = &commands[0] else {
+        unreachable!("a send")
+    };
+    let commands = e
+        .handle(api_versions(id.0, 0, 1), 2_030)
+        .expect("api versions");
+    assert!(render(&commands).is_empty(), "{commands:?}");
+    assert_eq!(e.voters().len(), 4, "a change takes effect when appended");
+    assert!(
+        e.status().uncommitted_voter_change,
+        "appended, not committed"
+    );
+    // A second change waits for this one.
+    let commands = e
+        .handle(admin(remove_voter(2, dir(2))), 2_031)
+        .expect("remove");
+    assert_eq!(render(&commands), ["reply remove_raft_voter error=7"]);
+    e.handle(Event::Flush, 2_060).expect("flush");
+    // Committing needs 3 of the 4 voters now: 1 (leader), 2 and 4.
+    let commands = e.handle(fetch_from(2, 1, 4, 1), 2_070).expect("fetch");
+    assert_eq!(
+        render(&commands),
+        ["reply fetch error=0 hw=3 diverging=(-1, -1) batches=0"]
+    );
+    let commands = e.handle(fetch_from(4, 1, 4, 1), 2_080).expect("fetch");
+    assert_eq!(
+        render(&commands),
+        [
+            "committed hw=4",
+            "reply fetch error=0 hw=4 diverging=(-1, -1) batches=0",
+            "reply add_raft_voter error=0",
+        ]
+    );
+    assert!(!e.status().uncommitted_voter_change, "committed");
+}
+
+#[test]
+fn add_raft_voter_refuses_a_voter_that_is_not_caught_up_or_already_a_voter() {
+    let mut e = kip853_leader();
+    let commands = e.handle(admin(add_voter(4)), 2_020).expect("add");
+    assert_eq!(render(&commands), ["reply add_raft_voter error=7"]);
+    let commands = e.handle(admin(add_voter(2)), 2_021).expect("add");
+    assert_eq!(render(&commands), ["reply add_raft_voter error=126"]);
+}
+
+#[test]
+fn a_new_voter_without_the_cluster_kraft_version_is_an_invalid_request() {
+    let mut e = kip853_leader();
+    e.handle(fetch_from(4, 1, 3, 1), 2_010).expect("fetch");
+    let commands = e.handle(admin(add_voter(4)), 2_020).expect("add");
+    let Command::Send { id, .. } = &commands[0] else {
+        unreachable!("a send")
+    };
+    let commands = e
+        .handle(api_versions(id.0, 0, 0), 2_030)
+        .expect("api versions");
+    assert_eq!(render(&commands), ["reply add_raft_voter error=42"]);
+    assert_eq!(e.voters().len(), 3);
+}
+
+#[test]
+fn remove_raft_voter_with_the_wrong_directory_id_is_voter_not_found() {
+    let mut e = kip853_leader();
+    let commands = e
+        .handle(admin(remove_voter(2, dir(9))), 2_020)
+        .expect("remove");
+    assert_eq!(render(&commands), ["reply remove_raft_voter error=127"]);
+}
+
+#[test]
+fn voter_changes_under_kraft_version_0_are_unsupported() {
+    let mut e = leader(MemoryLog::new());
+    e.handle(Event::Flush, 2_000).expect("flush");
+    e.handle(fetch(2, 1, 1, 1, 0), 2_000).expect("fetch");
+    let commands = e
+        .handle(admin(remove_voter(2, uuid::Uuid::nil())), 2_020)
+        .expect("remove");
+    assert_eq!(render(&commands), ["reply remove_raft_voter error=35"]);
+}
+
+#[test]
+fn a_leader_whose_removal_commits_resigns() {
+    let mut e = kip853_leader();
+    e.handle(fetch_from(3, 1, 3, 1), 2_005).expect("fetch");
+    let commands = e
+        .handle(admin(remove_voter(1, dir(1))), 2_010)
+        .expect("remove");
+    assert!(render(&commands).is_empty(), "{commands:?}");
+    assert!(!e.is_voter());
+    assert_eq!(e.role(), Role::Leader);
+    // The new set {2, 3} commits the record without counting the leader.
+    e.handle(fetch_from(2, 1, 4, 1), 2_020).expect("fetch");
+    let commands = e.handle(fetch_from(3, 1, 4, 1), 2_030).expect("fetch");
+    assert_eq!(
+        render(&commands),
+        [
+            "committed hw=4",
+            "reply fetch error=0 hw=4 diverging=(-1, -1) batches=0",
+            "reply remove_raft_voter error=0",
+            "role resigned epoch=1 leader=Some(1)",
+            "send 2 end_quorum_epoch epoch=1 successors=[2, 3]",
+            "send 3 end_quorum_epoch epoch=1 successors=[2, 3]",
+        ]
+    );
+}
+
+#[test]
+fn describe_quorum_reports_voters_and_observers_with_their_fetch_state() {
+    let mut e = kip853_leader();
+    e.handle(fetch_from(4, 1, 2, 1), 2_010).expect("fetch");
+    let commands = e
+        .handle(
+            Event::Request {
+                handle: ReplyHandle(3),
+                api_version: 2,
+                request: RaftRequest::DescribeQuorum(Default::default()),
+            },
+            2_020,
+        )
+        .expect("describe");
+    let [
+        Command::Reply {
+            response: RaftResponse::DescribeQuorum(r),
+            ..
+        },
+    ] = commands.as_slice()
+    else {
+        panic!("one DescribeQuorum reply: {commands:?}")
+    };
+    let p = &r.topics[0].partitions[0];
+    assert_eq!((p.leader_id.0, p.leader_epoch, p.high_watermark), (1, 1, 3));
+    let voters: Vec<_> = p
+        .current_voters
+        .iter()
+        .map(|v| (v.replica_id.0, v.log_end_offset, v.last_fetch_timestamp))
+        .collect();
+    assert_eq!(voters, [(1, 3, 2_020), (2, 3, 2_000), (3, -1, -1)]);
+    let observers: Vec<_> = p
+        .observers
+        .iter()
+        .map(|v| (v.replica_id.0, v.replica_directory_id, v.log_end_offset))
+        .collect();
+    assert_eq!(observers, [(4, dir(4), 2)]);
+    assert_eq!(r.nodes.len(), 3);
+}
+
+#[test]
+fn update_raft_voter_changes_a_voters_endpoints_once_committed() {
+    use kafka_protocol::messages::{
+        UpdateRaftVoterRequest,
+        update_raft_voter_request::{KRaftVersionFeature, Listener},
+    };
+    let update = |directory: uuid::Uuid| {
+        RaftRequest::UpdateRaftVoter(
+            UpdateRaftVoterRequest::default()
+                .with_cluster_id(Some("test".into()))
+                .with_current_leader_epoch(1)
+                .with_voter_id(2)
+                .with_voter_directory_id(directory)
+                .with_listeners(vec![
+                    Listener::default()
+                        .with_name("CONTROLLER".into())
+                        .with_host("node2.new".into())
+                        .with_port(19093),
+                ])
+                .with_k_raft_version_feature(
+                    KRaftVersionFeature::default()
+                        .with_min_supported_version(0)
+                        .with_max_supported_version(1),
+                ),
+        )
+    };
+    let code = |commands: &[Command]| match commands {
+        [
+            Command::Reply {
+                response: RaftResponse::UpdateRaftVoter(r),
+                ..
+            },
+        ] => r.error_code,
+        other => panic!("one UpdateRaftVoter reply expected: {other:?}"),
+    };
+    let mut e = kip853_leader();
+    let commands = e.handle(admin(update(dir(9))), 2_010).expect("update");
+    assert_eq!(code(&commands), 127);
+    let commands = e.handle(admin(update(dir(2))), 2_020).expect("update");
+    assert!(commands.is_empty(), "{commands:?}");
+    let endpoint = &e.voters().get(2).expect("voter 2").endpoints[0];
+    assert_eq!(
+        (endpoint.host.as_str(), endpoint.port),
+        ("node2.new", 19093)
+    );
+    e.handle(Event::Flush, 2_050).expect("flush");
+    let commands = e.handle(fetch_from(2, 1, 4, 1), 2_060).expect("fetch");
+    assert_eq!(code(&commands[2..]), 0, "{:?}", render(&commands));
+}

@@ -1,0 +1,227 @@
+//! Engine unit tests of replication: the high watermark, Fetch (diverging
+//! epochs, parked fetches), check-quorum, the BeginQuorumEpoch heartbeat and
+//! a leader's graceful shutdown.
+
+use super::*;
+
+#[test]
+fn the_high_watermark_waits_for_a_majority_of_flushed_offsets() {
+    let mut e = leader(MemoryLog::new());
+    e.handle(Event::Flush, 2_000).expect("flush");
+    let commands = e.handle(fetch(2, 1, 1, 1, 0), 2_001).expect("fetch");
+    assert_eq!(
+        render(&commands),
+        [
+            "committed hw=1",
+            "reply fetch error=0 hw=1 diverging=(-1, -1) batches=0",
+        ]
+    );
+}
+
+#[test]
+fn a_fetch_with_a_diverging_epoch_names_the_end_of_that_epoch() {
+    // Leader log: offsets 0, 1 of epoch 1 then its LeaderChange at 2 (epoch 2
+    // after the election from a stored epoch 1).
+    let stored = ElectionState {
+        epoch: 1,
+        leader_id: None,
+        voted_key: None,
+    };
+    let (mut e, _) = engine_with(1, log_with_epochs(&[1, 1]), Some(stored));
+    let t = e.next_deadline_ms();
+    e.handle(Event::Tick, t).expect("tick");
+    e.handle(vote_granted(1, 1), t).expect("pre-vote");
+    e.handle(vote_granted(3, 2), t).expect("vote");
+    assert_eq!(e.role(), Role::Leader);
+    // A follower that wrote offsets 2..4 in epoch 1 as a stale leader... no:
+    // one that claims epoch 1 up to offset 4 must truncate to 2.
+    let commands = e.handle(fetch(2, 2, 4, 1, 0), t + 1).expect("fetch");
+    assert_eq!(
+        render(&commands),
+        ["reply fetch error=0 hw=-1 diverging=(2, 1) batches=0"]
+    );
+    // A fetch at a fenced epoch learns the current leader.
+    let commands = e.handle(fetch(2, 1, 2, 1, 0), t + 2).expect("fetch");
+    assert_eq!(
+        render(&commands),
+        ["reply fetch error=74 hw=-1 diverging=(-1, -1) batches=0"]
+    );
+}
+
+#[test]
+fn an_empty_fetch_is_parked_and_answered_when_a_proposal_arrives() {
+    let mut e = leader(MemoryLog::new());
+    e.handle(Event::Flush, 2_000).expect("flush");
+    let commands = e.handle(fetch(2, 1, 1, 1, 500), 2_001).expect("fetch");
+    assert_eq!(render(&commands), ["committed hw=1"]);
+    let (proposed, commands) = e
+        .propose(&[Bytes::from_static(b"record")], 2_002)
+        .expect("leader accepts");
+    assert_eq!(
+        proposed,
+        Proposed {
+            last_offset: 1,
+            epoch: 1
+        }
+    );
+    assert_eq!(
+        render(&commands),
+        ["reply fetch error=0 hw=1 diverging=(-1, -1) batches=1"]
+    );
+    // Its flush waits for the append linger (25 ms).
+    assert_eq!(e.next_deadline_ms(), 2_027);
+}
+
+#[test]
+fn a_parked_fetch_is_answered_empty_at_its_deadline() {
+    let mut e = leader(MemoryLog::new());
+    e.handle(Event::Flush, 2_000).expect("flush");
+    e.handle(fetch(2, 1, 1, 1, 500), 2_001).expect("fetch");
+    let commands = e.handle(Event::Tick, 2_501).expect("tick");
+    assert_eq!(
+        render(&commands),
+        ["reply fetch error=0 hw=1 diverging=(-1, -1) batches=0"]
+    );
+}
+
+#[test]
+fn a_leader_without_a_majority_resigns_after_one_and_a_half_fetch_timeouts() {
+    let mut e = leader(MemoryLog::new());
+    // Node 2 fetched (offset 1); node 3 never did.
+    e.handle(Event::Flush, 3_000).expect("flush");
+    e.handle(fetch(2, 1, 1, 1, 0), 3_000).expect("fetch");
+    let mut resigned = Vec::new();
+    let mut now = 3_000;
+    while e.role() == Role::Leader && now < 20_000 {
+        now += 100;
+        resigned = render(&e.handle(Event::Tick, now).expect("tick"));
+    }
+    // Node 2's fetch at 3000 restarted the window: resign at 3000 + 3000.
+    assert_eq!(now, 6_000);
+    assert_eq!(
+        resigned,
+        [
+            "role resigned epoch=1 leader=Some(1)",
+            "send 2 end_quorum_epoch epoch=1 successors=[2, 3]",
+            "send 3 end_quorum_epoch epoch=1 successors=[2, 3]",
+        ]
+    );
+    assert!(matches!(
+        e.propose(&[Bytes::from_static(b"x")], now),
+        Err(RaftError::NotLeader { .. })
+    ));
+}
+
+#[test]
+fn a_leader_shutting_down_resigns_and_completes_once_a_successor_leads() {
+    // Kafka's `KafkaRaftClient.pollShutdown`: done when a remote leader is
+    // known (or the timeout passes), not when EndQuorumEpoch is acknowledged.
+    use kafka_protocol::messages::{EndQuorumEpochResponse, end_quorum_epoch_response};
+    let mut e = leader(MemoryLog::new());
+    let commands = e
+        .handle(Event::Shutdown { timeout_ms: 5_000 }, 2_000)
+        .expect("shutdown");
+    assert_eq!(
+        render(&commands),
+        [
+            "role resigned epoch=1 leader=Some(1)",
+            "send 2 end_quorum_epoch epoch=1 successors=[2, 3]",
+            "send 3 end_quorum_epoch epoch=1 successors=[2, 3]",
+        ]
+    );
+    let ids: Vec<RequestId> = commands
+        .iter()
+        .filter_map(|c| match c {
+            Command::Send { id, .. } => Some(*id),
+            _ => None,
+        })
+        .collect();
+    let ack = |id: RequestId| Event::Response {
+        id,
+        response: RaftResponse::EndQuorumEpoch(EndQuorumEpochResponse::default().with_topics(
+            vec![
+                end_quorum_epoch_response::TopicData::default().with_partitions(vec![
+                end_quorum_epoch_response::PartitionData::default()
+                    .with_leader_id(1.into())
+                    .with_leader_epoch(1),
+            ]),
+            ],
+        )),
+    };
+    assert!(render(&e.handle(ack(ids[0]), 2_010).expect("ack")).is_empty());
+    let after_acks = render(&e.handle(ack(ids[1]), 2_020).expect("ack"));
+    assert!(
+        !after_acks.iter().any(|c| c == "shutdown complete"),
+        "acknowledgements alone must not complete the shutdown: {after_acks:?}"
+    );
+    let successor = BeginQuorumEpochRequest::default()
+        .with_cluster_id(Some("test".into()))
+        .with_topics(vec![
+            begin_quorum_epoch_request::TopicData::default().with_partitions(vec![
+                begin_quorum_epoch_request::PartitionData::default()
+                    .with_leader_id(2.into())
+                    .with_leader_epoch(2),
+            ]),
+        ]);
+    let commands = render(
+        &e.handle(
+            Event::Request {
+                handle: ReplyHandle(9),
+                api_version: 1,
+                request: RaftRequest::BeginQuorumEpoch(successor),
+            },
+            2_100,
+        )
+        .expect("handles"),
+    );
+    assert_eq!(
+        commands.last().map(String::as_str),
+        Some("shutdown complete"),
+        "{commands:?}"
+    );
+}
+
+#[test]
+fn a_leader_shutting_down_stops_waiting_for_a_successor_at_the_timeout() {
+    let mut e = leader(MemoryLog::new());
+    e.handle(Event::Shutdown { timeout_ms: 5_000 }, 2_000)
+        .expect("shutdown");
+    let early = render(&e.handle(Event::Tick, 6_999).expect("tick"));
+    assert!(!early.iter().any(|c| c == "shutdown complete"), "{early:?}");
+    let late = render(&e.handle(Event::Tick, 7_000).expect("tick"));
+    assert!(late.iter().any(|c| c == "shutdown complete"), "{late:?}");
+}
+
+#[test]
+fn the_leader_repeats_begin_quorum_epoch_to_a_voter_that_does_not_fetch() {
+    use kafka_protocol::messages::{BeginQuorumEpochResponse, begin_quorum_epoch_response};
+    let mut e = leader(MemoryLog::new());
+    e.handle(Event::Flush, 1_500).expect("flush");
+    e.handle(fetch(2, 1, 1, 1, 0), 1_500).expect("fetch");
+    // Node 3 answers the first BeginQuorumEpoch (request id 6) but never fetches.
+    let answered = Event::Response {
+        id: RequestId(6),
+        response: RaftResponse::BeginQuorumEpoch(BeginQuorumEpochResponse::default().with_topics(
+            vec![
+                begin_quorum_epoch_response::TopicData::default().with_partitions(vec![
+                begin_quorum_epoch_response::PartitionData::default()
+                    .with_leader_id(1.into())
+                    .with_leader_epoch(1),
+            ]),
+            ],
+        )),
+    };
+    assert!(render(&e.handle(answered, 1_600).expect("response")).is_empty());
+    // Every fetch_timeout / 2 = 1 s, to the voters that did not fetch in that
+    // time and have no BeginQuorumEpoch in flight (the resend stays unanswered).
+    let mut sent = Vec::new();
+    let mut now = 1_600;
+    while now < 5_000 {
+        now += 50;
+        for event in [fetch(2, 1, 1, 1, 0), Event::Tick] {
+            let commands = render(&e.handle(event, now).expect("handles"));
+            sent.extend(commands.into_iter().filter(|c| c.starts_with("send")));
+        }
+    }
+    assert_eq!(sent, ["send 3 begin_quorum_epoch epoch=1"]);
+}

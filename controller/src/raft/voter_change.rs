@@ -1,0 +1,371 @@
+//! The voter-change requests (KIP-853), as Kafka's `AddVoterHandler`,
+//! `RemoveVoterHandler` and `UpdateVoterHandler`: AddRaftVoter (with the new
+//! voter's ApiVersions), RemoveRaftVoter and UpdateRaftVoter, validated in
+//! Kafka 4.1's order. A [`VoterChangeHandler`] borrows the core, the output,
+//! the epoch's view and, on a leader, the leader state (which appends the
+//! `Voters` record and holds the pending change). Imports the leaves and the
+//! leader state only. Must not decide elections: only which set is current.
+
+use kafka_protocol::{
+    ResponseError,
+    messages::{
+        AddRaftVoterRequest, ApiVersionsRequest, ApiVersionsResponse, RemoveRaftVoterRequest,
+        UpdateRaftVoterRequest,
+    },
+    protocol::StrBytes,
+};
+
+use super::{
+    Destination, RaftRequest, ReplyHandle, RequestId, Result,
+    core::{Core, EpochView},
+    leader::LeaderState,
+    membership::{
+        ChangeKind, ChangeStage, KRAFT_VERSION_FEATURE, PendingChange, reply_voter_change,
+    },
+    output::{Output, RequestKind},
+    voters::{Endpoint, ReplicaKey, Voter},
+};
+use crate::log::ReplicatedLog;
+
+/// One voter-change request being handled (see the module doc); `leader` is
+/// `None` on any other role.
+pub(crate) struct VoterChangeHandler<'a, L: ReplicatedLog> {
+    pub(crate) core: &'a mut Core<L>,
+    pub(crate) out: &'a mut Output,
+    pub(crate) view: &'a EpochView,
+    pub(crate) leader: Option<&'a mut LeaderState>,
+}
+
+impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
+    fn reply(
+        &mut self,
+        kind: ChangeKind,
+        handle: ReplyHandle,
+        error: Option<ResponseError>,
+        text: Option<&str>,
+    ) {
+        reply_voter_change(self.out, self.view, kind, handle, error, text);
+    }
+
+    /// The checks every voter change shares, in Kafka 4.1's order.
+    fn precheck(&self) -> Option<(ResponseError, &'static str)> {
+        let Some(leader) = self.leader.as_deref() else {
+            return Some((ResponseError::NotLeaderOrFollower, "not the leader"));
+        };
+        if self.core.kraft_version < 1 {
+            return Some((
+                ResponseError::UnsupportedVersion,
+                "kraft.version is 0: voters are static (controller.quorum.voters)",
+            ));
+        }
+        let Some(hw) = self.core.high_watermark else {
+            return Some((
+                ResponseError::RequestTimedOut,
+                "the leader has no high watermark yet; retry",
+            ));
+        };
+        if leader.pending_change.is_some() {
+            return Some((
+                ResponseError::RequestTimedOut,
+                "another voter change is in progress; retry",
+            ));
+        }
+        if self
+            .core
+            .voter_history()
+            .latest_offset()
+            .is_some_and(|o| o >= hw)
+        {
+            return Some((
+                ResponseError::RequestTimedOut,
+                "the last voter change is not committed yet; retry",
+            ));
+        }
+        None
+    }
+
+    /// Sets the leader's pending change.
+    fn pending(&mut self, change: PendingChange) {
+        if let Some(leader) = self.leader.as_deref_mut() {
+            leader.pending_change = Some(change);
+        }
+    }
+
+    /// Appends `next` as leader (see [`LeaderState::append_voters`]).
+    fn append_voters(&mut self, next: super::VoterSet, now_ms: u64) -> Result<Option<i64>> {
+        match self.leader.as_deref_mut() {
+            Some(leader) => leader
+                .append_voters(self.core, self.out, next, now_ms)
+                .map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// AddRaftVoter (80): asks the new voter's ApiVersions first.
+    pub(crate) fn add(
+        mut self,
+        handle: ReplyHandle,
+        r: AddRaftVoterRequest,
+        now_ms: u64,
+    ) -> Result<()> {
+        let kind = ChangeKind::Add;
+        if !self.core.cluster_id_matches(r.cluster_id.as_ref()) {
+            self.reply(
+                kind,
+                handle,
+                Some(ResponseError::InconsistentClusterId),
+                None,
+            );
+            return Ok(());
+        }
+        if let Some((e, text)) = self.precheck() {
+            self.reply(kind, handle, Some(e), Some(text));
+            return Ok(());
+        }
+        let key = ReplicaKey::from_wire(r.voter_id, r.voter_directory_id);
+        if key.id < 0 || key.directory_id.is_none() || r.listeners.is_empty() {
+            self.reply(
+                kind,
+                handle,
+                Some(ResponseError::InvalidRequest),
+                Some("a voter needs a node id, a directory id and at least one listener"),
+            );
+            return Ok(());
+        }
+        if self.core.voters().contains_id(key.id) {
+            self.reply(kind, handle, Some(ResponseError::DuplicateVoter), None);
+            return Ok(());
+        }
+        let window = self.core.config.fetch_timeout_ms;
+        let caught_up = self
+            .leader
+            .as_deref()
+            .is_some_and(|l| l.is_caught_up(&key, now_ms, window));
+        if !caught_up {
+            self.reply(
+                kind,
+                handle,
+                Some(ResponseError::RequestTimedOut),
+                Some("the new voter is not a caught-up observer of the leader yet; retry"),
+            );
+            return Ok(());
+        }
+        let endpoints: Vec<Endpoint> = r
+            .listeners
+            .iter()
+            .map(|l| Endpoint::new(l.name.as_str(), l.host.as_str(), l.port))
+            .collect();
+        let voter = Voter {
+            key,
+            endpoints: endpoints.clone(),
+            kraft_version: (0, 0),
+        };
+        let destination = Destination {
+            node_id: key.id,
+            endpoint: endpoints.first().cloned(),
+        };
+        let request = self.core.send_to(
+            self.out,
+            destination,
+            RequestKind::ApiVersions,
+            self.view.epoch,
+            RaftRequest::ApiVersions(
+                ApiVersionsRequest::default()
+                    .with_client_software_name(StrBytes::from_static_str("kraft-controller"))
+                    .with_client_software_version(StrBytes::from_static_str(env!(
+                        "CARGO_PKG_VERSION"
+                    ))),
+            ),
+        );
+        let timeout = u64::try_from(r.timeout_ms)
+            .ok()
+            .filter(|t| *t > 0)
+            .unwrap_or(self.core.config.request_timeout_ms);
+        self.pending(PendingChange {
+            kind,
+            handle,
+            deadline_ms: now_ms + timeout,
+            stage: ChangeStage::AwaitingApiVersions { request, voter },
+        });
+        Ok(())
+    }
+
+    /// The new voter's ApiVersions (`None`: the request failed): it must
+    /// support the current kraft.version; then the `Voters` record is
+    /// appended.
+    pub(crate) fn api_versions_answer(
+        mut self,
+        id: RequestId,
+        r: Option<ApiVersionsResponse>,
+        now_ms: u64,
+    ) -> Result<()> {
+        let Some(leader) = self.leader.as_deref_mut() else {
+            return Ok(());
+        };
+        let Some(pending) = leader.pending_change.clone() else {
+            return Ok(());
+        };
+        let ChangeStage::AwaitingApiVersions { request, mut voter } = pending.stage else {
+            return Ok(());
+        };
+        if request != id {
+            return Ok(());
+        }
+        leader.pending_change = None;
+        let Some(r) = r.filter(|r| r.error_code == 0) else {
+            self.reply(
+                pending.kind,
+                pending.handle,
+                Some(ResponseError::RequestTimedOut),
+                Some("the new voter did not answer ApiVersions; retry"),
+            );
+            return Ok(());
+        };
+        let kraft_version = self.core.kraft_version;
+        let range = r
+            .supported_features
+            .iter()
+            .find(|f| f.name.as_str() == KRAFT_VERSION_FEATURE)
+            .map(|f| (f.min_version, f.max_version));
+        let Some(range) = range.filter(|(min, max)| *min <= kraft_version && kraft_version <= *max)
+        else {
+            self.reply(
+                pending.kind,
+                pending.handle,
+                Some(ResponseError::InvalidRequest),
+                Some("the new voter does not support the cluster's kraft.version"),
+            );
+            return Ok(());
+        };
+        voter.kraft_version = range;
+        let next = self.core.voters().with_added(voter);
+        if let Some(offset) = self.append_voters(next, now_ms)? {
+            self.pending(PendingChange {
+                stage: ChangeStage::AwaitingCommit { offset },
+                ..pending
+            });
+        }
+        Ok(())
+    }
+
+    /// RemoveRaftVoter (81).
+    pub(crate) fn remove(
+        mut self,
+        handle: ReplyHandle,
+        r: RemoveRaftVoterRequest,
+        now_ms: u64,
+    ) -> Result<()> {
+        let kind = ChangeKind::Remove;
+        if !self.core.cluster_id_matches(r.cluster_id.as_ref()) {
+            self.reply(
+                kind,
+                handle,
+                Some(ResponseError::InconsistentClusterId),
+                None,
+            );
+            return Ok(());
+        }
+        if let Some((e, text)) = self.precheck() {
+            self.reply(kind, handle, Some(e), Some(text));
+            return Ok(());
+        }
+        let key = ReplicaKey::from_wire(r.voter_id, r.voter_directory_id);
+        if self.core.voters().get(key.id).is_none_or(|v| v.key != key) {
+            self.reply(kind, handle, Some(ResponseError::VoterNotFound), None);
+            return Ok(());
+        }
+        let Some(next) = self
+            .core
+            .voters()
+            .with_removed(&key)
+            .filter(|s| !s.is_empty())
+        else {
+            self.reply(
+                kind,
+                handle,
+                Some(ResponseError::InvalidRequest),
+                Some("cannot remove the last voter"),
+            );
+            return Ok(());
+        };
+        if let Some(offset) = self.append_voters(next, now_ms)? {
+            let deadline_ms = now_ms + self.core.config.request_timeout_ms;
+            self.pending(PendingChange {
+                kind,
+                handle,
+                deadline_ms,
+                stage: ChangeStage::AwaitingCommit { offset },
+            });
+        }
+        Ok(())
+    }
+
+    /// UpdateRaftVoter (82): a voter's new endpoints or kraft.version range.
+    pub(crate) fn update(
+        mut self,
+        handle: ReplyHandle,
+        r: UpdateRaftVoterRequest,
+        now_ms: u64,
+    ) -> Result<()> {
+        let kind = ChangeKind::Update;
+        if !self.core.cluster_id_matches(r.cluster_id.as_ref()) {
+            self.reply(
+                kind,
+                handle,
+                Some(ResponseError::InconsistentClusterId),
+                None,
+            );
+            return Ok(());
+        }
+        if r.current_leader_epoch < self.view.epoch {
+            self.reply(kind, handle, Some(ResponseError::FencedLeaderEpoch), None);
+            return Ok(());
+        }
+        if r.current_leader_epoch > self.view.epoch {
+            self.reply(kind, handle, Some(ResponseError::UnknownLeaderEpoch), None);
+            return Ok(());
+        }
+        if let Some((e, text)) = self.precheck() {
+            self.reply(kind, handle, Some(e), Some(text));
+            return Ok(());
+        }
+        let key = ReplicaKey::from_wire(r.voter_id, r.voter_directory_id);
+        if self.core.voters().get(key.id).is_none_or(|v| v.key != key) {
+            self.reply(kind, handle, Some(ResponseError::VoterNotFound), None);
+            return Ok(());
+        }
+        let kraft_version = self.core.kraft_version;
+        let range = (
+            r.k_raft_version_feature.min_supported_version,
+            r.k_raft_version_feature.max_supported_version,
+        );
+        if r.listeners.is_empty() || range.0 > kraft_version || range.1 < kraft_version {
+            self.reply(kind, handle, Some(ResponseError::InvalidRequest), None);
+            return Ok(());
+        }
+        let voter = Voter {
+            key,
+            endpoints: r
+                .listeners
+                .iter()
+                .map(|l| Endpoint::new(l.name.as_str(), l.host.as_str(), l.port))
+                .collect(),
+            kraft_version: range,
+        };
+        if self.core.voters().get(key.id) == Some(&voter) {
+            self.reply(kind, handle, None, None);
+            return Ok(());
+        }
+        let next = self.core.voters().with_added(voter);
+        if let Some(offset) = self.append_voters(next, now_ms)? {
+            let deadline_ms = now_ms + self.core.config.request_timeout_ms;
+            self.pending(PendingChange {
+                kind,
+                handle,
+                deadline_ms,
+                stage: ChangeStage::AwaitingCommit { offset },
+            });
+        }
+        Ok(())
+    }
+}
