@@ -17,6 +17,7 @@ use crate::{
 };
 
 mod election;
+mod imports;
 mod membership;
 mod replication;
 mod snapshot;
