@@ -44,6 +44,7 @@ mod engine;
 mod fetch_snapshot;
 mod follower;
 mod leader;
+pub mod listener;
 pub mod membership;
 mod prospective;
 pub mod quorum_state;
