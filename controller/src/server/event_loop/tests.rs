@@ -338,13 +338,16 @@ async fn a_snapshot_in_the_log_is_loaded_before_anything_else_at_start() {
     };
     let mut engine = node.stop().await;
     let id = OffsetAndEpoch::new(hw, engine.epoch());
-    let bytes = crate::metadata::snapshot::encode_image_snapshot(
-        &crate::metadata::image::MetadataImage::starting_at(hw),
+    // A snapshot of opaque state (the driver never reads it; the listener
+    // does): the header and footer control batches around one record.
+    let bytes = crate::log::snapshot::encode_snapshot(
+        id.epoch,
         0,
-        engine.voters_at(hw).to_record(),
         0,
+        &[],
+        &[Bytes::from_static(b"listener state")],
     )
-    .expect("encode an empty snapshot");
+    .expect("encode a snapshot");
     engine
         .write_snapshot(id, &bytes)
         .expect("write the snapshot");
