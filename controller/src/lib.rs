@@ -23,3 +23,4 @@ pub mod raft;
 pub mod record;
 pub mod server;
 pub mod wire;
+pub mod workload;

@@ -1,10 +1,38 @@
-//! `kraft-controller run`: start a controller from a Kafka-style properties file.
+//! `kraft-controller run`: start a controller from a Kafka-style properties
+//! file, and pick what runs above Raft: the metadata listener
+//! ([`MetadataListener`]), or the benchmark workload ([`WorkloadListener`])
+//! with `--workload-throughput`.
+//!
+//! It owns the wiring of a listener from the node's configuration; it must
+//! not run either itself (the server drives them).
 
-use std::{path::PathBuf, process::ExitCode};
+use std::{
+    path::PathBuf,
+    process::ExitCode,
+    sync::{Arc, Mutex},
+};
 
 use clap::Args;
+use tokio::sync::watch;
 
-use crate::{config::ControllerConfig, server};
+use crate::{
+    config::ControllerConfig,
+    metadata::{
+        self,
+        bootstrap::BootstrapMetadata,
+        image::MetadataImage,
+        listener::{MetadataConfig, MetadataListener},
+        records::{ControllerEndpoint, ControllerFeature, RegisterControllerRecord},
+        snapshot::SnapshotPolicy,
+        view::ImageView,
+    },
+    server::{self, ListenerBuildError, NodeInfo},
+    wire::client::ClientConfig,
+    workload::{
+        self, SharedWorkload, Workload, WorkloadConfig,
+        listener::{WorkloadListener, WorkloadListenerConfig},
+    },
+};
 
 /// Arguments of `kraft-controller run`.
 #[derive(Debug, Args)]
@@ -41,15 +69,13 @@ pub fn run(args: RunArgs) -> ExitCode {
     };
     let workload = match args.workload_throughput {
         None => None,
-        Some(rate) => {
-            match server::workload::WorkloadConfig::new(rate, args.workload_record_size) {
-                Ok(w) => Some(w),
-                Err(e) => {
-                    eprintln!("kraft-controller run: {e}");
-                    return ExitCode::FAILURE;
-                }
+        Some(rate) => match WorkloadConfig::new(rate, args.workload_record_size) {
+            Ok(w) => Some(w),
+            Err(e) => {
+                eprintln!("kraft-controller run: {e}");
+                return ExitCode::FAILURE;
             }
-        }
+        },
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -68,7 +94,28 @@ pub fn run(args: RunArgs) -> ExitCode {
             tracing::info!("signal received: shutting down");
             let _ = tx.send(true);
         });
-        server::run_with_workload(config, args.cluster_id, workload, rx).await
+        match workload {
+            None => server::run(config, args.cluster_id, metadata_listener, rx).await,
+            Some(w) => {
+                let shared: SharedWorkload = Arc::new(Mutex::new(Workload::new(w)));
+                let above = shared.clone();
+                let result = server::run(
+                    config,
+                    args.cluster_id,
+                    move |node: &NodeInfo<'_>| Ok(workload_listener(node, above)),
+                    rx,
+                )
+                .await;
+                let report = shared
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .report();
+                if let Ok(json) = serde_json::to_string(&report) {
+                    println!("workload-report {json}");
+                }
+                result
+            }
+        }
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -78,6 +125,84 @@ pub fn run(args: RunArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The metadata listener of a node, with its `/metadata` route.
+///
+/// Errors: `bootstrap.checkpoint` in the log dir cannot be read.
+fn metadata_listener(
+    node: &NodeInfo<'_>,
+) -> Result<(MetadataListener, axum::Router), ListenerBuildError> {
+    let config = node.config;
+    // What the first leader of an empty log writes (Kafka reads it at start
+    // too, whether or not it will lead).
+    let bootstrap = BootstrapMetadata::read(&config.metadata_log_dir)?;
+    // KIP-919: this process's registration, with a fresh incarnation id.
+    let registration = RegisterControllerRecord {
+        controller_id: config.node_id,
+        incarnation_id: uuid::Uuid::new_v4(),
+        zk_migration_ready: false,
+        endpoints: config
+            .advertised_controller_endpoints()
+            .into_iter()
+            .map(|e| ControllerEndpoint {
+                name: e.name,
+                host: e.host,
+                port: e.port,
+                // Every listener here is PLAINTEXT (no TLS or SASL yet).
+                security_protocol: 0,
+            })
+            .collect(),
+        features: crate::wire::kafka_4_1_supported_features()
+            .into_iter()
+            .map(|f| ControllerFeature {
+                name: f.name.to_owned(),
+                min_supported_version: f.min_version,
+                max_supported_version: f.max_version,
+            })
+            .collect(),
+    };
+    let (view_tx, view_rx) = watch::channel(ImageView::of(&MetadataImage::default(), &[]));
+    let listener = MetadataListener::new(
+        MetadataConfig {
+            cluster_id: node.cluster_id.to_owned(),
+            registration,
+            listener_name: config.controller_listener().name.clone(),
+            bootstrap,
+            client: ClientConfig {
+                client_id: format!("kraft-controller-{}-registration", config.node_id),
+                ..node.client_config.clone()
+            },
+            view: view_tx,
+            max_idle_interval_ms: config.max_idle_interval_ms,
+            snapshot_policy: SnapshotPolicy {
+                max_bytes_between: config.max_bytes_between_snapshots,
+                max_interval_ms: config.max_snapshot_interval_ms,
+            },
+        },
+        node.log_start_offset,
+        server::event_loop::now_ms(),
+    );
+    Ok((listener, metadata::http::router(view_rx)))
+}
+
+/// The benchmark workload's listener over `shared`, with its `/workload`
+/// route.
+fn workload_listener(
+    node: &NodeInfo<'_>,
+    shared: SharedWorkload,
+) -> (WorkloadListener, axum::Router) {
+    let router = workload::router(shared.clone());
+    let listener = WorkloadListener::new(
+        shared,
+        WorkloadListenerConfig {
+            cluster_id: node.cluster_id.to_owned(),
+            listener_name: node.config.controller_listener().name.clone(),
+            max_idle_interval_ms: node.config.max_idle_interval_ms,
+        },
+        node.log_start_offset,
+    );
+    (listener, router)
 }
 
 async fn wait_for_signal() {

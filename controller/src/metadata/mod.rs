@@ -4,11 +4,17 @@
 //! records this project writes or reads; [`image`] is the state machine over
 //! the committed ones; [`bootstrap`] the records a new cluster's first leader
 //! writes; [`registration`] KIP-919 controller registration (when to send,
-//! what the active controller appends); [`view`] the image as JSON. It must
-//! not make consensus decisions.
+//! what the active controller appends); [`view`] the image as JSON and
+//! [`http`] its `GET /metadata` route; [`cluster`] the answers built from
+//! the image (DescribeCluster, ApiVersions' finalized features). [`listener`]
+//! runs them above Raft: the [`Listener`](crate::raft::listener::Listener)
+//! the server drives. It must not make consensus decisions.
 
 pub mod bootstrap;
+pub mod cluster;
+pub mod http;
 pub mod image;
+pub mod listener;
 pub mod records;
 pub mod registration;
 pub mod snapshot;

@@ -46,6 +46,7 @@ mod fetch;
 mod fetch_snapshot;
 mod follower;
 mod leader;
+pub mod listener;
 pub mod membership;
 mod output;
 mod prospective;

@@ -6,8 +6,9 @@
 //!   watermark; 503 with the reason otherwise (readiness comes from the Raft
 //!   state, never from an open port);
 //! - `GET /metrics`: the Prometheus text exposition of the registry;
-//! - `GET /metadata`: the committed metadata image as JSON (merged in from
-//!   [`super::metadata_http`]).
+//! - the routes of the listener above Raft, merged in by [`super::run`]
+//!   (`GET /metadata` of the metadata listener, `crate::metadata::http`;
+//!   `GET /workload` of the benchmark workload).
 
 use std::{net::SocketAddr, sync::Arc};
 

@@ -1,17 +1,21 @@
-//! The tokio runtime of a controller: listeners, peer connections, the event
-//! loop that feeds the Raft engine and executes its commands, timers, and the
-//! HTTP endpoint (`/healthz`, `/readyz`, `/metrics`, `/metadata`).
+//! The tokio runtime of a controller: the socket listener, peer
+//! connections, the driver (`event_loop`) that feeds the Raft engine,
+//! executes its commands and calls the [`Listener`] above it, timers, and
+//! the HTTP endpoint (`/healthz`, `/readyz`, `/metrics`, plus the routes the
+//! listener brings).
 //!
-//! It must not contain protocol logic that belongs to the engine (`raft`):
-//! it moves bytes and time in, and carries commands out.
+//! It is generic over the listener: [`run`] takes a factory that builds it
+//! (the metadata listener or the benchmark workload, chosen by `cli/run.rs`).
+//! It must not contain protocol logic that belongs to the engine (`raft`),
+//! nor state machine logic that belongs to a listener: it moves bytes and
+//! time in, and carries commands out.
 
 pub mod connection;
+mod convert;
 pub mod event_loop;
 pub mod fit;
 pub mod http;
-pub mod metadata_http;
 pub mod metrics;
-pub mod workload;
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
@@ -25,7 +29,9 @@ use crate::{
         self, FileLog, FileLogConfig, MetaProperties, OffsetAndEpoch, QuorumStateStore,
         meta_properties::uuid_to_kafka_string, snapshot::SnapshotReader,
     },
-    raft::{self, Endpoint, RaftConfig, RaftEngine, ReplicaKey, Voter, VoterSet},
+    raft::{
+        self, Endpoint, RaftConfig, RaftEngine, ReplicaKey, Voter, VoterSet, listener::Listener,
+    },
     record::{ControlRecord, DecodedBatch, iter_batches},
     wire::client::{ClientConfig, PeerManager},
 };
@@ -82,9 +88,10 @@ pub enum ServerError {
         /// The OS error.
         source: std::io::Error,
     },
-    /// `bootstrap.checkpoint` in the log dir could not be read.
+    /// The listener above Raft could not be built (e.g. `bootstrap.checkpoint`
+    /// in the log dir could not be read).
     #[error(transparent)]
-    BootstrapMetadata(#[from] crate::metadata::bootstrap::BootstrapError),
+    Listener(Box<dyn std::error::Error + Send + Sync>),
     /// The bootstrap checkpoint could not be read.
     #[error("reading the bootstrap checkpoint {path}: {reason}")]
     Bootstrap {
@@ -126,35 +133,43 @@ fn bootstrap_voters(partition_dir: &std::path::Path) -> Result<Option<VoterSet>,
     Ok(voters)
 }
 
+/// What the node tells the factory of its [`Listener`] (see [`run`]).
+#[derive(Debug)]
+pub struct NodeInfo<'a> {
+    /// The node's configuration.
+    pub config: &'a ControllerConfig,
+    /// The cluster id of `meta.properties` (Kafka text form).
+    pub cluster_id: &'a str,
+    /// The client settings of the peer connections (timeouts, backoff,
+    /// client id), for a listener that opens connections of its own.
+    pub client_config: &'a ClientConfig,
+    /// The log start offset when the node starts.
+    pub log_start_offset: i64,
+}
+
+/// The error of a listener factory, reported as [`ServerError::Listener`].
+pub type ListenerBuildError = Box<dyn std::error::Error + Send + Sync>;
+
 /// Runs a controller until `shutdown` becomes `true` (SIGTERM), then hands
 /// over leadership (bounded by [`event_loop::SHUTDOWN_TIMEOUT_MS`]), flushes
-/// and returns.
+/// and returns. `above` builds what runs above Raft, once the log is open:
+/// the listener and the HTTP routes it serves (merged into the endpoint's).
 ///
 /// Refuses to start, touching no file, on an unformatted log dir, a node id
 /// or (with `expected_cluster_id`) cluster id that differs from
 /// `meta.properties`.
 ///
 /// Errors: [`ServerError`].
-pub async fn run(
+pub async fn run<Lst, F>(
     config: ControllerConfig,
     expected_cluster_id: Option<String>,
+    above: F,
     shutdown: watch::Receiver<bool>,
-) -> Result<(), ServerError> {
-    run_with_workload(config, expected_cluster_id, None, shutdown).await
-}
-
-/// [`run`], with the benchmark workload of [`workload`] when `workload` is
-/// set (`kraft-controller run --workload-throughput N`): the leader appends
-/// records at the given rate and `GET /workload` reports the latencies; the
-/// report is also printed on stdout at shutdown.
-///
-/// Errors: [`ServerError`].
-pub async fn run_with_workload(
-    config: ControllerConfig,
-    expected_cluster_id: Option<String>,
-    workload: Option<workload::WorkloadConfig>,
-    shutdown: watch::Receiver<bool>,
-) -> Result<(), ServerError> {
+) -> Result<(), ServerError>
+where
+    Lst: Listener<FileLog>,
+    F: FnOnce(&NodeInfo<'_>) -> Result<(Lst, axum::Router), ListenerBuildError>,
+{
     for key in &config.unknown_keys {
         tracing::warn!(key = %key, "unknown configuration key ignored");
     }
@@ -181,9 +196,6 @@ pub async fn run_with_workload(
     }
     let partition_dir = log::partition_dir(&dir);
     let controller_listener = config.controller_listener().clone();
-    // What the first leader of an empty log writes (Kafka reads it at start
-    // too, whether or not it will lead).
-    let bootstrap = crate::metadata::bootstrap::BootstrapMetadata::read(&dir)?;
     // kraft.version 1 (KIP-853) when the voters come from the bootstrap
     // checkpoint, or when the node knows none and learns them from the log
     // (formatted with --no-initial-controllers); 0 for a static quorum.
@@ -278,15 +290,20 @@ pub async fn run_with_workload(
             address: config.http_listener.to_string(),
             source,
         })?;
-    let workload = workload.map(|w| Arc::new(std::sync::Mutex::new(workload::Workload::new(w))));
-    let (view_tx, view_rx) = watch::channel(crate::metadata::view::ImageView::of(
-        &crate::metadata::image::MetadataImage::default(),
-        &[],
-    ));
-    let mut router = http::router(registry, readiness_rx).merge(metadata_http::router(view_rx));
-    if let Some(w) = &workload {
-        router = router.merge(workload::router(w.clone()));
-    }
+    let client_config = ClientConfig {
+        request_timeout: Duration::from_millis(t.request_timeout_ms),
+        retry_backoff: Duration::from_millis(t.retry_backoff_ms),
+        client_id: format!("kraft-controller-{}", config.node_id),
+        ..ClientConfig::default()
+    };
+    let (listener_above, routes) = above(&NodeInfo {
+        config: &config,
+        cluster_id: &cluster_id,
+        client_config: &client_config,
+        log_start_offset: log::ReplicatedLog::start_offset(engine.log()),
+    })
+    .map_err(ServerError::Listener)?;
+    let router = http::router(registry, readiness_rx).merge(routes);
     let mut http_shutdown = shutdown.clone();
     let http_task = tokio::spawn(async move {
         let stop = async move {
@@ -325,75 +342,16 @@ pub async fn run_with_workload(
     });
 
     let (peer_tx, peer_rx) = mpsc::unbounded_channel();
-    let client_config = ClientConfig {
-        request_timeout: Duration::from_millis(t.request_timeout_ms),
-        retry_backoff: Duration::from_millis(t.retry_backoff_ms),
-        client_id: format!("kraft-controller-{}", config.node_id),
-        ..ClientConfig::default()
-    };
-    // KIP-919: this process's registration, with a fresh incarnation id.
-    let registration = crate::metadata::records::RegisterControllerRecord {
-        controller_id: config.node_id,
-        incarnation_id: uuid::Uuid::new_v4(),
-        zk_migration_ready: false,
-        endpoints: config
-            .advertised_controller_endpoints()
-            .into_iter()
-            .map(|e| crate::metadata::records::ControllerEndpoint {
-                name: e.name,
-                host: e.host,
-                port: e.port,
-                // Every listener here is PLAINTEXT (no TLS or SASL yet).
-                security_protocol: 0,
-            })
-            .collect(),
-        features: crate::wire::kafka_4_1_supported_features()
-            .into_iter()
-            .map(|f| crate::metadata::records::ControllerFeature {
-                name: f.name.to_owned(),
-                min_supported_version: f.min_version,
-                max_supported_version: f.max_version,
-            })
-            .collect(),
-    };
-    let metadata = event_loop::MetadataConfig {
-        registration,
-        listener_name: controller_listener.name.clone(),
-        bootstrap,
-        client: ClientConfig {
-            client_id: format!("kraft-controller-{}-registration", config.node_id),
-            ..client_config.clone()
-        },
-        view: view_tx,
-    };
     let ctx = event_loop::LoopContext {
-        metadata,
-        cluster_id,
         quorum_state,
         peers: PeerManager::new(client_config, peer_tx),
         peer_responses: peer_rx,
         requests: request_rx,
         readiness: readiness_tx,
         metrics,
-        max_idle_interval_ms: config.max_idle_interval_ms,
-        fetch_timeout_ms: t.fetch_timeout_ms,
-        workload: workload.clone(),
-        snapshot_policy: crate::metadata::snapshot::SnapshotPolicy {
-            max_bytes_between: config.max_bytes_between_snapshots,
-            max_interval_ms: config.max_snapshot_interval_ms,
-        },
     };
-    let result = event_loop::run(engine, initial, ctx, shutdown).await;
+    let result = event_loop::run(engine, initial, ctx, listener_above, shutdown).await;
     accept_task.abort();
-    if let Some(w) = workload {
-        let report = w
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .report();
-        if let Ok(json) = serde_json::to_string(&report) {
-            println!("workload-report {json}");
-        }
-    }
     match result {
         Ok(engine) => {
             let mut log = engine.into_log();

@@ -4,8 +4,8 @@
 //! operators and tests. Each node answers from its own image, which may lag
 //! the leader's by the records not yet fetched.
 //!
-//! Owns the route only; it must not read the log (the event loop publishes
-//! the view after each commit).
+//! Owns the route only; it must not read the log (the metadata listener
+//! publishes the view after each commit).
 
 use axum::{
     Router,
@@ -18,7 +18,7 @@ use tokio::sync::watch;
 
 use crate::metadata::view::ImageView;
 
-/// The `/metadata` route over the view the event loop publishes.
+/// The `/metadata` route over the view the metadata listener publishes.
 pub fn router(view: watch::Receiver<ImageView>) -> Router {
     Router::new()
         .route("/metadata", get(metadata))

@@ -5,9 +5,10 @@
 //! record and the committed bytes per second.
 //!
 //! It owns the pacing (Kafka's `ThroughputThrottler`: record n is due at
-//! `claim + n / throughput` s) and the accounting; the event loop owns the
-//! appends and tells it about role changes and commits. It must not touch the
-//! engine or the log itself, and it is never enabled outside benchmarks
+//! `claim + n / throughput` s) and the accounting; [`listener`] runs it above
+//! Raft as the node's [`Listener`](crate::raft::listener::Listener) (the
+//! appends, role changes and commits). It must not touch the engine or the
+//! log itself, and it is never enabled outside benchmarks
 //! (`kraft-controller run --workload-throughput N`). Its records are opaque
 //! bytes, so a node running it keeps no metadata image and writes no
 //! snapshots, as TestRaftServer runs no metadata state machine.
@@ -15,6 +16,8 @@
 //! Results: `GET /workload` on the HTTP listener answers one JSON object
 //! ([`WorkloadReport`]); the same object is printed on stdout at shutdown,
 //! prefixed by `workload-report `.
+
+pub mod listener;
 
 use std::{
     collections::VecDeque,
@@ -120,7 +123,7 @@ pub struct Workload {
     committed_bytes: u64,
 }
 
-/// The workload shared between the event loop and the HTTP handler.
+/// The workload shared between its listener and the HTTP handler.
 pub type SharedWorkload = Arc<Mutex<Workload>>;
 
 impl Workload {

@@ -1,0 +1,330 @@
+//! The metadata listener: the [`Listener`] above Raft that gives the
+//! committed metadata records their meaning, as Kafka's `QuorumController`
+//! (its `QuorumMetaLogListener`) and `ControllerRegistrationManager` do.
+//!
+//! - `handleCommit`: applies the committed records to the [`MetadataImage`],
+//!   writes a snapshot of it when the policy says so (`snapshots.rs`),
+//!   answers the registrations now committed, activates an empty log (the
+//!   bootstrap records) and publishes the image view (`GET /metadata`).
+//! - `handleLoadSnapshot`: the image restarts from the snapshot (the local
+//!   one at start, or one installed from the leader, KIP-630).
+//! - `handleLeaderChange`: fails the registrations of an epoch this node no
+//!   longer leads.
+//! - Requests: ApiVersions (finalized features), DescribeCluster (KIP-919),
+//!   ControllerRegistration (API 70, `registration.rs`).
+//! - Deadlines: the idle no-op record (`metadata.max.idle.interval.ms`) and
+//!   the registration backoff.
+//!
+//! It must not make consensus decisions nor touch the engine except through
+//! [`RaftClient`], and must not block the loop (snapshots are written by a
+//! blocking task).
+
+mod registration;
+mod snapshots;
+
+use std::task::{Context, Poll};
+
+use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
+use tokio::sync::watch;
+
+use self::{registration::Registration, snapshots::Snapshots};
+use super::{
+    bootstrap::BootstrapMetadata,
+    cluster,
+    image::{ImageError, MetadataImage},
+    records::{METADATA_VERSION_FEATURE, RegisterControllerRecord},
+    snapshot::{SnapshotPolicy, load_image_snapshot},
+    version::MetadataVersion,
+    view::ImageView,
+};
+use crate::{
+    log::{FileLog, LogError, OffsetAndEpoch},
+    raft::{
+        RaftError, ReplyHandle,
+        listener::{LeaderChange, Listener, RaftClient, SnapshotSource},
+    },
+    wire::client::{ClientConfig, PeerResponse},
+};
+
+/// Errors of the metadata listener; each stops the node.
+#[derive(Debug, thiserror::Error)]
+pub enum MetadataError {
+    /// The engine failed while the listener proposed or registered a
+    /// snapshot (the log failed).
+    #[error("raft engine: {0}")]
+    Raft(#[from] RaftError),
+    /// A committed metadata record could not be applied to the image (the
+    /// log holds a malformed record of a known type): the node must stop
+    /// rather than serve a wrong image.
+    #[error("applying committed metadata: {0}")]
+    Image(#[from] ImageError),
+    /// The engine reported a snapshot the log does not hold.
+    #[error("loading snapshot {0}: the log holds no such snapshot")]
+    SnapshotMissing(OffsetAndEpoch),
+}
+
+/// What the metadata listener needs from the node.
+#[derive(Debug)]
+pub struct MetadataConfig {
+    /// The node's cluster id (Kafka text form), for DescribeCluster.
+    pub cluster_id: String,
+    /// This node's registration: id, incarnation id (random per process
+    /// start), advertised controller listeners, supported features.
+    pub registration: RegisterControllerRecord,
+    /// Name of the controller listener requests arrive on: DescribeCluster
+    /// lists each controller's endpoint of this name (Kafka's
+    /// `describeClusterControllers(listenerName)`).
+    pub listener_name: String,
+    /// What the first leader of an empty log appends.
+    pub bootstrap: BootstrapMetadata,
+    /// The client settings of the registration channel.
+    pub client: ClientConfig,
+    /// Where the image view is published for `GET /metadata`.
+    pub view: watch::Sender<ImageView>,
+    /// `metadata.max.idle.interval.ms`: a leader with nothing to write for
+    /// this long appends a NoOpRecord (Kafka's `QuorumController`).
+    pub max_idle_interval_ms: u64,
+    /// When to write a snapshot of the image
+    /// (`metadata.log.max.record.bytes.between.snapshots`,
+    /// `metadata.log.max.snapshot.interval.ms`).
+    pub snapshot_policy: SnapshotPolicy,
+}
+
+/// What the listener's background work hands back to it.
+#[derive(Debug)]
+pub enum MetadataInput {
+    /// The active controller's answer to this node's registration.
+    RegistrationAnswer(PeerResponse),
+    /// A snapshot written off the loop: its id, or why not.
+    SnapshotWritten(OffsetAndEpoch, Result<(), LogError>),
+}
+
+/// The metadata state machine above Raft (see the module doc).
+#[derive(Debug)]
+pub struct MetadataListener {
+    config: MetadataConfig,
+    /// The state machine over the committed records; starts empty at the log
+    /// start and replays the log as the high watermark becomes known.
+    image: MetadataImage,
+    snapshots: Snapshots,
+    registration: Registration,
+}
+
+/// The api keys the metadata listener answers.
+const API_KEYS: &[ApiKey] = &[
+    ApiKey::ApiVersions,
+    ApiKey::DescribeCluster,
+    ApiKey::ControllerRegistration,
+];
+
+impl MetadataListener {
+    /// A listener whose image starts empty at `log_start_offset` (the log's
+    /// start when the node starts).
+    pub fn new(config: MetadataConfig, log_start_offset: i64, now_ms: u64) -> Self {
+        Self {
+            registration: Registration::new(&config),
+            snapshots: Snapshots::new(now_ms),
+            image: MetadataImage::starting_at(log_start_offset),
+            config,
+        }
+    }
+
+    /// Reads snapshot `id` whole into an image positioned at its end.
+    fn load(
+        client: &RaftClient<'_, FileLog>,
+        id: OffsetAndEpoch,
+    ) -> Result<MetadataImage, MetadataError> {
+        let bytes = client
+            .read_snapshot(id)?
+            .ok_or(MetadataError::SnapshotMissing(id))?;
+        Ok(load_image_snapshot(id, &bytes)?)
+    }
+
+    /// Applies the newly committed records to the image.
+    fn apply_committed(
+        &mut self,
+        client: &RaftClient<'_, FileLog>,
+        high_watermark: i64,
+    ) -> Result<(), MetadataError> {
+        let before = self.image.feature_level(METADATA_VERSION_FEATURE);
+        let applied = self.image.apply_log(client.log(), high_watermark)?;
+        let after = self.image.feature_level(METADATA_VERSION_FEATURE);
+        if before != after {
+            tracing::info!(
+                metadata_version = ?after.map(|l| MetadataVersion::from_feature_level(l)
+                    .map_or_else(|| format!("level {l}"), |v| v.to_string())),
+                "metadata.version changed"
+            );
+        }
+        if applied > 0 {
+            tracing::trace!(
+                applied,
+                next_offset = self.image.next_offset(),
+                "applied committed metadata records"
+            );
+        }
+        Ok(())
+    }
+
+    /// Publishes the image view for `GET /metadata`.
+    fn publish_view(&self, client: &RaftClient<'_, FileLog>) {
+        let view = ImageView::of(
+            &self.image,
+            &[("kraft.version", client.status().kraft_version)],
+        );
+        self.config.view.send_if_modified(|v| {
+            let changed = *v != view;
+            *v = view;
+            changed
+        });
+    }
+}
+
+/// One line naming what the image holds (finalized feature levels,
+/// registered controllers, records of unknown types), for the log: equal
+/// lines mean equal images.
+fn image_summary(image: &MetadataImage) -> String {
+    format!(
+        "features={:?} controllers={:?} unknown_records={}",
+        image.features(),
+        image.controllers().keys().collect::<Vec<_>>(),
+        image.unknown_records().len()
+    )
+}
+
+impl Listener<FileLog> for MetadataListener {
+    type Error = MetadataError;
+    type Input = MetadataInput;
+
+    fn handle_commit(
+        &mut self,
+        client: &mut RaftClient<'_, FileLog>,
+        high_watermark: i64,
+    ) -> Result<(), MetadataError> {
+        self.apply_committed(client, high_watermark)?;
+        self.snapshots
+            .maybe_snapshot(client, &self.image, &self.config.snapshot_policy);
+        self.registration.answer_committed(client, high_watermark);
+        self.registration.maybe_activate(
+            client,
+            &self.image,
+            &self.config.bootstrap,
+            high_watermark,
+        )?;
+        self.publish_view(client);
+        self.registration.drive(client, &self.image, &self.config);
+        Ok(())
+    }
+
+    fn handle_load_snapshot(
+        &mut self,
+        client: &mut RaftClient<'_, FileLog>,
+        snapshot_id: OffsetAndEpoch,
+        source: SnapshotSource,
+    ) -> Result<(), MetadataError> {
+        self.image = Self::load(client, snapshot_id)?;
+        match source {
+            SnapshotSource::Local => {
+                self.snapshots.loaded_at_start(snapshot_id);
+                tracing::info!(snapshot = %snapshot_id, image = %image_summary(&self.image), "metadata image loaded from the latest snapshot");
+            }
+            SnapshotSource::Leader => {
+                self.snapshots
+                    .installed(snapshot_id, &self.image, client.now_ms());
+                tracing::info!(snapshot = %snapshot_id, image = %image_summary(&self.image), "metadata image loaded from a snapshot fetched from the leader");
+            }
+        }
+        Ok(())
+    }
+
+    fn handle_leader_change(
+        &mut self,
+        client: &mut RaftClient<'_, FileLog>,
+        change: LeaderChange,
+    ) -> Result<(), MetadataError> {
+        self.registration.on_leader_change(client, change);
+        Ok(())
+    }
+
+    fn api_keys(&self) -> &'static [ApiKey] {
+        API_KEYS
+    }
+
+    fn handle_request(
+        &mut self,
+        client: &mut RaftClient<'_, FileLog>,
+        handle: ReplyHandle,
+        api_version: i16,
+        request: RequestKind,
+    ) -> Result<(), MetadataError> {
+        match request {
+            RequestKind::ApiVersions(_) => {
+                let body =
+                    cluster::api_versions(api_version, &self.image, client.status().kraft_version);
+                client.reply(handle, Some(ResponseKind::ApiVersions(body)));
+            }
+            RequestKind::DescribeCluster(request) => {
+                let controllers = cluster::describe_cluster_controllers(
+                    &self.image,
+                    client.voters(),
+                    &self.config.listener_name,
+                );
+                let body = cluster::describe_cluster(
+                    &request,
+                    &self.config.cluster_id,
+                    client.leader_id(),
+                    controllers,
+                );
+                client.reply(handle, Some(ResponseKind::DescribeCluster(body)));
+            }
+            RequestKind::ControllerRegistration(request) => {
+                self.registration
+                    .on_request(client, &self.image, request, handle)?;
+            }
+            _ => client.reply(handle, None),
+        }
+        Ok(())
+    }
+
+    fn next_deadline_ms(&self, client: &RaftClient<'_, FileLog>) -> Option<u64> {
+        let idle = cluster::idle_deadline_ms(client, self.config.max_idle_interval_ms);
+        let backoff = self.registration.deadline(client.now_ms());
+        match (idle, backoff) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    fn handle_wakeup(&mut self, client: &mut RaftClient<'_, FileLog>) -> Result<(), MetadataError> {
+        cluster::maybe_propose_no_op(client, self.config.max_idle_interval_ms)?;
+        self.registration.drive(client, &self.image, &self.config);
+        Ok(())
+    }
+
+    fn poll_input(&mut self, cx: &mut Context<'_>) -> Poll<MetadataInput> {
+        if let Poll::Ready(Some(answer)) = self.registration.poll_answer(cx) {
+            return Poll::Ready(MetadataInput::RegistrationAnswer(answer));
+        }
+        if let Poll::Ready(Some((id, outcome))) = self.snapshots.poll_written(cx) {
+            return Poll::Ready(MetadataInput::SnapshotWritten(id, outcome));
+        }
+        Poll::Pending
+    }
+
+    fn handle_input(
+        &mut self,
+        client: &mut RaftClient<'_, FileLog>,
+        input: MetadataInput,
+    ) -> Result<(), MetadataError> {
+        match input {
+            MetadataInput::RegistrationAnswer(answer) => {
+                self.registration.on_answer(answer, client.now_ms());
+                self.registration.drive(client, &self.image, &self.config);
+            }
+            MetadataInput::SnapshotWritten(id, outcome) => {
+                self.snapshots.on_written(client, id, outcome)?;
+            }
+        }
+        Ok(())
+    }
+}

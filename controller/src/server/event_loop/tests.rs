@@ -1,0 +1,366 @@
+//! The driver with a test listener: a single-voter quorum on a temp-dir
+//! [`FileLog`], real tokio timers, and a listener that reports every call
+//! on a channel; the tests wait for the calls they expect, with a timeout.
+
+use std::{
+    sync::Arc,
+    task::{Context, Poll},
+    time::Duration,
+};
+
+use bytes::Bytes;
+use kafka_protocol::{
+    messages::{
+        ApiKey, CreateTopicsRequest, DescribeClusterRequest, DescribeClusterResponse,
+        RequestHeader, RequestKind, ResponseKind,
+    },
+    protocol::StrBytes,
+};
+use prometheus_client::registry::Registry;
+use rand::SeedableRng;
+use tokio::sync::{mpsc, oneshot, watch};
+
+use super::{LoopContext, LoopError, run};
+use crate::{
+    log::{FileLog, FileLogConfig, OffsetAndEpoch, QuorumStateStore},
+    raft::{
+        Endpoint, RaftConfig, RaftEngine, ReplicaKey, ReplyHandle, Role, Voter, VoterSet,
+        listener::{LeaderChange, Listener, RaftClient, SnapshotSource},
+    },
+    server::{connection::InboundRequest, http::Readiness, metrics::RaftMetrics},
+    wire::{
+        DecodedRequest,
+        client::{ClientConfig, PeerManager},
+    },
+};
+
+/// One call of the driver into the listener.
+#[derive(Debug, Clone, PartialEq)]
+enum Call {
+    LoadSnapshot(OffsetAndEpoch, SnapshotSource),
+    Commit(i64),
+    LeaderChange(LeaderChange),
+    Request(Option<ApiKey>),
+    /// The listener's own proposal (as leader), at this last offset.
+    Proposed(i64),
+}
+
+/// Reports every call; proposes one record when it becomes leader; answers
+/// DescribeCluster with an empty response.
+#[derive(Debug)]
+struct Recorder {
+    calls: mpsc::UnboundedSender<Call>,
+    propose_on_leadership: bool,
+}
+
+impl Recorder {
+    fn report(&self, call: Call) {
+        let _ = self.calls.send(call);
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("test listener: {0}")]
+struct RecorderError(#[from] crate::raft::RaftError);
+
+impl Listener<FileLog> for Recorder {
+    type Error = RecorderError;
+    type Input = ();
+
+    fn handle_commit(
+        &mut self,
+        _client: &mut RaftClient<'_, FileLog>,
+        high_watermark: i64,
+    ) -> Result<(), RecorderError> {
+        self.report(Call::Commit(high_watermark));
+        Ok(())
+    }
+
+    fn handle_load_snapshot(
+        &mut self,
+        _client: &mut RaftClient<'_, FileLog>,
+        snapshot_id: OffsetAndEpoch,
+        source: SnapshotSource,
+    ) -> Result<(), RecorderError> {
+        self.report(Call::LoadSnapshot(snapshot_id, source));
+        Ok(())
+    }
+
+    fn handle_leader_change(
+        &mut self,
+        client: &mut RaftClient<'_, FileLog>,
+        change: LeaderChange,
+    ) -> Result<(), RecorderError> {
+        self.report(Call::LeaderChange(change));
+        if change.role == Role::Leader
+            && self.propose_on_leadership
+            && let Some(p) = client.propose(&[Bytes::from_static(b"listener record")])?
+        {
+            self.report(Call::Proposed(p.last_offset));
+        }
+        Ok(())
+    }
+
+    fn api_keys(&self) -> &'static [ApiKey] {
+        &[ApiKey::DescribeCluster]
+    }
+
+    fn handle_request(
+        &mut self,
+        client: &mut RaftClient<'_, FileLog>,
+        handle: ReplyHandle,
+        _api_version: i16,
+        request: RequestKind,
+    ) -> Result<(), RecorderError> {
+        self.report(Call::Request(crate::wire::request_api_key(&request)));
+        let body = DescribeClusterResponse::default()
+            .with_cluster_id(StrBytes::from_static_str("recorder"))
+            .with_controller_id(client.leader_id().unwrap_or(-1).into());
+        client.reply(handle, Some(ResponseKind::DescribeCluster(body)));
+        Ok(())
+    }
+
+    fn next_deadline_ms(&self, _client: &RaftClient<'_, FileLog>) -> Option<u64> {
+        None
+    }
+
+    fn handle_wakeup(
+        &mut self,
+        _client: &mut RaftClient<'_, FileLog>,
+    ) -> Result<(), RecorderError> {
+        Ok(())
+    }
+
+    fn poll_input(&mut self, _cx: &mut Context<'_>) -> Poll<()> {
+        Poll::Pending
+    }
+}
+
+/// A running driver over node 1, the only voter, on `dir`.
+struct Node {
+    calls: mpsc::UnboundedReceiver<Call>,
+    requests: mpsc::Sender<InboundRequest>,
+    shutdown: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<Result<RaftEngine<FileLog>, LoopError>>,
+}
+
+fn start(dir: &std::path::Path, propose_on_leadership: bool) -> Node {
+    let voters = VoterSet::new([Voter::new(
+        ReplicaKey::of(1),
+        Some(Endpoint::new("CONTROLLER", "127.0.0.1", 1)),
+    )]);
+    let mut config = RaftConfig::new(1, voters);
+    config.kraft_version = 0;
+    config.election_timeout_ms = 20;
+    let log = FileLog::open(dir, FileLogConfig::default()).expect("open the temp log");
+    let quorum_state = QuorumStateStore::new(dir);
+    let stored =
+        quorum_state
+            .read()
+            .expect("read quorum-state")
+            .map(|s| crate::raft::ElectionState {
+                epoch: s.epoch,
+                leader_id: s.leader_id,
+                voted_key: s
+                    .voted_key
+                    .map(|(id, directory_id)| ReplicaKey { id, directory_id }),
+            });
+    let rng = Box::new(rand_chacha::ChaCha8Rng::seed_from_u64(5));
+    let (engine, initial) =
+        RaftEngine::new(config, log, stored, rng, super::now_ms()).expect("engine starts");
+    let (peer_tx, peer_rx) = mpsc::unbounded_channel();
+    let (request_tx, request_rx) = mpsc::channel(16);
+    let (readiness, _) = watch::channel(Readiness::starting());
+    let ctx = LoopContext {
+        quorum_state,
+        peers: PeerManager::new(ClientConfig::default(), peer_tx),
+        peer_responses: peer_rx,
+        requests: request_rx,
+        readiness,
+        metrics: Arc::new(RaftMetrics::new(&mut Registry::default())),
+    };
+    let (calls_tx, calls) = mpsc::unbounded_channel();
+    let listener = Recorder {
+        calls: calls_tx,
+        propose_on_leadership,
+    };
+    let (shutdown, shutdown_rx) = watch::channel(false);
+    let task = tokio::spawn(run(engine, initial, ctx, listener, shutdown_rx));
+    Node {
+        calls,
+        requests: request_tx,
+        shutdown,
+        task,
+    }
+}
+
+impl Node {
+    /// The calls up to and including the first that matches `done`, within
+    /// 10 s.
+    async fn calls_until(&mut self, what: &str, done: impl Fn(&Call) -> bool) -> Vec<Call> {
+        let mut seen = Vec::new();
+        let wait = async {
+            while let Some(call) = self.calls.recv().await {
+                let stop = done(&call);
+                seen.push(call);
+                if stop {
+                    return;
+                }
+            }
+        };
+        if tokio::time::timeout(Duration::from_secs(10), wait)
+            .await
+            .is_err()
+        {
+            panic!("timed out waiting for {what}; calls so far: {seen:?}");
+        }
+        seen
+    }
+
+    async fn request(&self, body: RequestKind, api_key: ApiKey) -> Option<ResponseKind> {
+        let (reply, answer) = oneshot::channel();
+        let request = DecodedRequest {
+            header: RequestHeader::default().with_request_api_key(api_key as i16),
+            api_key,
+            api_version: 0,
+            body,
+        };
+        self.requests
+            .send(InboundRequest {
+                connection_id: 1,
+                peer: "127.0.0.1:1".parse().expect("a socket address"),
+                request,
+                reply,
+            })
+            .await
+            .expect("the driver takes requests");
+        tokio::time::timeout(Duration::from_secs(10), answer)
+            .await
+            .expect("an answer within 10 s")
+            .expect("the driver answers or closes")
+    }
+
+    async fn stop(self) -> RaftEngine<FileLog> {
+        let _ = self.shutdown.send(true);
+        tokio::time::timeout(Duration::from_secs(10), self.task)
+            .await
+            .expect("the driver stops within 10 s")
+            .expect("the driver task does not panic")
+            .expect("the driver stops without error")
+    }
+}
+
+fn is_leader(call: &Call) -> bool {
+    matches!(call, Call::LeaderChange(c) if c.role == Role::Leader && c.leader_id == Some(1))
+}
+
+#[tokio::test]
+async fn the_listener_hears_leadership_then_the_commit_of_what_it_proposed() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut node = start(dir.path(), true);
+    let calls = node.calls_until("leadership", is_leader).await;
+    assert!(
+        !calls.iter().any(|c| matches!(c, Call::LoadSnapshot(..))),
+        "an empty log has no snapshot to load: {calls:?}"
+    );
+    let proposed = node
+        .calls_until("the listener's proposal", |c| {
+            matches!(c, Call::Proposed(_))
+        })
+        .await;
+    let Some(Call::Proposed(offset)) = proposed.last().cloned() else {
+        panic!("the proposal is the last call: {proposed:?}");
+    };
+    let commits = node
+        .calls_until(
+            "the commit of the proposal",
+            |c| matches!(c, Call::Commit(hw) if *hw > offset),
+        )
+        .await;
+    // Kafka's handleCommit: the high watermark only moves forward.
+    let hws: Vec<i64> = commits
+        .iter()
+        .filter_map(|c| match c {
+            Call::Commit(hw) => Some(*hw),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        hws.windows(2).all(|w| w[0] < w[1]),
+        "commits in order: {hws:?}"
+    );
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn requests_of_the_listeners_api_keys_go_to_it_and_others_close_the_connection() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut node = start(dir.path(), false);
+    node.calls_until("leadership", is_leader).await;
+    let answer = node
+        .request(
+            RequestKind::DescribeCluster(DescribeClusterRequest::default()),
+            ApiKey::DescribeCluster,
+        )
+        .await;
+    let Some(ResponseKind::DescribeCluster(r)) = answer else {
+        panic!("DescribeCluster answered by the listener, got {answer:?}");
+    };
+    assert_eq!(r.cluster_id.as_str(), "recorder");
+    assert_eq!(i32::from(r.controller_id), 1);
+    node.calls_until("the request call", |c| {
+        *c == Call::Request(Some(ApiKey::DescribeCluster))
+    })
+    .await;
+    let closed = node
+        .request(
+            RequestKind::CreateTopics(CreateTopicsRequest::default()),
+            ApiKey::CreateTopics,
+        )
+        .await;
+    assert_eq!(closed, None, "an api nobody serves closes the connection");
+    node.stop().await;
+}
+
+#[tokio::test]
+async fn a_snapshot_in_the_log_is_loaded_before_anything_else_at_start() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut node = start(dir.path(), true);
+    node.calls_until("leadership", is_leader).await;
+    let calls = node
+        .calls_until(
+            "a commit past the proposal",
+            |c| matches!(c, Call::Commit(hw) if *hw >= 2),
+        )
+        .await;
+    let Some(Call::Commit(hw)) = calls.last().cloned() else {
+        panic!("a commit is the last call: {calls:?}");
+    };
+    let mut engine = node.stop().await;
+    let id = OffsetAndEpoch::new(hw, engine.epoch());
+    // A snapshot of opaque state (the driver never reads it; the listener
+    // does): the header and footer control batches around one record.
+    let bytes = crate::log::snapshot::encode_snapshot(
+        id.epoch,
+        0,
+        0,
+        &[],
+        &[Bytes::from_static(b"listener state")],
+    )
+    .expect("encode a snapshot");
+    engine
+        .write_snapshot(id, &bytes)
+        .expect("write the snapshot");
+    let mut log = engine.into_log();
+    crate::log::ReplicatedLog::flush(&mut log).expect("flush");
+    drop(log);
+
+    let mut node = start(dir.path(), false);
+    let calls = node.calls_until("leadership again", is_leader).await;
+    assert_eq!(
+        calls.first(),
+        Some(&Call::LoadSnapshot(id, SnapshotSource::Local)),
+        "the snapshot is the first call: {calls:?}"
+    );
+    node.stop().await;
+}
