@@ -4,14 +4,10 @@
 //! the operator and the controllers; Kubernetes itself is not mocked away:
 //! the real kube client speaks HTTP to the script).
 
-use std::{
-    net::SocketAddr,
-    sync::{Arc, Mutex},
-};
+use std::sync::{Arc, Mutex};
 
 use http::{Request, Response};
 use k8s_openapi::jiff::Timestamp;
-use kraft_common::Endpoint;
 use kube::{Client, client::Body, runtime::events::Reporter};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -19,7 +15,7 @@ use uuid::Uuid;
 use super::*;
 use crate::{
     kafka_uuid,
-    quorum::{QuorumDescription, QuorumError, QuorumSession, ReplicaState},
+    quorum::{QuorumDescription, QuorumError, ReplicaState, fake::FakeQuorum},
 };
 
 const NS: &str = "ns";
@@ -167,77 +163,6 @@ impl Script {
             calls(&seen)
         );
         seen
-    }
-}
-
-/// A fake quorum: the leader answers at `leader_addr`, every other address
-/// is a follower (NOT_LEADER_OR_FOLLOWER). Records every call.
-struct FakeQuorum {
-    leader_addr: String,
-    description: Option<QuorumDescription>,
-    change_result: Result<(), QuorumError>,
-    calls: Mutex<Vec<String>>,
-}
-
-impl QuorumClient for Arc<FakeQuorum> {
-    type Session = FakeSession;
-    fn session(&self, bootstrap: Vec<SocketAddr>) -> FakeSession {
-        FakeSession {
-            quorum: self.clone(),
-            remaining: bootstrap.iter().map(ToString::to_string).collect(),
-            connected: None,
-        }
-    }
-}
-
-/// One pass's session with the fake quorum: like the real one, it tries
-/// its bootstrap controllers in order and stays with the one that answered.
-struct FakeSession {
-    quorum: Arc<FakeQuorum>,
-    remaining: std::collections::VecDeque<String>,
-    connected: Option<String>,
-}
-
-impl QuorumSession for FakeSession {
-    async fn describe_quorum(&mut self) -> Result<QuorumDescription, QuorumError> {
-        let mut last = QuorumError::NotLeader { addr: "-".into() };
-        while let Some(addr) = self.connected.take().or_else(|| self.remaining.pop_front()) {
-            self.quorum
-                .calls
-                .lock()
-                .expect("lock")
-                .push(format!("describe {addr}"));
-            match &self.quorum.description {
-                Some(d) if addr == self.quorum.leader_addr => {
-                    self.connected = Some(addr);
-                    return Ok(d.clone());
-                }
-                _ => last = QuorumError::NotLeader { addr },
-            }
-        }
-        Err(last)
-    }
-    async fn add_voter(
-        &mut self,
-        node_id: i32,
-        directory_id: Uuid,
-        endpoint: &Endpoint,
-    ) -> Result<(), QuorumError> {
-        let addr = self.connected.clone().unwrap_or_default();
-        self.quorum.calls.lock().expect("lock").push(format!(
-            "add_voter {addr} {node_id} {} {}",
-            kafka_uuid::to_string(directory_id),
-            endpoint.address()
-        ));
-        self.quorum.change_result.clone()
-    }
-    async fn remove_voter(&mut self, node_id: i32, directory_id: Uuid) -> Result<(), QuorumError> {
-        let addr = self.connected.clone().unwrap_or_default();
-        self.quorum.calls.lock().expect("lock").push(format!(
-            "remove_voter {addr} {node_id} {}",
-            kafka_uuid::to_string(directory_id)
-        ));
-        self.quorum.change_result.clone()
     }
 }
 

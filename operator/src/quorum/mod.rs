@@ -15,6 +15,8 @@
 //! unreachable or knows no leader.
 
 pub mod admin;
+#[cfg(test)]
+pub mod fake;
 
 use std::{collections::BTreeMap, future::Future, net::SocketAddr};
 
