@@ -13,10 +13,12 @@
 pub mod build;
 pub mod controller;
 pub mod crd;
-pub mod kafka_uuid;
 pub mod lease;
 pub mod metrics;
 pub mod planner;
 pub mod quorum;
 pub mod run;
 pub mod validate;
+
+/// Kafka's uuid text form, from the shared vocabulary crate (`kraft-common`).
+pub use kraft_common::kafka_uuid;

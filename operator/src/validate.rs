@@ -11,13 +11,14 @@ use std::collections::BTreeMap;
 use k8s_openapi::{
     api::core::v1::ResourceRequirements, apimachinery::pkg::apis::meta::v1::OwnerReference,
 };
+use kraft_common::Endpoint;
 use kube::{Resource, ResourceExt};
 use uuid::Uuid;
 
 use crate::{
     crd::{
-        CONTROLLER_HTTP_PORT, KraftQuorum, LABEL_INSTANCE, LABEL_MANAGED_BY, LABEL_NAME,
-        MAX_REPLICAS, PodTemplateSpec, StorageSpec,
+        CONTROLLER_HTTP_PORT, CONTROLLER_LISTENER_NAME, KraftQuorum, LABEL_INSTANCE,
+        LABEL_MANAGED_BY, LABEL_NAME, MAX_REPLICAS, PodTemplateSpec, StorageSpec,
     },
     kafka_uuid,
 };
@@ -193,7 +194,18 @@ impl ValidatedQuorum {
     /// `host:port` of pod `ordinal`'s controller listener: the endpoint the
     /// voter set records for that node.
     pub fn endpoint(&self, ordinal: i32) -> String {
-        format!("{}:{}", self.pod_host(ordinal), self.listener_port)
+        self.controller_endpoint(ordinal).address()
+    }
+
+    /// Pod `ordinal`'s `CONTROLLER` listener at its stable DNS name: what
+    /// AddRaftVoter carries for that node (KIP-853 `Listener`).
+    pub fn controller_endpoint(&self, ordinal: i32) -> Endpoint {
+        Endpoint::new(
+            CONTROLLER_LISTENER_NAME,
+            self.pod_host(ordinal),
+            // validate() keeps the port in 1..=65535.
+            u16::try_from(self.listener_port).unwrap_or_default(),
+        )
     }
 
     /// The mode `kraft-controller format` runs in for new volumes now: the

@@ -18,9 +18,9 @@ use std::{
     time::{Duration, Instant},
 };
 
-use kraft_controller::admin::kafka_uuid_string;
+use kraft_common::{Endpoint, kafka_uuid::to_string as kafka_uuid_string};
 use kraft_operator::quorum::{
-    QuorumClient, QuorumDescription, QuorumError, admin::AdminQuorumClient,
+    QuorumClient, QuorumDescription, QuorumError, QuorumSession, admin::AdminQuorumClient,
 };
 use uuid::Uuid;
 
@@ -179,6 +179,15 @@ impl Cluster {
         format!("127.0.0.1:{}", self.node(id).port)
     }
 
+    fn socket_addr(&self, id: i32) -> std::net::SocketAddr {
+        std::net::SocketAddr::from(([127, 0, 0, 1], self.node(id).port))
+    }
+
+    /// Node `id`'s `CONTROLLER` listener, as AddRaftVoter carries it.
+    fn endpoint(&self, id: i32) -> Endpoint {
+        Endpoint::new("CONTROLLER", "127.0.0.1", self.node(id).port)
+    }
+
     fn start(&mut self, id: i32) {
         let bin = self.bin.clone();
         let node = self
@@ -265,16 +274,19 @@ fn the_admin_quorum_client_adds_and_removes_a_voter_of_a_real_quorum() {
         .build()
         .expect("a tokio runtime");
     runtime.block_on(async {
-        let via = cluster.address(1);
+        // The bootstrap controllers of every session: node 1 first (as a
+        // reconcile pass lists the pods), then the others.
+        let via: Vec<_> = (1..=3).map(|id| cluster.socket_addr(id)).collect();
         let joiner = cluster.node(4);
         let joiner_endpoint = cluster.address(4);
+        let joiner_listener = cluster.endpoint(4);
         let initial: Vec<(i32, Uuid)> = (1..=3)
             .map(|id| (id, cluster.node(id).directory_id))
             .collect();
 
         // The leader reports the fourth node as a caught-up observer.
         let described = wait_for("node 4 to be a caught-up observer", || async {
-            let d = client.describe_quorum(&via).await.ok()?;
+            let d = client.session(via.clone()).describe_quorum().await.ok()?;
             let o = d.observers.iter().find(|o| o.node_id == 4)?;
             (o.directory_id == joiner.directory_id && d.is_caught_up(o)).then_some(d)
         })
@@ -288,29 +300,33 @@ fn the_admin_quorum_client_adds_and_removes_a_voter_of_a_real_quorum() {
                 .collect::<Vec<_>>()
         );
 
+        // One session for the rest, as one reconcile pass has: one
+        // connection that follows the leader.
+        let mut session = client.session(via.clone());
+
         // A wrong directory id is refused for good, not retried.
         let wrong = Uuid::from_u128(0xbad);
-        match client.add_voter(&via, 4, wrong, &joiner_endpoint).await {
+        match session.add_voter(4, wrong, &joiner_listener).await {
             Err(QuorumError::Retriable { name, .. }) => assert_eq!(name, "REQUEST_TIMED_OUT"),
             other => panic!("add_voter of an unknown key: {other:?}"),
         }
-        match client.remove_voter(&via, 2, wrong).await {
+        match session.remove_voter(2, wrong).await {
             Err(QuorumError::Rejected { name, .. }) => assert_eq!(name, "VOTER_NOT_FOUND"),
             other => panic!("remove_voter with a wrong directory id: {other:?}"),
         }
 
         // Add: answered once committed, so the next description has it.
-        client
-            .add_voter(&via, 4, joiner.directory_id, &joiner_endpoint)
+        session
+            .add_voter(4, joiner.directory_id, &joiner_listener)
             .await
             .expect("add_voter of a caught-up observer");
-        let d = client.describe_quorum(&via).await.expect("describe");
+        let d = session.describe_quorum().await.expect("describe");
         let mut with_joiner = initial.clone();
         with_joiner.push((4, joiner.directory_id));
         assert_eq!(voter_ids(&d), with_joiner);
         assert_eq!(d.endpoints.get(&4), Some(&joiner_endpoint));
-        match client
-            .add_voter(&via, 4, joiner.directory_id, &joiner_endpoint)
+        match session
+            .add_voter(4, joiner.directory_id, &joiner_listener)
             .await
         {
             Err(QuorumError::Rejected { name, .. }) => assert_eq!(name, "DUPLICATE_VOTER"),
@@ -318,11 +334,11 @@ fn the_admin_quorum_client_adds_and_removes_a_voter_of_a_real_quorum() {
         }
 
         // Remove it again: back to the initial three.
-        client
-            .remove_voter(&via, 4, joiner.directory_id)
+        session
+            .remove_voter(4, joiner.directory_id)
             .await
             .expect("remove_voter of node 4");
-        let d = client.describe_quorum(&via).await.expect("describe");
+        let d = session.describe_quorum().await.expect("describe");
         assert_eq!(voter_ids(&d), initial);
         assert!(!d.endpoints.contains_key(&4), "{:?}", d.endpoints);
     });

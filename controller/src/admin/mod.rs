@@ -13,15 +13,9 @@
 //! (when to retry a membership change is the caller's call, helped by
 //! [`AdminError::is_retriable`]).
 
-use std::{
-    collections::HashMap,
-    sync::{Mutex, OnceLock},
-    time::Duration,
-};
+use std::{net::SocketAddr, time::Duration};
 
-use base64::Engine;
 use kafka_protocol::{
-    ResponseError,
     messages::{
         AddRaftVoterRequest, ApiKey, ApiVersionsRequest, ApiVersionsResponse,
         DescribeClusterRequest, DescribeQuorumRequest, RemoveRaftVoterRequest, RequestKind,
@@ -30,6 +24,15 @@ use kafka_protocol::{
     },
     protocol::StrBytes,
 };
+/// Kafka's vocabulary, defined once in `kraft_common` and re-exported here
+/// under the names the CLI, the tests and the operator have used.
+pub use kraft_common::{Endpoint, METADATA_TOPIC, errors::error_name};
+use kraft_common::{
+    EndpointType,
+    endpoint::host_port,
+    errors::{self, NOT_LEADER_OR_FOLLOWER, UNSUPPORTED_VERSION},
+    kafka_uuid,
+};
 use uuid::Uuid;
 
 use crate::wire::{
@@ -37,13 +40,6 @@ use crate::wire::{
     client::{ClientConfig, ClientError, Connection},
 };
 
-/// The metadata topic of KRaft (`__cluster_metadata`, partition 0).
-pub const METADATA_TOPIC: &str = "__cluster_metadata";
-
-/// Kafka's `NOT_LEADER_OR_FOLLOWER`.
-const NOT_LEADER_OR_FOLLOWER: i16 = 6;
-/// DescribeCluster `endpoint_type` for controllers (KIP-919).
-const ENDPOINT_TYPE_CONTROLLER: i8 = 2;
 /// How many times a request follows the active controller before giving up.
 const MAX_REDIRECTS: usize = 3;
 
@@ -100,9 +96,7 @@ impl AdminError {
     /// them with `RetriableException`), i/o failures and timeouts.
     pub fn is_retriable(&self) -> bool {
         match self {
-            AdminError::Kafka { code, .. } => {
-                ResponseError::try_from_code(*code).is_some_and(|e| e.is_retriable())
-            }
+            AdminError::Kafka { code, .. } => errors::is_retriable(*code),
             AdminError::Io { .. } | AdminError::Timeout { .. } => true,
             AdminError::Protocol(_) => false,
         }
@@ -145,55 +139,18 @@ impl From<ClientError> for AdminError {
     }
 }
 
-/// Kafka's name of an error code (`Errors.java`), e.g. 7 → `REQUEST_TIMED_OUT`.
-pub fn error_name(code: i16) -> &'static str {
-    if code == 0 {
-        return "NONE";
-    }
-    let Some(error) = ResponseError::try_from_code(code) else {
-        return "NONE";
-    };
-    if matches!(error, ResponseError::Unknown(_)) {
-        return "UNKNOWN";
-    }
-    // kafka-protocol names errors in CamelCase; Kafka's names are the same in
-    // UPPER_SNAKE. Each known code is converted once and kept (a bounded set).
-    static NAMES: OnceLock<Mutex<HashMap<i16, &'static str>>> = OnceLock::new();
-    let names = NAMES.get_or_init(|| Mutex::new(HashMap::new()));
-    let mut names = match names.lock() {
-        Ok(guard) => guard,
-        Err(poisoned) => poisoned.into_inner(),
-    };
-    names.entry(code).or_insert_with(|| {
-        let camel = error.to_string();
-        let mut snake = String::with_capacity(camel.len() + 8);
-        for (i, c) in camel.chars().enumerate() {
-            if c.is_ascii_uppercase() && i > 0 {
-                snake.push('_');
-            }
-            snake.push(c.to_ascii_uppercase());
-        }
-        Box::leak(snake.into_boxed_str())
-    })
-}
-
 /// Formats a directory id as Kafka prints a `Uuid`: URL-safe base64 without
 /// padding, 22 characters (e.g. in meta.properties `directory.id`).
 pub fn kafka_uuid_string(id: Uuid) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id.as_bytes())
+    kafka_uuid::to_string(id)
 }
 
-/// Parses a Kafka `Uuid` string (22-character URL-safe base64, Kafka's
-/// `Uuid.fromString`); the hyphenated RFC 4122 form is accepted too.
+/// Parses a Kafka `Uuid` string as Kafka's `Uuid.fromString` does (see
+/// `kraft_common::kafka_uuid::parse`); the hyphenated RFC 4122 form is
+/// accepted too, for command-line input.
 /// Errors: a message naming the bad value.
 pub fn parse_kafka_uuid(s: &str) -> Result<Uuid, String> {
-    if s.len() == 22
-        && let Ok(bytes) = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(s)
-        && let Ok(arr) = <[u8; 16]>::try_from(bytes.as_slice())
-    {
-        return Ok(Uuid::from_bytes(arr));
-    }
-    Uuid::parse_str(s).map_err(|_| {
+    kafka_uuid::parse_or_rfc4122(s).map_err(|_| {
         format!(
             "'{s}' is not a Kafka uuid (22 characters of URL-safe base64, as in meta.properties)"
         )
@@ -214,54 +171,6 @@ pub struct ReplicaInfo {
     pub last_fetch_timestamp_ms: Option<i64>,
     /// Wall-clock ms when it was last caught up; `None` when unknown (or v0).
     pub last_caught_up_timestamp_ms: Option<i64>,
-}
-
-/// One listener of a node (Kafka's `RaftVoterEndpoint`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Endpoint {
-    /// Listener name, e.g. `CONTROLLER`.
-    pub name: String,
-    /// Host name or address.
-    pub host: String,
-    /// TCP port.
-    pub port: u16,
-}
-
-impl std::fmt::Display for Endpoint {
-    /// `NAME://host:port`, IPv6 hosts in brackets, as Kafka prints it.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.host.contains(':') {
-            write!(f, "{}://[{}]:{}", self.name, self.host, self.port)
-        } else {
-            write!(f, "{}://{}:{}", self.name, self.host, self.port)
-        }
-    }
-}
-
-impl std::str::FromStr for Endpoint {
-    type Err = String;
-
-    /// Parses `NAME://HOST:PORT` (`[v6addr]` for IPv6 hosts).
-    fn from_str(s: &str) -> Result<Self, String> {
-        let bad = || format!("endpoint '{s}' is not of the form NAME://HOST:PORT");
-        let (name, rest) = s.split_once("://").ok_or_else(bad)?;
-        let (host, port) = rest.rsplit_once(':').ok_or_else(bad)?;
-        let host = host
-            .strip_prefix('[')
-            .and_then(|h| h.strip_suffix(']'))
-            .unwrap_or(host);
-        if name.is_empty() || host.is_empty() {
-            return Err(bad());
-        }
-        let port = port
-            .parse::<u16>()
-            .map_err(|_| format!("endpoint '{s}' has a bad port '{port}'"))?;
-        Ok(Endpoint {
-            name: name.to_owned(),
-            host: host.to_owned(),
-            port,
-        })
-    }
 }
 
 /// A node and its endpoints (DescribeQuorum v2 `nodes`).
@@ -341,6 +250,34 @@ impl AdminClient {
         })
     }
 
+    /// Connects to the first of `bootstrap` that accepts and answers
+    /// ApiVersions, in the given order (Kafka's `Admin` with
+    /// `bootstrap.controllers`); requests that need the active controller
+    /// then follow it from there. One connection: the caller keeps the client
+    /// for as many requests as it likes.
+    ///
+    /// Errors: the last controller's [`AdminError`]; [`AdminError::Io`] when
+    /// `bootstrap` is empty.
+    pub async fn connect_any(
+        bootstrap: &[SocketAddr],
+        timeout: Duration,
+    ) -> Result<AdminClient, AdminError> {
+        let mut last = AdminError::Io {
+            addr: String::new(),
+            reason: "no bootstrap controllers to connect to".into(),
+        };
+        for addr in bootstrap {
+            match Self::connect(&addr.to_string(), timeout).await {
+                Ok(client) => return Ok(client),
+                Err(e) => {
+                    tracing::debug!(%addr, error = %e, "bootstrap controller unreachable");
+                    last = e;
+                }
+            }
+        }
+        Err(last)
+    }
+
     async fn open(
         addr: &str,
         timeout: Duration,
@@ -373,7 +310,7 @@ impl AdminClient {
                     "ApiVersions answered with another api".into(),
                 ));
             };
-            if response.error_code == wire::UNSUPPORTED_VERSION {
+            if response.error_code == UNSUPPORTED_VERSION {
                 // KIP-511: retry with the highest version the server listed.
                 let theirs = response
                     .api_keys
@@ -406,8 +343,8 @@ impl AdminClient {
 
     fn version(&self, key: ApiKey) -> Result<i16, AdminError> {
         wire::negotiate(key, &self.api_versions.api_keys).ok_or_else(|| AdminError::Kafka {
-            code: wire::UNSUPPORTED_VERSION,
-            name: error_name(wire::UNSUPPORTED_VERSION),
+            code: UNSUPPORTED_VERSION,
+            name: error_name(UNSUPPORTED_VERSION),
             message: Some(format!(
                 "controller at {} does not support {key:?} in a version we speak",
                 self.conn.addr()
@@ -433,13 +370,13 @@ impl AdminClient {
         let version = self.version(ApiKey::DescribeCluster)?;
         if version < 1 {
             return Err(AdminError::Kafka {
-                code: wire::UNSUPPORTED_VERSION,
-                name: error_name(wire::UNSUPPORTED_VERSION),
+                code: UNSUPPORTED_VERSION,
+                name: error_name(UNSUPPORTED_VERSION),
                 message: Some("DescribeCluster v1+ is needed for endpoint type controller".into()),
             });
         }
         let request =
-            DescribeClusterRequest::default().with_endpoint_type(ENDPOINT_TYPE_CONTROLLER);
+            DescribeClusterRequest::default().with_endpoint_type(EndpointType::Controller.code());
         let ResponseKind::DescribeCluster(r) = self
             .conn
             .call(version, RequestKind::DescribeCluster(request))
@@ -508,11 +445,7 @@ impl AdminClient {
 
     /// Replaces the connection with one to `node_id` at `host:port`.
     async fn reconnect(&mut self, node_id: i32, host: &str, port: u16) -> Result<(), AdminError> {
-        let addr = if host.contains(':') {
-            format!("[{host}]:{port}")
-        } else {
-            format!("{host}:{port}")
-        };
+        let addr = host_port(host, port);
         tracing::debug!(node_id, %addr, "following the active controller");
         let (conn, api_versions) = Self::open(&addr, self.timeout).await?;
         self.conn = conn;

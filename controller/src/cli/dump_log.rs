@@ -17,12 +17,10 @@ use std::{
     process::ExitCode,
 };
 
+use kraft_common::METADATA_PARTITION_DIR;
+
 use crate::{
-    log::{
-        METADATA_PARTITION_DIR,
-        bootstrap::BOOTSTRAP_CHECKPOINT_FILE,
-        meta_properties::{META_PROPERTIES_FILE, uuid_to_kafka_string},
-    },
+    log::{bootstrap::BOOTSTRAP_CHECKPOINT_FILE, meta_properties::META_PROPERTIES_FILE},
     metadata::records::{
         BEGIN_TRANSACTION_RECORD_API_KEY, CONFIG_RECORD_API_KEY, ConfigRecord,
         END_TRANSACTION_RECORD_API_KEY, FeatureLevelRecord, FramedRecord,
@@ -98,7 +96,7 @@ fn control_text(record: &ControlRecord) -> String {
                     format!(
                         "{{id={} directory_id={} endpoints=[{}] kraft_version={}..{}}}",
                         v.voter_id.0,
-                        uuid_to_kafka_string(v.voter_directory_id),
+                        kraft_common::kafka_uuid::to_string(v.voter_directory_id),
                         endpoints.join(","),
                         v.k_raft_version_feature.min_supported_version,
                         v.k_raft_version_feature.max_supported_version
@@ -137,7 +135,7 @@ fn data_text(record: &DataRecord) -> String {
                         Ok(r) => format!(
                             "REGISTER_CONTROLLER_RECORD(27) version=0 controller_id={} incarnation_id={} zk_migration_ready={} endpoints=[{}] features=[{}]",
                             r.controller_id,
-                            uuid_to_kafka_string(r.incarnation_id),
+                            kraft_common::kafka_uuid::to_string(r.incarnation_id),
                             r.zk_migration_ready,
                             r.endpoints
                                 .iter()

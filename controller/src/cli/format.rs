@@ -24,16 +24,14 @@ use kafka_protocol::{
     },
     protocol::StrBytes,
 };
+use kraft_common::kafka_uuid::{self, is_reserved_directory_id};
 use uuid::Uuid;
 
 use crate::{
     log::{
         LogError, MetaProperties,
         bootstrap::{encode_bootstrap_checkpoint, write_bootstrap_checkpoint},
-        meta_properties::{
-            is_reserved_directory_id, parse_kafka_uuid, parse_properties, random_kafka_uuid,
-            uuid_to_kafka_string, validate_cluster_id,
-        },
+        meta_properties::{parse_properties, validate_cluster_id},
         partition_dir,
         snapshot::{
             BOOTSTRAP_SNAPSHOT_ID, SnapshotWriter, encode_bootstrap_snapshot, snapshot_file_name,
@@ -155,7 +153,8 @@ pub fn parse_initial_controllers(text: &str) -> Result<Vec<InitialVoter>, Format
             .ok()
             .filter(|p| *p > 0)
             .ok_or_else(|| bad("the port is not in 1..65535"))?;
-        let directory_id = parse_kafka_uuid(dir)
+        let directory_id = kafka_uuid::parse(dir)
+            .ok()
             .ok_or_else(|| bad("the directory id is not a 22-character uuid"))?;
         if is_reserved_directory_id(directory_id) {
             return Err(bad("the directory id is a reserved id"));
@@ -386,7 +385,7 @@ pub fn plan(args: &FormatArgs) -> Result<FormatPlan, FormatError> {
         .directory_id
         .as_deref()
         .map(|text| {
-            parse_kafka_uuid(text)
+            kafka_uuid::parse(text).ok()
                 .filter(|id| !is_reserved_directory_id(*id))
                 .ok_or_else(|| {
                     invalid(format!(
@@ -418,8 +417,8 @@ pub fn plan(args: &FormatArgs) -> Result<FormatPlan, FormatError> {
         {
             return Err(invalid(format!(
                 "--directory-id {} differs from {} in node {node_id}'s --initial-controllers entry",
-                uuid_to_kafka_string(flag),
-                uuid_to_kafka_string(own.directory_id)
+                kafka_uuid::to_string(flag),
+                kafka_uuid::to_string(own.directory_id)
             )));
         }
         (
@@ -430,7 +429,7 @@ pub fn plan(args: &FormatArgs) -> Result<FormatPlan, FormatError> {
     } else {
         let (directory_id, given) = match flag_directory_id {
             Some(id) => (id, true),
-            None => (random_kafka_uuid(), false),
+            None => (kafka_uuid::random(), false),
         };
         let voters = if args.standalone {
             let config = config.as_ref().ok_or_else(|| {
@@ -514,8 +513,8 @@ pub fn execute(plan: &FormatPlan, now_ms: i64) -> Result<FormatOutcome, FormatEr
             return Err(FormatError::Mismatch(format!(
                 "{} has directory id {}, not {}",
                 dir.display(),
-                uuid_to_kafka_string(existing.directory_id),
-                uuid_to_kafka_string(want.directory_id)
+                kafka_uuid::to_string(existing.directory_id),
+                kafka_uuid::to_string(want.directory_id)
             )));
         }
         return Ok(FormatOutcome::AlreadyFormatted);
@@ -575,7 +574,7 @@ pub fn run(args: &FormatArgs) -> ExitCode {
                 plan.log_dir.display(),
                 plan.meta.cluster_id,
                 plan.meta.node_id,
-                uuid_to_kafka_string(plan.meta.directory_id),
+                kafka_uuid::to_string(plan.meta.directory_id),
                 plan.metadata_version,
                 match &plan.voters {
                     Some(v) => format!(", {} initial voter(s)", v.voters.len()),

@@ -9,11 +9,10 @@
 use std::{collections::HashMap, path::PathBuf, process::ExitCode, time::Duration};
 
 use clap::{ArgGroup, Args, Subcommand};
+use kraft_common::{Endpoint, kafka_uuid};
 use uuid::Uuid;
 
-use crate::admin::{
-    AdminClient, AdminError, Endpoint, QuorumInfo, ReplicaInfo, kafka_uuid_string, parse_kafka_uuid,
-};
+use crate::admin::{AdminClient, AdminError, QuorumInfo, ReplicaInfo, parse_kafka_uuid};
 
 /// Exit code of a retriable failure (try again later).
 pub const EXIT_RETRIABLE: u8 = 3;
@@ -154,7 +153,7 @@ async fn execute(args: QuorumArgs) -> Result<String, QuorumCliError> {
                         .iter()
                         .map(|e| e.parse::<Endpoint>())
                         .collect::<Result<Vec<_>, _>>()
-                        .map_err(QuorumCliError::Usage)?;
+                        .map_err(|e| QuorumCliError::Usage(e.to_string()))?;
                     (node_id, dir, endpoints)
                 }
             };
@@ -176,7 +175,7 @@ async fn execute(args: QuorumArgs) -> Result<String, QuorumCliError> {
             let list: Vec<String> = endpoints.iter().map(ToString::to_string).collect();
             Ok(format!(
                 "Added controller {node_id} with directory id {} and endpoints: {}\n",
-                kafka_uuid_string(directory_id),
+                kafka_uuid::to_string(directory_id),
                 list.join(", ")
             ))
         }
@@ -194,7 +193,7 @@ async fn execute(args: QuorumArgs) -> Result<String, QuorumCliError> {
             admin.remove_raft_voter(node_id, dir).await?;
             Ok(format!(
                 "Removed KRaft controller {node_id} with directory id {}\n",
-                kafka_uuid_string(dir)
+                kafka_uuid::to_string(dir)
             ))
         }
     }
@@ -278,7 +277,7 @@ fn replica_list(q: &QuorumInfo, replicas: &[ReplicaInfo]) -> String {
             if !r.directory_id.is_nil() {
                 s.push_str(&format!(
                     ", \"directoryId\": \"{}\"",
-                    kafka_uuid_string(r.directory_id)
+                    kafka_uuid::to_string(r.directory_id)
                 ));
             }
             let endpoints: Vec<String> = q
@@ -311,7 +310,7 @@ pub fn format_replication(q: &QuorumInfo, now_ms: Option<i64>) -> String {
     let row = |r: &ReplicaInfo, status: &str| {
         vec![
             r.replica_id.to_string(),
-            kafka_uuid_string(r.directory_id),
+            kafka_uuid::to_string(r.directory_id),
             r.log_end_offset.to_string(),
             (leader.log_end_offset - r.log_end_offset).to_string(),
             ts(r.last_fetch_timestamp_ms),

@@ -50,13 +50,13 @@ use super::{
 };
 use crate::record::{self, BatchHeader};
 
-/// Name of the metadata partition's directory under `metadata.log.dir`.
-pub const METADATA_PARTITION_DIR: &str = "__cluster_metadata-0";
+/// Name of the metadata partition's directory under `metadata.log.dir`
+/// (`__cluster_metadata-0`), and Kafka's `Uuid.METADATA_TOPIC_ID`
+/// (`AAAAAAAAAAAAAAAAAAAAAQ`), the fixed topic id of `__cluster_metadata`:
+/// both defined once in `kraft_common::metadata_topic`.
+pub use kraft_common::metadata_topic::{METADATA_PARTITION_DIR, METADATA_TOPIC_ID};
 /// File holding the partition's topic id.
 pub const PARTITION_METADATA_FILE: &str = "partition.metadata";
-/// Kafka's `Uuid.METADATA_TOPIC_ID` (`AAAAAAAAAAAAAAAAAAAAAQ`): the fixed topic
-/// id of `__cluster_metadata`.
-pub const METADATA_TOPIC_ID: uuid::Uuid = uuid::Uuid::from_u128(1);
 
 /// `<log_dir>/__cluster_metadata-0`.
 pub fn partition_dir(log_dir: &Path) -> PathBuf {
@@ -68,7 +68,7 @@ pub fn partition_dir(log_dir: &Path) -> PathBuf {
 pub fn encode_partition_metadata(topic_id: uuid::Uuid) -> String {
     format!(
         "version: 0\ntopic_id: {}",
-        crate::log::meta_properties::uuid_to_kafka_string(topic_id)
+        kraft_common::kafka_uuid::to_string(topic_id)
     )
 }
 

@@ -1,5 +1,5 @@
-//! `meta.properties` (Kafka's `MetaProperties`, version 1) and Kafka's text
-//! form of a uuid.
+//! `meta.properties` (Kafka's `MetaProperties`, version 1). Kafka's text
+//! form of a uuid lives in `kraft_common::kafka_uuid`.
 //!
 //! The file is a Java properties file as `Properties.store(writer, "")`
 //! writes it: an empty comment line, a comment with the date
@@ -20,12 +20,11 @@
 
 use std::{collections::BTreeMap, path::Path};
 
-use base64::{
-    Engine, alphabet,
-    engine::{
-        DecodePaddingMode,
-        general_purpose::{GeneralPurpose, GeneralPurposeConfig, URL_SAFE_NO_PAD},
-    },
+use kraft_common::kafka_uuid;
+/// Kafka's uuid text form, defined once in `kraft_common::kafka_uuid`
+/// (re-exported here under the names the log and the CLI have used).
+pub use kraft_common::kafka_uuid::{
+    is_reserved_directory_id, random as random_kafka_uuid, to_string as uuid_to_kafka_string,
 };
 use uuid::Uuid;
 
@@ -34,31 +33,10 @@ use super::{LogError, Result, fs::io_err, fs::write_atomically};
 /// File name in the root of `metadata.log.dir`.
 pub const META_PROPERTIES_FILE: &str = "meta.properties";
 
-/// Kafka's `Uuid.toString`: URL-safe base64 of the 16 bytes, no padding (22 chars).
-pub fn uuid_to_kafka_string(id: Uuid) -> String {
-    URL_SAFE_NO_PAD.encode(id.as_bytes())
-}
-
-/// Java's `Base64.getUrlDecoder()`: URL-safe alphabet, `=` padding optional,
-/// and the unused low bits of the last character ignored (not required to be 0).
-const JAVA_URL_DECODER: GeneralPurpose = GeneralPurpose::new(
-    &alphabet::URL_SAFE,
-    GeneralPurposeConfig::new()
-        .with_decode_allow_trailing_bits(true)
-        .with_decode_padding_mode(DecodePaddingMode::Indifferent),
-);
-
-/// Kafka's `Uuid.fromString`: at most 24 characters of URL-safe base64
-/// (22 without padding) decoding to 16 bytes. Like Java's URL decoder it
-/// accepts a last character whose unused low bits are not zero, so
-/// `MkU3OEVBNTcwNTJENDM2Qk` (Kafka's documentation example) is accepted and
-/// reads as the same uuid as `MkU3OEVBNTcwNTJENDM2Qg`.
+/// Kafka's `Uuid.fromString` as Java's URL decoder reads it
+/// ([`kafka_uuid::parse`]); `None` if Kafka would refuse the text.
 pub fn parse_kafka_uuid(text: &str) -> Option<Uuid> {
-    if text.len() > 24 {
-        return None;
-    }
-    let bytes = JAVA_URL_DECODER.decode(text).ok()?;
-    Uuid::from_slice(&bytes).ok()
+    kafka_uuid::parse(text).ok()
 }
 
 /// Validates a cluster id as Kafka does (it must parse with
@@ -68,24 +46,6 @@ pub fn parse_kafka_uuid(text: &str) -> Option<Uuid> {
 /// clusters. `None` if Kafka would refuse it.
 pub fn validate_cluster_id(text: &str) -> Option<String> {
     parse_kafka_uuid(text).map(|_| text.to_owned())
-}
-
-/// Whether `id` is one of Kafka's reserved directory ids (`DirectoryId`:
-/// UNASSIGNED, LOST, MIGRATING and the rest of the first 100), which may not
-/// name a real directory.
-pub fn is_reserved_directory_id(id: Uuid) -> bool {
-    id.as_u128() < 100
-}
-
-/// A fresh random uuid as Kafka's `Uuid.randomUuid` makes them: never a
-/// reserved id, never one whose text starts with `-` (it would read as a flag).
-pub fn random_kafka_uuid() -> Uuid {
-    loop {
-        let id = Uuid::new_v4();
-        if !is_reserved_directory_id(id) && !uuid_to_kafka_string(id).starts_with('-') {
-            return id;
-        }
-    }
 }
 
 /// The identity of a formatted log directory (version 1).
@@ -230,35 +190,7 @@ pub fn java_date_string(secs: i64) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn kafka_uuid_text_is_url_safe_base64_without_padding() {
-        assert_eq!(uuid_to_kafka_string(Uuid::nil()), "AAAAAAAAAAAAAAAAAAAAAA");
-        assert_eq!(
-            uuid_to_kafka_string(Uuid::from_u128(1)),
-            "AAAAAAAAAAAAAAAAAAAAAQ"
-        );
-        let id = parse_kafka_uuid("MkU3OEVBNTcwNTJENDM2Qg").expect("valid");
-        assert_eq!(uuid_to_kafka_string(id), "MkU3OEVBNTcwNTJENDM2Qg");
-        assert_eq!(parse_kafka_uuid("MkU3OEVBNTcwNTJENDM2Q"), None);
-        assert_eq!(parse_kafka_uuid("MkU3OEVBNTcwNTJENDM2Q+"), None);
-    }
-
-    /// Interop (docs/interop.md, mismatch 1): Kafka's `Uuid.fromString` uses
-    /// Java's URL decoder, which ignores the unused low bits of the last
-    /// character and accepts `=` padding; `kafka-storage format` accepted the
-    /// documentation's `MkU3OEVBNTcwNTJENDM2Qk` (last char `k` = 0b100100:
-    /// the low 4 bits are unused and not zero) and wrote it as given.
-    #[test]
-    fn kafka_uuid_text_is_read_as_javas_url_decoder_reads_it() {
-        let canonical = parse_kafka_uuid("MkU3OEVBNTcwNTJENDM2Qg").expect("canonical");
-        assert_eq!(parse_kafka_uuid("MkU3OEVBNTcwNTJENDM2Qk"), Some(canonical));
-        assert_eq!(
-            parse_kafka_uuid("MkU3OEVBNTcwNTJENDM2Qg=="),
-            Some(canonical)
-        );
-        assert_eq!(parse_kafka_uuid("MkU3OEVBNTcwNTJENDM2Qg==="), None);
-        assert_eq!(parse_kafka_uuid("MkU3OEVBNTcwNTJENDM2"), None);
-    }
+    // The uuid text tests moved with the code to `kraft_common::kafka_uuid`.
 
     /// Interop (docs/interop.md, mismatch 1): the cluster id is kept
     /// byte-for-byte, as Kafka's `MetaProperties` keeps the string.

@@ -17,13 +17,13 @@
 
 use std::path::{Path, PathBuf};
 
+use kraft_common::kafka_uuid;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::{
     LogError, Result,
     fs::{io_err, write_atomically},
-    meta_properties::{parse_kafka_uuid, uuid_to_kafka_string},
 };
 
 /// File name inside the partition directory.
@@ -113,8 +113,8 @@ impl QuorumStateStore {
         let directory_id = match data.voted_directory_id.as_deref() {
             None => None,
             Some(s) => {
-                let id = parse_kafka_uuid(s)
-                    .ok_or_else(|| corrupt(format!("votedDirectoryId {s:?} is not a uuid")))?;
+                let id = kafka_uuid::parse(s)
+                    .map_err(|_| corrupt(format!("votedDirectoryId {s:?} is not a uuid")))?;
                 (!id.is_nil()).then_some(id)
             }
         };
@@ -131,7 +131,7 @@ impl QuorumStateStore {
             leader_id: state.leader_id.unwrap_or(-1),
             leader_epoch: state.epoch,
             voted_id: state.voted_key.map_or(-1, |(id, _)| id),
-            voted_directory_id: Some(uuid_to_kafka_string(
+            voted_directory_id: Some(kafka_uuid::to_string(
                 state.voted_key.and_then(|(_, d)| d).unwrap_or(Uuid::nil()),
             )),
             data_version: QUORUM_STATE_DATA_VERSION,

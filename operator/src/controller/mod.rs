@@ -2,13 +2,23 @@
 //! idempotent pass: identity → fetch → validate → build and apply children →
 //! observe the quorum → plan → act (at most one change) → status.
 //!
-//! Owns the I/O of a pass (Kubernetes API calls through one field manager,
-//! admin RPCs through [`QuorumClient`], Events) and the error policy: an
-//! invalid spec waits for a change, anything else requeues with backoff. It
-//! must not make decisions the pure steps make: validation is
+//! This file owns the pass itself and its context: [`reconcile`] through the
+//! finalizer, the order of the steps, the [`Context`] shared by passes, the
+//! watches ([`run`]) and the error policy: an invalid spec waits for a
+//! change, anything else requeues with backoff. The steps live beside it:
+//! [`identity`] (pure), [`observe`] (one DescribeQuorum through the pass's
+//! [`crate::quorum::QuorumSession`], and pure mappings), [`apply`] (every
+//! write, server-side apply under one field manager), [`executor`] (the
+//! planned action: a pure mapping to status change, requeue and Event, and a
+//! thin I/O loop over it), [`events`] (publishing), [`status`] (pure).
+//!
+//! It must not make decisions the pure steps make: validation is
 //! [`crate::validate`], object shapes are [`crate::build`], membership is
-//! [`crate::planner`].
+//! [`crate::planner`], what an action leads to is [`executor::conclude`].
 
+pub mod apply;
+pub mod events;
+pub mod executor;
 pub mod identity;
 pub mod observe;
 pub mod status;
@@ -23,42 +33,35 @@ use futures::StreamExt;
 use k8s_openapi::{
     api::{
         apps::v1::StatefulSet,
-        core::v1::{ConfigMap, ObjectReference, Pod, Service},
+        core::v1::{ConfigMap, Pod, Service},
         policy::v1::PodDisruptionBudget,
     },
     jiff::Timestamp,
 };
 use kube::{
     Api, Client, Resource, ResourceExt,
-    api::{DeleteParams, ListParams, Patch, PatchParams},
+    api::ListParams,
     runtime::{
         Controller,
         controller::Action,
-        events::{Event as KubeEvent, EventType, Recorder, Reporter},
+        events::{EventType, Recorder, Reporter},
         finalizer::{Error as FinalizerError, Event as Finalizer, finalizer},
         reflector::ObjectRef,
         watcher,
     },
 };
-use serde::{Serialize, de::DeserializeOwned};
 use tracing::{info, instrument, warn};
 use uuid::Uuid;
 
 use crate::{
-    build::{
-        configmap::build_configmap, pdb::build_pdb, service::build_service,
-        statefulset::build_statefulset,
-    },
-    crd::{
-        ChangeKind, FIELD_MANAGER, FINALIZER, KraftQuorum, KraftQuorumStatus, LABEL_INSTANCE,
-        LABEL_MANAGED_BY, PendingChange,
-    },
-    kafka_uuid,
+    crd::{FINALIZER, KraftQuorum, LABEL_INSTANCE, LABEL_MANAGED_BY},
     metrics::Metrics,
-    planner::{self, Action as Plan, WaitReason},
-    quorum::{QuorumClient, QuorumError},
-    validate::{ValidatedQuorum, validate},
+    planner,
+    quorum::QuorumClient,
+    validate::validate,
 };
+use apply::{apply_children, write_status};
+use events::{EventSpec, publish};
 use status::Outcome;
 
 /// Requeue after a pass that found nothing to do.
@@ -223,92 +226,6 @@ pub fn error_policy<Q: QuorumClient>(
     Action::requeue(delay)
 }
 
-async fn apply_object<K>(client: &Client, ns: &str, obj: &K) -> Result<K, Error>
-where
-    K: Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + Serialize
-        + std::fmt::Debug,
-{
-    let name = obj.meta().name.clone().unwrap_or_default();
-    let api: Api<K> = Api::namespaced(client.clone(), ns);
-    api.patch(
-        &name,
-        &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(obj),
-    )
-    .await
-    .map_err(kube_err(format!("apply {} {ns}/{name}", K::kind(&()))))
-}
-
-async fn write_status(
-    client: &Client,
-    kq: &KraftQuorum,
-    status: &KraftQuorumStatus,
-) -> Result<KraftQuorum, Error> {
-    let ns = kq.namespace().unwrap_or_default();
-    let name = kq.name_any();
-    let api: Api<KraftQuorum> = Api::namespaced(client.clone(), &ns);
-    let body = serde_json::json!({
-        "apiVersion": KraftQuorum::api_version(&()),
-        "kind": KraftQuorum::kind(&()),
-        "metadata": { "name": name },
-        "status": status,
-    });
-    api.patch_status(
-        &name,
-        &PatchParams::apply(FIELD_MANAGER).force(),
-        &Patch::Apply(&body),
-    )
-    .await
-    .map_err(kube_err(format!("write status of kraftquorum {ns}/{name}")))
-}
-
-async fn publish<Q>(
-    ctx: &Context<Q>,
-    kq: &KraftQuorum,
-    type_: EventType,
-    reason: &str,
-    action: &str,
-    note: String,
-    related: Option<ObjectReference>,
-) {
-    // kube-rs folds events with the same (type, reason, action, regarding,
-    // related) into one series and keeps only the first note: the object an
-    // event is about (the pod of a voter) goes in `related`, so that "added
-    // voter node 3" and "added voter node 4" stay two events.
-    let event = KubeEvent {
-        type_,
-        reason: reason.to_string(),
-        note: Some(note),
-        action: action.to_string(),
-        secondary: related,
-    };
-    if let Err(e) = ctx.recorder.publish(&event, &kq.object_ref(&())).await {
-        warn!(error = %e, reason, "cannot publish event");
-    }
-}
-
-/// A reference to pod `name` in `namespace`, the `related` object of an event.
-fn pod_ref(namespace: &str, name: &str) -> ObjectReference {
-    ObjectReference {
-        api_version: Some("v1".into()),
-        kind: Some("Pod".into()),
-        namespace: Some(namespace.into()),
-        name: Some(name.into()),
-        ..ObjectReference::default()
-    }
-}
-
-async fn apply_children(client: &Client, q: &ValidatedQuorum) -> Result<StatefulSet, Error> {
-    apply_object(client, &q.namespace, &build_service(q)).await?;
-    apply_object(client, &q.namespace, &build_configmap(q)).await?;
-    let sts = apply_object(client, &q.namespace, &build_statefulset(q)).await?;
-    apply_object(client, &q.namespace, &build_pdb(q)).await?;
-    Ok(sts)
-}
-
 async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Action, Error> {
     let ns = kq.namespace().unwrap_or_default();
     let name = kq.name_any();
@@ -359,16 +276,8 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
             status.conditions = status::conditions(&status.conditions, &outcome, generation, now);
             status.observed_generation = generation;
             write_status(client, &kq, &status).await?;
-            publish(
-                ctx,
-                &kq,
-                EventType::Warning,
-                "InvalidSpec",
-                "Validate",
-                message,
-                None,
-            )
-            .await;
+            let event = EventSpec::new(EventType::Warning, "InvalidSpec", "Validate", message);
+            publish(&ctx.recorder, &kq, event).await;
             return Ok(Action::await_change());
         }
     };
@@ -378,9 +287,17 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
     status.selector = Some(q.selector_string());
 
     // 5. Observe.
-    let described = observe::describe(&ctx.quorum, &pods, q.listener_port, status.leader_id).await;
+    // One admin session for the pass: DescribeQuorum and the one voter
+    // change go over the same connection.
+    let port = u16::try_from(q.listener_port).unwrap_or_default();
+    let mut session = ctx.quorum.session(observe::bootstrap_controllers(
+        &pods,
+        port,
+        status.leader_id,
+    ));
+    let described = observe::describe(&mut session).await;
     let was_bootstrapped = status.bootstrapped;
-    status::observe_into(&mut status, described.as_ref().map(|(d, _)| d));
+    status::observe_into(&mut status, described.as_ref());
     let pod_states = observe::pod_states(&pods, Some(&sts).or(existing.as_ref()));
     status.replicas = q.statefulset_replicas;
     status.ready_replicas =
@@ -397,19 +314,12 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
         };
         status.conditions = status::conditions(&status.conditions, &outcome, generation, now);
         write_status(client, &kq, &status).await?;
-        publish(
-            ctx,
-            &kq,
-            EventType::Normal,
-            "Bootstrapped",
-            "Observe",
-            format!(
-                "quorum bootstrapped; leader is node {}",
-                status.leader_id.unwrap_or(-1)
-            ),
-            None,
-        )
-        .await;
+        let note = format!(
+            "quorum bootstrapped; leader is node {}",
+            status.leader_id.unwrap_or(-1)
+        );
+        let event = EventSpec::new(EventType::Normal, "Bootstrapped", "Observe", note);
+        publish(&ctx.recorder, &kq, event).await;
         return Ok(Action::requeue(Duration::ZERO));
     }
 
@@ -419,7 +329,7 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
         q.statefulset_replicas,
         &status,
         status.bootstrapped,
-        described.as_ref().map(|(d, _)| d),
+        described.as_ref(),
         &pod_states,
         now.as_millisecond(),
     );
@@ -427,8 +337,8 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
     info!(?plan, "planned");
 
     // 7. Act.
-    let leader_addr = described.as_ref().map(|(_, a)| a.as_str()).unwrap_or("");
-    let (mut outcome, requeue) = act(ctx, &kq, &q, &mut status, &plan, leader_addr, now).await?;
+    let (mut outcome, requeue) =
+        executor::execute(ctx, &kq, &q, &mut status, &plan, &mut session, now).await?;
 
     // A volume of another cluster is never reformatted: say so loudly.
     if let Some((pod, message)) = observe::cluster_id_mismatch(&pods) {
@@ -444,308 +354,18 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
     Ok(Action::requeue(requeue))
 }
 
-fn pending(kind: ChangeKind, node_id: i32, dir: Uuid, now: Timestamp) -> PendingChange {
-    PendingChange {
-        kind,
-        node_id,
-        directory_id: kafka_uuid::to_string(dir),
-        since: now.to_string(),
-    }
-}
-
-/// Carries out one planned action; returns the outcome for the conditions
-/// and when to look again.
-async fn act<Q: QuorumClient>(
-    ctx: &Context<Q>,
-    kq: &KraftQuorum,
-    q: &ValidatedQuorum,
-    status: &mut KraftQuorumStatus,
-    plan: &Plan,
-    leader_addr: &str,
-    now: Timestamp,
-) -> Result<(Outcome, Duration), Error> {
-    let progressing = |reason: &str, message: String| Outcome::Progressing {
-        reason: reason.to_string(),
-        message,
-    };
-    Ok(match plan {
-        Plan::Steady => (Outcome::Ready, STEADY_REQUEUE),
-        Plan::Wait { reason, message } => {
-            let outcome = if *reason == WaitReason::QuorumUnavailable {
-                Outcome::Degraded {
-                    reason: reason.as_str().into(),
-                    message: message.clone(),
-                }
-            } else {
-                progressing(reason.as_str(), message.clone())
-            };
-            (outcome, BUSY_REQUEUE)
-        }
-        Plan::Refuse { reason, message } => {
-            ctx.metrics.action("refuse");
-            publish(
-                ctx,
-                kq,
-                EventType::Warning,
-                reason.as_str(),
-                "PlanMembership",
-                message.clone(),
-                None,
-            )
-            .await;
-            (
-                Outcome::Degraded {
-                    reason: reason.as_str().into(),
-                    message: message.clone(),
-                },
-                BUSY_REQUEUE,
-            )
-        }
-        Plan::ClearPending => {
-            status.pending_change = None;
-            (
-                progressing(
-                    "ChangeCompleted",
-                    "the recorded voter change is done".into(),
-                ),
-                Duration::ZERO,
-            )
-        }
-        Plan::AddVoter {
-            node_id,
-            directory_id,
-        } => {
-            let endpoint = q.endpoint(*node_id);
-            status.pending_change =
-                Some(pending(ChangeKind::AddVoter, *node_id, *directory_id, now));
-            write_status(&ctx.client, kq, status).await?;
-            ctx.metrics.action("add_voter");
-            let result = ctx
-                .quorum
-                .add_voter(leader_addr, *node_id, *directory_id, &endpoint)
-                .await;
-            let what = format!(
-                "node {node_id} (directory {}) at {endpoint}",
-                kafka_uuid::to_string(*directory_id)
-            );
-            change_result(
-                ctx,
-                kq,
-                status,
-                result,
-                "VoterAdded",
-                &format!("added voter {what}"),
-                pod_ref(&q.namespace, &q.pod_name(*node_id)),
-            )
-            .await
-        }
-        Plan::RemoveVoter {
-            node_id,
-            directory_id,
-        } => {
-            status.pending_change = Some(pending(
-                ChangeKind::RemoveVoter,
-                *node_id,
-                *directory_id,
-                now,
-            ));
-            write_status(&ctx.client, kq, status).await?;
-            ctx.metrics.action("remove_voter");
-            let result = ctx
-                .quorum
-                .remove_voter(leader_addr, *node_id, *directory_id)
-                .await;
-            let what = format!(
-                "node {node_id} (directory {})",
-                kafka_uuid::to_string(*directory_id)
-            );
-            change_result(
-                ctx,
-                kq,
-                status,
-                result,
-                "VoterRemoved",
-                &format!("removed voter {what}"),
-                pod_ref(&q.namespace, &q.pod_name(*node_id)),
-            )
-            .await
-        }
-        Plan::ScaleStatefulSet { replicas } => {
-            let mut scaled = q.clone();
-            scaled.statefulset_replicas = *replicas;
-            apply_object(&ctx.client, &q.namespace, &build_statefulset(&scaled)).await?;
-            status.replicas = *replicas;
-            ctx.metrics.action("scale");
-            let note = format!(
-                "statefulset {} scaled from {} to {replicas} pods",
-                q.name, q.statefulset_replicas
-            );
-            publish(
-                ctx,
-                kq,
-                EventType::Normal,
-                "Scaled",
-                "ScaleStatefulSet",
-                note.clone(),
-                None,
-            )
-            .await;
-            (progressing("Scaling", note), BUSY_REQUEUE)
-        }
-        Plan::RestartPod { ordinal } => {
-            let pod = delete_pod(ctx, q, *ordinal).await?;
-            ctx.metrics.action("restart");
-            let note = format!("restarted pod {pod} to roll out the current template");
-            publish(
-                ctx,
-                kq,
-                EventType::Normal,
-                "PodRestarted",
-                "RestartPod",
-                note.clone(),
-                Some(pod_ref(&q.namespace, &pod)),
-            )
-            .await;
-            (progressing("RollingRestart", note), BUSY_REQUEUE)
-        }
-        Plan::RestartOnlyVoter { ordinal } => {
-            let pod = delete_pod(ctx, q, *ordinal).await?;
-            ctx.metrics.action("restart_only_voter");
-            let note = format!(
-                "restarted pod {pod}, the only voter, to roll out the current template: \
-                 the quorum is unavailable until it is back (one voter has no majority \
-                 to keep; run 3 voters to roll without an outage)"
-            );
-            publish(
-                ctx,
-                kq,
-                EventType::Warning,
-                SINGLE_VOTER_RESTART,
-                "RestartPod",
-                note.clone(),
-                Some(pod_ref(&q.namespace, &pod)),
-            )
-            .await;
-            (progressing(SINGLE_VOTER_RESTART, note), BUSY_REQUEUE)
-        }
-    })
-}
-
-/// Condition and Event reason of [`Plan::RestartOnlyVoter`]: the declared
+/// Condition and Event reason of [`planner::Action::RestartOnlyVoter`]: the declared
 /// outage of restarting a one-voter quorum.
 pub const SINGLE_VOTER_RESTART: &str = "SingleVoterRestart";
-
-/// Deletes pod `ordinal` so the StatefulSet recreates it from the current
-/// template (a pod already gone counts as deleted); returns its name.
-async fn delete_pod<Q>(
-    ctx: &Context<Q>,
-    q: &ValidatedQuorum,
-    ordinal: i32,
-) -> Result<String, Error> {
-    let pod = q.pod_name(ordinal);
-    let pods: Api<Pod> = Api::namespaced(ctx.client.clone(), &q.namespace);
-    match pods.delete(&pod, &DeleteParams::default()).await {
-        Ok(_) => Ok(pod),
-        Err(kube::Error::Api(s)) if s.code == 404 => Ok(pod),
-        Err(e) => Err(kube_err(format!("delete pod {}/{pod}", q.namespace))(e)),
-    }
-}
-
-async fn change_result<Q: QuorumClient>(
-    ctx: &Context<Q>,
-    kq: &KraftQuorum,
-    status: &mut KraftQuorumStatus,
-    result: Result<(), QuorumError>,
-    reason: &str,
-    done: &str,
-    related: ObjectReference,
-) -> (Outcome, Duration) {
-    match result {
-        // Kafka answers AddRaftVoter/RemoveRaftVoter once the new voter set
-        // is committed (KIP-853): the change is done.
-        Ok(()) => {
-            status.pending_change = None;
-            publish(
-                ctx,
-                kq,
-                EventType::Normal,
-                reason,
-                "ChangeVoters",
-                done.to_string(),
-                Some(related.clone()),
-            )
-            .await;
-            (
-                Outcome::Progressing {
-                    reason: reason.to_string(),
-                    message: done.to_string(),
-                },
-                Duration::ZERO,
-            )
-        }
-        // REQUEST_TIMED_OUT and friends: try again later, not an error. The
-        // record stays until the voter set shows the change or it times out.
-        Err(
-            e @ (QuorumError::Retriable { .. }
-            | QuorumError::Unreachable { .. }
-            | QuorumError::NotLeader { .. }),
-        ) => {
-            publish(
-                ctx,
-                kq,
-                EventType::Normal,
-                "VoterChangeRetrying",
-                "ChangeVoters",
-                e.to_string(),
-                None,
-            )
-            .await;
-            (
-                Outcome::Progressing {
-                    reason: WaitReason::ChangeInFlight.as_str().into(),
-                    message: e.to_string(),
-                },
-                BUSY_REQUEUE,
-            )
-        }
-        Err(e @ QuorumError::Rejected { .. }) => {
-            status.pending_change = None;
-            publish(
-                ctx,
-                kq,
-                EventType::Warning,
-                "VoterChangeRejected",
-                "ChangeVoters",
-                e.to_string(),
-                None,
-            )
-            .await;
-            (
-                Outcome::Degraded {
-                    reason: "VoterChangeRejected".into(),
-                    message: e.to_string(),
-                },
-                BUSY_REQUEUE,
-            )
-        }
-    }
-}
 
 /// Cleanup on delete: the children go with their owner reference (garbage
 /// collection) and the volumes follow `spec.storage.onDelete` through the
 /// StatefulSet's PVC retention policy, so only an Event is left to publish.
 async fn cleanup<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Action, Error> {
     let policy = kq.spec.storage.on_delete.as_str();
-    publish(
-        ctx,
-        kq,
-        EventType::Normal,
-        "Deleting",
-        "Cleanup",
-        format!("deleting the quorum; volumes: {policy}"),
-        None,
-    )
-    .await;
+    let note = format!("deleting the quorum; volumes: {policy}");
+    let event = EventSpec::new(EventType::Normal, "Deleting", "Cleanup", note);
+    publish(&ctx.recorder, kq, event).await;
     Ok(Action::await_change())
 }
 

@@ -2,8 +2,10 @@
 //! each for DescribeQuorum, and map the pods and the answer into the
 //! planner's [`Input`](crate::planner::Input).
 //!
-//! [`describe`] is the only I/O here (through [`QuorumClient`]); the mappings
-//! are pure. Nothing here decides what to do.
+//! [`describe`] is the only I/O here (through the pass's
+//! [`QuorumSession`]); the mappings are pure. Nothing here decides what to do.
+
+use std::net::{IpAddr, SocketAddr};
 
 use k8s_openapi::api::{apps::v1::StatefulSet, core::v1::Pod};
 use tracing::debug;
@@ -12,7 +14,7 @@ use crate::{
     crd::{KraftQuorumStatus, LABEL_POD_INDEX},
     kafka_uuid,
     planner::{Input, Member, Observed, Pending, PodState},
-    quorum::{QuorumClient, QuorumDescription, QuorumError, ReplicaState},
+    quorum::{QuorumDescription, QuorumSession, ReplicaState},
 };
 
 /// A pod's ordinal: the `apps.kubernetes.io/pod-index` label, else the
@@ -156,31 +158,32 @@ pub fn cluster_id_mismatch(pods: &[Pod]) -> Option<(String, String)> {
     })
 }
 
-/// Asks the pods, in order, for DescribeQuorum at `ip:port` until the leader
-/// answers: the last known leader first, then ready pods, then the rest.
-/// Returns the answer and the leader's address, or `None` when no pod did.
-pub async fn describe<Q: QuorumClient>(
-    client: &Q,
-    pods: &[Pod],
-    port: i32,
-    last_leader: Option<i32>,
-) -> Option<(QuorumDescription, String)> {
-    let mut order: Vec<(&Pod, i32)> = pods
+/// The pods' controller addresses `ip:port` as bootstrap controllers, in
+/// the order to try them: the last known leader first, then ready pods, then
+/// the rest (by ordinal). Pods without an IP (or being deleted, or whose IP
+/// does not parse) are left out.
+pub fn bootstrap_controllers(pods: &[Pod], port: u16, last_leader: Option<i32>) -> Vec<SocketAddr> {
+    let mut order: Vec<(&Pod, i32, IpAddr)> = pods
         .iter()
-        .filter_map(|p| Some((p, ordinal(p)?)))
-        .filter(|(p, _)| pod_ip(p).is_some())
+        .filter_map(|p| Some((p, ordinal(p)?, pod_ip(p)?.parse().ok()?)))
         .collect();
-    order.sort_by_key(|(p, o)| (Some(*o) != last_leader, !is_ready(p), *o));
-    for (pod, _) in order {
-        let Some(ip) = pod_ip(pod) else { continue };
-        let addr = format!("{ip}:{port}");
-        match client.describe_quorum(&addr).await {
-            Ok(d) => return Some((d, addr)),
-            Err(QuorumError::NotLeader { .. }) => continue,
-            Err(e) => debug!(error = %e, "describe quorum failed"),
+    order.sort_by_key(|(p, o, _)| (Some(*o) != last_leader, !is_ready(p), *o));
+    order
+        .into_iter()
+        .map(|(_, _, ip)| SocketAddr::new(ip, port))
+        .collect()
+}
+
+/// DescribeQuorum through the pass's session (which tries its bootstrap
+/// controllers in order until the leader answers); `None` when none did.
+pub async fn describe<S: QuorumSession>(session: &mut S) -> Option<QuorumDescription> {
+    match session.describe_quorum().await {
+        Ok(d) => Some(d),
+        Err(e) => {
+            debug!(error = %e, "describe quorum failed");
+            None
         }
     }
-    None
 }
 
 #[cfg(test)]
@@ -219,6 +222,30 @@ mod tests {
                     up_to_date: false
                 },
             ]
+        );
+    }
+
+    #[test]
+    fn bootstrap_controllers_start_at_the_last_leader_then_ready_pods() {
+        let pods = [
+            pod(
+                "metadata: {name: kq-0}\nstatus: {podIP: 10.0.0.10, conditions: [{type: Ready, status: 'False'}]}",
+            ),
+            pod(
+                "metadata: {name: kq-1}\nstatus: {podIP: 10.0.0.11, conditions: [{type: Ready, status: 'True'}]}",
+            ),
+            pod(
+                "metadata: {name: kq-2}\nstatus: {podIP: 'fd00::12', conditions: [{type: Ready, status: 'True'}]}",
+            ),
+            pod("metadata: {name: kq-3}\nstatus: {conditions: [{type: Ready, status: 'True'}]}"),
+        ];
+        let addrs: Vec<String> = bootstrap_controllers(&pods, 9093, Some(2))
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            addrs,
+            ["[fd00::12]:9093", "10.0.0.11:9093", "10.0.0.10:9093"]
         );
     }
 

@@ -13,7 +13,10 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use super::*;
-use crate::quorum::{QuorumDescription, ReplicaState};
+use crate::{
+    kafka_uuid,
+    quorum::{QuorumDescription, QuorumError, ReplicaState, fake::FakeQuorum},
+};
 
 const NS: &str = "ns";
 const KQ: &str = "/apis/kraft.krabka.io/v1alpha1/namespaces/ns/kraftquorums/kq";
@@ -160,53 +163,6 @@ impl Script {
             calls(&seen)
         );
         seen
-    }
-}
-
-/// A fake quorum: the leader answers at `leader_addr`, every other address
-/// is a follower (NOT_LEADER_OR_FOLLOWER). Records every call.
-struct FakeQuorum {
-    leader_addr: String,
-    description: Option<QuorumDescription>,
-    change_result: Result<(), QuorumError>,
-    calls: Mutex<Vec<String>>,
-}
-
-impl QuorumClient for Arc<FakeQuorum> {
-    async fn describe_quorum(&self, addr: &str) -> Result<QuorumDescription, QuorumError> {
-        self.calls
-            .lock()
-            .expect("lock")
-            .push(format!("describe {addr}"));
-        match &self.description {
-            Some(d) if addr == self.leader_addr => Ok(d.clone()),
-            _ => Err(QuorumError::NotLeader { addr: addr.into() }),
-        }
-    }
-    async fn add_voter(
-        &self,
-        addr: &str,
-        node_id: i32,
-        directory_id: Uuid,
-        endpoint: &str,
-    ) -> Result<(), QuorumError> {
-        self.calls.lock().expect("lock").push(format!(
-            "add_voter {addr} {node_id} {} {endpoint}",
-            kafka_uuid::to_string(directory_id)
-        ));
-        self.change_result.clone()
-    }
-    async fn remove_voter(
-        &self,
-        addr: &str,
-        node_id: i32,
-        directory_id: Uuid,
-    ) -> Result<(), QuorumError> {
-        self.calls.lock().expect("lock").push(format!(
-            "remove_voter {addr} {node_id} {}",
-            kafka_uuid::to_string(directory_id)
-        ));
-        self.change_result.clone()
     }
 }
 

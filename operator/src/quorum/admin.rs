@@ -1,21 +1,24 @@
 //! [`QuorumClient`] over `kraft_controller::admin::AdminClient` (the Kafka
 //! admin client shared with `kraft-controller quorum`). One connection per
-//! call: the reconciler makes a handful of calls per pass, and a fresh
-//! connection never carries state from a controller that restarted.
+//! reconcile pass: an [`AdminQuorumSession`] connects to the first of its
+//! bootstrap controllers (the pods' `ip:port`) that answers, lets the admin
+//! client follow the active controller from there, and keeps that connection
+//! for the pass's DescribeQuorum and voter change; it moves on to the next
+//! bootstrap controller only when the one it talks to is unreachable or
+//! knows no leader. A new pass opens a new session, so no connection
+//! outlives a pass and none carries state from a controller that restarted.
 //!
-//! Owns only the mapping of types and errors; it must not retry (the
-//! reconciler requeues) nor decide anything.
+//! Owns only the mapping of types and errors; it must not retry a voter
+//! change (the reconciler requeues) nor decide anything.
 
-use std::{collections::BTreeMap, time::Duration};
+use std::{collections::BTreeMap, collections::VecDeque, net::SocketAddr, time::Duration};
 
-use kraft_controller::admin::{AdminClient, AdminError, Endpoint, QuorumInfo, ReplicaInfo};
+use kraft_common::{Endpoint, errors::NOT_LEADER_OR_FOLLOWER};
+use kraft_controller::admin::{AdminClient, AdminError, QuorumInfo, ReplicaInfo};
 use uuid::Uuid;
 
-use super::{QuorumClient, QuorumDescription, QuorumError, ReplicaState};
+use super::{QuorumClient, QuorumDescription, QuorumError, QuorumSession, ReplicaState};
 use crate::crd::CONTROLLER_LISTENER_NAME;
-
-/// Kafka's `NOT_LEADER_OR_FOLLOWER`.
-const NOT_LEADER_OR_FOLLOWER: i16 = 6;
 
 /// The production [`QuorumClient`].
 #[derive(Clone, Debug)]
@@ -36,11 +39,114 @@ impl AdminQuorumClient {
             change_timeout_ms: 30_000,
         }
     }
+}
 
-    async fn connect(&self, addr: &str) -> Result<AdminClient, QuorumError> {
-        AdminClient::connect(addr, self.timeout)
-            .await
-            .map_err(|e| map_error(addr, e))
+impl QuorumClient for AdminQuorumClient {
+    type Session = AdminQuorumSession;
+
+    fn session(&self, bootstrap: Vec<SocketAddr>) -> AdminQuorumSession {
+        AdminQuorumSession {
+            remaining: bootstrap.into(),
+            client: None,
+            timeout: self.timeout,
+            change_timeout_ms: self.change_timeout_ms,
+        }
+    }
+}
+
+/// One reconcile pass's connection to a quorum; see the module doc.
+#[derive(Debug)]
+pub struct AdminQuorumSession {
+    /// Bootstrap controllers not tried yet, in order.
+    remaining: VecDeque<SocketAddr>,
+    /// The connection, once open (it follows the active controller).
+    client: Option<AdminClient>,
+    timeout: Duration,
+    change_timeout_ms: i32,
+}
+
+impl AdminQuorumSession {
+    /// The open connection, or one to the next bootstrap controller that
+    /// accepts. Errors: [`QuorumError::Unreachable`] of the last one tried.
+    async fn connected(&mut self) -> Result<&mut AdminClient, QuorumError> {
+        let mut last = QuorumError::Unreachable {
+            addr: "-".into(),
+            message: "no bootstrap controller left to try".into(),
+        };
+        while self.client.is_none() {
+            let Some(addr) = self.remaining.pop_front() else {
+                return Err(last);
+            };
+            let addr = addr.to_string();
+            match AdminClient::connect(&addr, self.timeout).await {
+                Ok(c) => self.client = Some(c),
+                Err(e) => last = map_error(&addr, e),
+            }
+        }
+        self.client.as_mut().ok_or(last)
+    }
+
+    /// Maps `e` from the controller at `addr`, dropping the connection when
+    /// the next call should start at another controller.
+    fn failed(&mut self, addr: &str, e: AdminError) -> QuorumError {
+        let e = map_error(addr, e);
+        if matches!(
+            e,
+            QuorumError::Unreachable { .. } | QuorumError::NotLeader { .. }
+        ) {
+            self.client = None;
+        }
+        e
+    }
+}
+
+impl QuorumSession for AdminQuorumSession {
+    async fn describe_quorum(&mut self) -> Result<QuorumDescription, QuorumError> {
+        let mut last = None;
+        loop {
+            let c = match self.connected().await {
+                Ok(c) => c,
+                Err(e) => return Err(last.unwrap_or(e)),
+            };
+            let addr = c.connected_addr().to_owned();
+            match c.describe_quorum().await {
+                Ok(q) => return Ok(description(&q)),
+                Err(e) => match self.failed(&addr, e) {
+                    e @ (QuorumError::NotLeader { .. } | QuorumError::Unreachable { .. }) => {
+                        tracing::debug!(error = %e, "describe quorum failed; next bootstrap controller");
+                        last = Some(e);
+                    }
+                    e => return Err(e),
+                },
+            }
+        }
+    }
+
+    async fn add_voter(
+        &mut self,
+        node_id: i32,
+        directory_id: Uuid,
+        endpoint: &Endpoint,
+    ) -> Result<(), QuorumError> {
+        let change_timeout_ms = self.change_timeout_ms;
+        let c = self.connected().await?;
+        let addr = c.connected_addr().to_owned();
+        let result = c
+            .add_raft_voter(
+                node_id,
+                directory_id,
+                std::slice::from_ref(endpoint),
+                change_timeout_ms,
+            )
+            .await;
+        result.map_err(|e| self.failed(&addr, e))
+    }
+
+    async fn remove_voter(&mut self, node_id: i32, directory_id: Uuid) -> Result<(), QuorumError> {
+        let c = self.connected().await?;
+        let addr = c.connected_addr().to_owned();
+        let result = c.remove_raft_voter(node_id, directory_id).await;
+        result.map_err(|e| self.failed(&addr, e))
     }
 }
 
@@ -108,7 +214,7 @@ pub fn description(q: &QuorumInfo) -> QuorumDescription {
                 .iter()
                 .find(|e| e.name == CONTROLLER_LISTENER_NAME)
                 .or_else(|| n.endpoints.first())?;
-            Some((n.node_id, format!("{}:{}", e.host, e.port)))
+            Some((n.node_id, e.address()))
         })
         .collect();
     QuorumDescription {
@@ -118,57 +224,6 @@ pub fn description(q: &QuorumInfo) -> QuorumDescription {
         voters: q.voters.iter().map(replica).collect(),
         observers: q.observers.iter().map(replica).collect(),
         endpoints,
-    }
-}
-
-/// `host:port` → the `CONTROLLER` listener endpoint AddRaftVoter carries.
-fn endpoint(addr: &str, s: &str) -> Result<Endpoint, QuorumError> {
-    let bad = || QuorumError::Rejected {
-        addr: addr.to_string(),
-        code: -1,
-        name: "INVALID_ENDPOINT".into(),
-        message: format!("endpoint {s:?} is not host:port"),
-    };
-    let (host, port) = s.rsplit_once(':').ok_or_else(bad)?;
-    let port = port.parse::<u16>().map_err(|_| bad())?;
-    Ok(Endpoint {
-        name: CONTROLLER_LISTENER_NAME.to_string(),
-        host: host.to_string(),
-        port,
-    })
-}
-
-impl QuorumClient for AdminQuorumClient {
-    async fn describe_quorum(&self, addr: &str) -> Result<QuorumDescription, QuorumError> {
-        let mut c = self.connect(addr).await?;
-        let q = c.describe_quorum().await.map_err(|e| map_error(addr, e))?;
-        Ok(description(&q))
-    }
-
-    async fn add_voter(
-        &self,
-        addr: &str,
-        node_id: i32,
-        directory_id: Uuid,
-        endpoint_str: &str,
-    ) -> Result<(), QuorumError> {
-        let ep = endpoint(addr, endpoint_str)?;
-        let mut c = self.connect(addr).await?;
-        c.add_raft_voter(node_id, directory_id, &[ep], self.change_timeout_ms)
-            .await
-            .map_err(|e| map_error(addr, e))
-    }
-
-    async fn remove_voter(
-        &self,
-        addr: &str,
-        node_id: i32,
-        directory_id: Uuid,
-    ) -> Result<(), QuorumError> {
-        let mut c = self.connect(addr).await?;
-        c.remove_raft_voter(node_id, directory_id)
-            .await
-            .map_err(|e| map_error(addr, e))
     }
 }
 
@@ -204,15 +259,5 @@ mod tests {
             map_error("a:1", io),
             QuorumError::Unreachable { .. }
         ));
-    }
-
-    #[test]
-    fn an_endpoint_is_the_controller_listener_at_host_and_port() {
-        let e = endpoint("a:1", "kq-3.kq.ns.svc.cluster.local:9093").expect("valid");
-        assert_eq!(
-            (e.name.as_str(), e.host.as_str(), e.port),
-            ("CONTROLLER", "kq-3.kq.ns.svc.cluster.local", 9093)
-        );
-        assert!(endpoint("a:1", "no-port").is_err());
     }
 }

@@ -2,16 +2,25 @@
 //! (DescribeQuorum 55, AddRaftVoter 80, RemoveRaftVoter 81; KIP-853).
 //!
 //! Owns the operator-side view of a quorum ([`QuorumDescription`]), the
-//! [`QuorumClient`] trait the reconciler calls, and the pure derivation of
-//! "caught up" from what DescribeQuorum reports. It must not decide
-//! membership (the planner does) nor know Kubernetes. The production
-//! implementation adapts `kraft_controller::admin::AdminClient`; tests use a
-//! fake that plays a quorum's answers.
+//! [`QuorumClient`] and [`QuorumSession`] traits the reconciler calls, and the
+//! pure derivation of "caught up" from what DescribeQuorum reports. It must
+//! not decide membership (the planner does) nor know Kubernetes. The
+//! production implementation adapts `kraft_controller::admin::AdminClient`;
+//! tests use a fake that plays a quorum's answers.
+//!
+//! One reconcile pass opens one [`QuorumSession`] with the pods' addresses
+//! as its bootstrap controllers (Kafka's `bootstrap.controllers`): it keeps
+//! one connection for the pass (DescribeQuorum, then the one voter change),
+//! moving to the next bootstrap controller only when the one it talks to is
+//! unreachable or knows no leader.
 
 pub mod admin;
+#[cfg(test)]
+pub mod fake;
 
-use std::{collections::BTreeMap, future::Future};
+use std::{collections::BTreeMap, future::Future, net::SocketAddr};
 
+use kraft_common::Endpoint;
 use uuid::Uuid;
 
 /// How long after its last fetch a replica still counts as fetching (ms):
@@ -124,33 +133,43 @@ pub enum QuorumError {
     },
 }
 
-/// The admin RPCs the reconciler needs, addressed to one controller by
-/// `host:port` (the operator uses pod IPs). Implementations time out on
-/// their own; none retries.
+/// Opens admin sessions to a quorum's controllers.
 pub trait QuorumClient: Send + Sync + 'static {
-    /// DescribeQuorum (55) of the `__cluster_metadata` partition. Only the
-    /// leader answers; others give [`QuorumError::NotLeader`].
+    /// The session type, one per reconcile pass.
+    type Session: QuorumSession;
+
+    /// A session bootstrapped from `bootstrap` (the pods' `ip:port`, in the
+    /// order to try them: the last known leader first). No I/O until the
+    /// first call; the session connects to the first controller that
+    /// answers and keeps that connection.
+    fn session(&self, bootstrap: Vec<SocketAddr>) -> Self::Session;
+}
+
+/// The admin RPCs the reconciler needs, over one connection to the quorum.
+/// Implementations time out on their own; none retries a voter change.
+pub trait QuorumSession: Send {
+    /// DescribeQuorum (55) of the `__cluster_metadata` partition, answered by
+    /// the leader: a controller that is not the leader and cannot point to
+    /// one gives [`QuorumError::NotLeader`], and the session tries the next
+    /// bootstrap controller; the error of the last one when none answers.
     fn describe_quorum(
-        &self,
-        addr: &str,
+        &mut self,
     ) -> impl Future<Output = Result<QuorumDescription, QuorumError>> + Send;
 
     /// AddRaftVoter (80): add `(node_id, directory_id)` with its controller
-    /// listener `endpoint` (`host:port`, listener `CONTROLLER`). Kafka answers
-    /// once the new voter set is committed.
+    /// listener `endpoint` (listener `CONTROLLER`). Kafka answers once the new
+    /// voter set is committed.
     fn add_voter(
-        &self,
-        addr: &str,
+        &mut self,
         node_id: i32,
         directory_id: Uuid,
-        endpoint: &str,
+        endpoint: &Endpoint,
     ) -> impl Future<Output = Result<(), QuorumError>> + Send;
 
     /// RemoveRaftVoter (81): remove `(node_id, directory_id)`. Kafka answers
     /// once the new voter set is committed.
     fn remove_voter(
-        &self,
-        addr: &str,
+        &mut self,
         node_id: i32,
         directory_id: Uuid,
     ) -> impl Future<Output = Result<(), QuorumError>> + Send;
