@@ -33,9 +33,15 @@
 //!
 //! The role-specific logic is in one file per role (`unattached.rs`,
 //! `prospective.rs`, `candidate.rs`, `follower.rs`, `leader.rs`,
-//! `resigned.rs`); requests every role answers are in `requests.rs`, voter
-//! changes (KIP-853) in [`membership`]; the legal transitions are listed in
-//! [`quorum_state`].
+//! `resigned.rs`), as methods of the role's state over two leaves: `core.rs`
+//! (the shared state: config, identity, log, voter history, high watermark,
+//! kraft.version) and `output.rs` (commands, inflight requests, ids).
+//! Requests are served by handler structs: `requests.rs` (Vote,
+//! BeginQuorumEpoch, EndQuorumEpoch, DescribeQuorum), `fetch.rs`,
+//! `fetch_snapshot.rs` (KIP-630) and `voter_change.rs` (KIP-853, with the
+//! pending change in [`membership`]). `engine.rs` dispatches events and
+//! performs the transitions the roles ask for; the legal transitions are
+//! listed in [`quorum_state`].
 //! The design and its decisions are in `docs/raft.md`.
 
 mod candidate;

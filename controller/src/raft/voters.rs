@@ -2,8 +2,10 @@
 //! `VoterSet`, `ReplicaKey`, KIP-853).
 //!
 //! Owns membership arithmetic (majority size, lookup by id and key) and the
-//! mapping to and from the `Voters` control record. It must not decide when the
-//! set changes: the engine does, from the log.
+//! mapping to and from the `Voters` control record, and the voter-set history
+//! over the log (`VoterHistory`, Kafka's `VoterSetHistory`, held by the
+//! engine's core). It must not decide when the set changes: the engine does,
+//! from the log.
 
 use std::collections::BTreeMap;
 
