@@ -283,9 +283,18 @@ down() {
   log "cluster down"
 }
 
+# network_gone: no pod network namespace or veth is left.
+network_gone() {
+  [[ -z "$(ip netns list 2>/dev/null | grep "^$NETNS_PREFIX" || true)" &&
+    -z "$(ip -o link show 2>/dev/null | grep -o 'kwv[0-9a-f]*' || true)" ]]
+}
+
 # left_behind: fails, naming it, when anything of the cluster is left after down.
+# The kernel removes a deleted namespace's veth pair asynchronously (seconds
+# under load), so the network gets 30 s to go before it counts as left.
 left_behind() {
   local left=() c
+  poll "the pod network namespaces and veths are gone" 30 network_gone || true
   for c in etcd kube-apiserver kube-controller-manager node-agent; do
     [[ ! -f "$run/$c.pid" ]] || left+=("pid file run/$c.pid")
   done
