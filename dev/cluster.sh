@@ -291,10 +291,11 @@ network_gone() {
 
 # left_behind: fails, naming it, when anything of the cluster is left after down.
 # The kernel removes a deleted namespace's veth pair asynchronously (seconds
-# under load), so the network gets 30 s to go before it counts as left.
+# under load: over a minute was seen at load 20), so the network gets 120 s
+# to go before it counts as left.
 left_behind() {
   local left=() c
-  poll "the pod network namespaces and veths are gone" 30 network_gone || true
+  poll "the pod network namespaces and veths are gone" 120 network_gone || true
   for c in etcd kube-apiserver kube-controller-manager node-agent; do
     [[ ! -f "$run/$c.pid" ]] || left+=("pid file run/$c.pid")
   done
