@@ -4,7 +4,10 @@
 # as local processes in network namespaces. See docs/local-cluster.md.
 #
 #   dev/cluster.sh up       start everything (idempotent); prints `export KUBECONFIG=...`
-#   dev/cluster.sh down     stop everything; leaves no process, netns, bridge or veth
+#   dev/cluster.sh running  exit 0 when every component runs (the tests reuse such
+#                           a cluster and leave it up; they stop only one they started)
+#   dev/cluster.sh down     stop everything; fails unless no process, netns, bridge
+#                           or veth is left
 #   dev/cluster.sh status   what runs
 #   dev/cluster.sh logs     print the component logs and every container log
 #
@@ -187,10 +190,24 @@ EOF
 }
 
 # --- up / down --------------------------------------------------------------------
+running() { alive etcd && alive kube-apiserver && alive kube-controller-manager && alive node-agent; }
+
+# same_checkout: a cluster already up runs the binaries its images.yaml names
+# (read once by the node agent at its start); reusing one started from another
+# checkout would run that checkout's kraft-controller and kraft-operator.
+same_checkout() {
+  local theirs
+  theirs="$(sed -n 's/^ *entrypoint: \(.*\)\/kraft-controller$/\1/p' "$dir/images.yaml" 2>/dev/null | head -n1)"
+  [[ -z "$theirs" || "$theirs" == "$TARGET_DIR" ]] && return 0
+  die "the local cluster is already up, running the binaries of $theirs, not $TARGET_DIR;" \
+    "stop it first (make cluster-down) or use the checkout that started it"
+}
+
 up() {
   "$here/install-tools.sh"
   mkdir -p "$dir" "$run" "$logs"
-  if alive etcd && alive kube-apiserver && alive kube-controller-manager && alive node-agent; then
+  if running; then
+    same_checkout
     log "already up"
     print_env
     return 0
@@ -262,7 +279,32 @@ down() {
   stop etcd
   # State goes with the cluster; logs stay for debugging until the next `up`.
   rm -rf "$dir/etcd" "$dir/volumes" "$dir/pods" "$dir/apiserver-certs"
+  left_behind
   log "cluster down"
+}
+
+# network_gone: no pod network namespace or veth is left.
+network_gone() {
+  [[ -z "$(ip netns list 2>/dev/null | grep "^$NETNS_PREFIX" || true)" &&
+    -z "$(ip -o link show 2>/dev/null | grep -o 'kwv[0-9a-f]*' || true)" ]]
+}
+
+# left_behind: fails, naming it, when anything of the cluster is left after down.
+# The kernel removes a deleted namespace's veth pair asynchronously (seconds
+# under load: over a minute was seen at load 20), so the network gets 120 s
+# to go before it counts as left.
+left_behind() {
+  local left=() c
+  poll "the pod network namespaces and veths are gone" 120 network_gone || true
+  for c in etcd kube-apiserver kube-controller-manager node-agent; do
+    [[ ! -f "$run/$c.pid" ]] || left+=("pid file run/$c.pid")
+  done
+  c="$(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$NETNS_PREFIX" | xargs || true)"
+  [[ -z "$c" ]] || left+=("network namespaces $c")
+  ! ip link show "$BRIDGE" >/dev/null 2>&1 || left+=("bridge $BRIDGE")
+  c="$(ip -o link show 2>/dev/null | grep -o 'kwv[0-9a-f]*' | sort -u | xargs || true)"
+  [[ -z "$c" ]] || left+=("veths $c")
+  ((${#left[@]} == 0)) || die "cluster down left behind: ${left[*]}"
 }
 
 print_env() {
@@ -293,9 +335,10 @@ print_logs() {
 
 case "${1:-}" in
   up) up ;;
+  running) running ;;
   down) down ;;
   status) status ;;
   logs) print_logs ;;
   env) print_env ;;
-  *) die "usage: $0 up|down|status|logs|env" ;;
+  *) die "usage: $0 up|running|down|status|logs|env" ;;
 esac

@@ -9,6 +9,9 @@
 #   4. kubectl scale kq/quorum --replicas=5, wait, print both again
 # The cluster is left up at the end; `make cluster-down` stops it. On a
 # timeout it prints the pods, events and logs, and fails.
+# Run again, it shows the same: the cluster and the operator are reused, and
+# the namespace of an earlier demo (its quorum at 3 or 5 voters, its volumes)
+# is deleted first, so the quorum starts again from 3 voters.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -46,7 +49,13 @@ log "installing the operator: helm upgrade --install $operator_release charts/kr
 install_operator
 kubectl -n "$operator_ns" get pods
 
-kubectl create namespace "$ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+if kubectl get namespace "$ns" >/dev/null 2>&1; then
+  log "namespace $ns exists (an earlier demo): deleting it, its quorum and volumes, to start again from 3 voters"
+  start=$SECONDS
+  kubectl delete namespace "$ns" --wait=true --timeout=180s >/dev/null
+  log "namespace $ns deleted after $((SECONDS - start)) s"
+fi
+kubectl create namespace "$ns" >/dev/null
 log "kubectl -n $ns apply -f examples/kraftquorum-minimal.yaml"
 start=$SECONDS
 kubectl -n "$ns" apply -f "$repo/examples/kraftquorum-minimal.yaml"

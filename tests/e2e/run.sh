@@ -5,6 +5,10 @@
 # describe`. Each test runs in its own namespace and its own process (so
 # `set -e` holds inside it); a failing test dumps the namespace's objects,
 # events, the operator's log and every container log, and the next test runs.
+# A test checks only what it created (its namespace, the objects and volumes
+# of its quorum), so the suite passes beside other workloads, such as the
+# quorum `make demo` leaves: a cluster already up is reused and left up (the
+# suite's namespaces deleted at the end); one it started, it stops.
 #
 #   tests/e2e/run.sh              cluster up, every test, cluster down
 #   tests/e2e/run.sh NAME...      only these tests (cluster left up: KEEP_CLUSTER=1)
@@ -462,10 +466,20 @@ passed=0
 failed=0
 failures=()
 
+# Whether this run started the cluster (and so stops it).
+owned=1
+if "$repo/dev/cluster.sh" running 2>/dev/null; then owned=; fi
+
 finish() {
   local rc=$?
-  if [[ -z "${KEEP_CLUSTER:-}" ]]; then
-    "$repo/dev/cluster.sh" down >/dev/null 2>&1 || true
+  if [[ -n "$owned" && -z "${KEEP_CLUSTER:-}" ]]; then
+    "$repo/dev/cluster.sh" down >/dev/null 2>&1 || echo "warning: dev/cluster.sh down failed" >&2
+  elif [[ -z "$owned" ]]; then
+    # A reused cluster is left as found: without the suite's namespaces.
+    local spaces=() t
+    for t in "${tests[@]}"; do spaces+=("$(namespace_of "$t")"); done
+    kubectl delete namespace "${spaces[@]}" --ignore-not-found --wait=true --timeout=180s >/dev/null 2>&1 ||
+      echo "warning: the namespaces ${spaces[*]} are not all gone after 180 s" >&2
   fi
   echo
   if [[ -f "$figures" ]]; then
@@ -488,7 +502,11 @@ trap finish EXIT
 
 rm -f "$figures"
 rm -rf "$samples_dir"
-log "cluster up"
+if [[ -n "$owned" ]]; then
+  log "cluster up"
+else
+  log "cluster up (already up: reused, and left up at the end)"
+fi
 "$repo/dev/cluster.sh" up >/dev/null
 log "installing the operator with its Helm chart"
 install_operator
@@ -496,7 +514,10 @@ install_operator
 for t in "${tests[@]}"; do
   log "RUN  $t"
   start=$SECONDS
-  if "${BASH_SOURCE[0]}" --one "$t"; then
+  # Each test starts from no namespace of its own (one of an earlier run, on a
+  # cluster that stayed up, may still exist or be terminating).
+  if kubectl delete namespace "$(namespace_of "$t")" --ignore-not-found --wait=true --timeout=180s >/dev/null &&
+    "${BASH_SOURCE[0]}" --one "$t"; then
     log "PASS $t ($((SECONDS - start)) s)"
     passed=$((passed + 1))
     kubectl delete namespace "$(namespace_of "$t")" --wait=false >/dev/null 2>&1 || true
