@@ -140,6 +140,8 @@ impl From<ClientError> for AdminError {
                 reason: e.to_string(),
             },
             ClientError::Wire(reason) => AdminError::Protocol(reason),
+            // An untrusted certificate does not get better by retrying.
+            ClientError::Tls { .. } => AdminError::Protocol(e.to_string()),
             ClientError::UnknownNode(_) => AdminError::Protocol(e.to_string()),
         }
     }

@@ -16,7 +16,7 @@ use std::net::SocketAddr;
 use futures::{SinkExt, StreamExt};
 use kafka_protocol::messages::ResponseKind;
 use tokio::{
-    net::TcpStream,
+    io::{AsyncRead, AsyncWrite},
     sync::{mpsc, oneshot},
 };
 use tokio_util::codec::Framed;
@@ -37,18 +37,18 @@ pub struct InboundRequest {
     pub reply: oneshot::Sender<Option<ResponseKind>>,
 }
 
-/// Serves one connection until the peer closes it, it sends bad input, or the
-/// event loop goes away. Never panics on input.
-pub async fn serve_connection(
+/// Serves one connection (plain TCP, or TLS after its handshake) until the
+/// peer closes it, it sends bad input, or the event loop goes away. Never
+/// panics on input.
+pub async fn serve_connection<S>(
     connection_id: u64,
-    stream: TcpStream,
+    stream: S,
     peer: SocketAddr,
     max_frame_bytes: usize,
     requests: mpsc::Sender<InboundRequest>,
-) {
-    if let Err(e) = stream.set_nodelay(true) {
-        tracing::debug!(%peer, error = %e, "could not set TCP_NODELAY");
-    }
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
     let mut framed = Framed::new(stream, KafkaFrameCodec::new(max_frame_bytes));
     loop {
         let frame = match framed.next().await {

@@ -5,6 +5,7 @@
 //! It must not contain protocol logic that belongs to the engine (`raft`):
 //! it moves bytes and time in, and carries commands out.
 
+pub mod accept;
 pub mod connection;
 pub mod event_loop;
 pub mod fit;
@@ -81,6 +82,14 @@ pub enum ServerError {
         address: String,
         /// The OS error.
         source: std::io::Error,
+    },
+    /// The TLS settings of the controller listener do not load.
+    #[error("TLS of listener {listener}: {source}")]
+    Tls {
+        /// The listener name.
+        listener: String,
+        /// What failed.
+        source: crate::wire::tls::TlsError,
     },
     /// `bootstrap.checkpoint` in the log dir could not be read.
     #[error(transparent)]
@@ -253,6 +262,24 @@ pub async fn run_with_workload(
         directory_id = %uuid_to_kafka_string(meta.directory_id),
         voters = ?engine.voters().ids().collect::<Vec<_>>(), "starting controller");
 
+    // TLS loads before anything binds: a listener mapped to SSL whose
+    // certificates do not load stops the node (fail closed). Outgoing
+    // connections to the other controllers use the same settings.
+    let tls_error = |source| ServerError::Tls {
+        listener: controller_listener.name.clone(),
+        source,
+    };
+    let (tls_server, tls_client) = match &config.controller_security().ssl {
+        None => (None, None),
+        Some(ssl) => (
+            Some(Arc::new(
+                crate::wire::tls::TlsServer::server(ssl.clone()).map_err(tls_error)?,
+            )),
+            Some(Arc::new(
+                crate::wire::tls::TlsClient::client(ssl.clone()).map_err(tls_error)?,
+            )),
+        ),
+    };
     let bind = controller_listener.address();
     let bind = if controller_listener.host.is_empty() {
         format!("0.0.0.0:{}", controller_listener.port)
@@ -301,34 +328,21 @@ pub async fn run_with_workload(
     });
 
     let (request_tx, request_rx) = mpsc::channel(1024);
-    let max_frame = config.socket_request_max_bytes;
-    let accept_task = tokio::spawn(async move {
-        let mut next_id = 0u64;
-        loop {
-            match listener.accept().await {
-                Ok((stream, peer)) => {
-                    next_id += 1;
-                    tokio::spawn(connection::serve_connection(
-                        next_id,
-                        stream,
-                        peer,
-                        max_frame,
-                        request_tx.clone(),
-                    ));
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            }
-        }
-    });
+    let accept_task = tokio::spawn(accept::accept_loop(
+        listener,
+        accept::AcceptConfig {
+            max_frame_bytes: config.socket_request_max_bytes,
+            tls: tls_server,
+        },
+        request_tx,
+    ));
 
     let (peer_tx, peer_rx) = mpsc::unbounded_channel();
     let client_config = ClientConfig {
         request_timeout: Duration::from_millis(t.request_timeout_ms),
         retry_backoff: Duration::from_millis(t.retry_backoff_ms),
         client_id: format!("kraft-controller-{}", config.node_id),
+        tls: tls_client,
         ..ClientConfig::default()
     };
     // KIP-919: this process's registration, with a fresh incarnation id.
@@ -340,11 +354,10 @@ pub async fn run_with_workload(
             .advertised_controller_endpoints()
             .into_iter()
             .map(|e| crate::metadata::records::ControllerEndpoint {
+                security_protocol: config.security.get(&e.name).map_or(0, |s| s.protocol.id()),
                 name: e.name,
                 host: e.host,
                 port: e.port,
-                // Every listener here is PLAINTEXT (no TLS or SASL yet).
-                security_protocol: 0,
             })
             .collect(),
         features: crate::wire::kafka_4_1_supported_features()
