@@ -9,6 +9,7 @@
 //!
 //! Defaults are Kafka 4.1's (`QuorumConfig`, `KRaftConfigs`, `SocketServerConfigs`).
 
+pub mod principal;
 pub mod security;
 
 use std::{
@@ -196,6 +197,10 @@ pub struct ControllerConfig {
     /// The security protocol and TLS settings of each listener, by name
     /// (`listener.security.protocol.map`, `ssl.*`; see [`security`]).
     pub security: BTreeMap<String, security::ListenerSecurity>,
+    /// `authorizer.class.name`, `super.users`, `allow.everyone.if.no.acl.found`.
+    pub authorizer: security::AuthorizerSettings,
+    /// `ssl.principal.mapping.rules` (`DEFAULT`).
+    pub principal_mapper: principal::PrincipalMapper,
     /// Keys this controller does not know, in file order; the caller warns.
     pub unknown_keys: Vec<String>,
 }
@@ -311,6 +316,11 @@ impl ControllerConfig {
         let listeners_raw = p.required("listeners")?;
         let listeners = endpoints("listeners", &listeners_raw)?;
         let security = security::parse_listener_security(&mut p.0, &listeners)?;
+        let authorizer = security::parse_authorizer(&mut p.0)?;
+        let principal_mapper = match p.take(principal::KEY) {
+            Some(rules) if !rules.is_empty() => principal::PrincipalMapper::parse(&rules)?,
+            _ => principal::PrincipalMapper::default(),
+        };
         let advertised_listeners = match p.take("advertised.listeners") {
             Some(v) if !v.is_empty() => endpoints("advertised.listeners", &v)?,
             _ => listeners.clone(),
@@ -412,6 +422,8 @@ impl ControllerConfig {
             max_idle_interval_ms: p.number("metadata.max.idle.interval.ms", 500)?,
             http_listener,
             security,
+            authorizer,
+            principal_mapper,
             unknown_keys: p
                 .0
                 .into_keys()

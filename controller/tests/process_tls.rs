@@ -9,14 +9,28 @@
 //!   certificate from another CA is refused; a client with a certificate from
 //!   the truststore is served (the control that the two refusals are about
 //!   the certificate);
+//! - with Kafka's StandardAuthorizer, a client certificate that maps to a
+//!   principal that is not a super user gets CLUSTER_AUTHORIZATION_FAILED
+//!   for RemoveRaftVoter, AddRaftVoter, UpdateRaftVoter, Fetch and
+//!   DescribeQuorum, and the quorum is unchanged; the controllers (super
+//!   users by their certificate's subject, Kafka's DEFAULT mapping) keep
+//!   committing;
 //! - `CONTROLLER:SASL_SSL` refuses to start with one line naming the key.
 
 mod support;
 
 use std::{path::Path, sync::Arc, time::Duration};
 
-use kafka_protocol::messages::{ApiVersionsRequest, RequestKind, ResponseKind};
+use kafka_protocol::{
+    messages::{
+        AddRaftVoterRequest, ApiVersionsRequest, DescribeQuorumRequest, FetchRequest,
+        RemoveRaftVoterRequest, RequestKind, ResponseKind, UpdateRaftVoterRequest,
+        fetch_request::ReplicaState,
+    },
+    protocol::StrBytes,
+};
 use kraft_controller::{
+    admin::{AdminClient, parse_kafka_uuid},
     config::security::{ClientAuth, KeyMaterial, SslSettings, TlsVersion, TrustMaterial},
     wire::{
         client::{ClientConfig, ClientError, Connection},
@@ -55,6 +69,41 @@ fn client_tls(keystore: Option<&Path>, truststore: &Path) -> ClientConfig {
             TlsClient::client(settings).expect("client TLS loads"),
         )),
         ..ClientConfig::default()
+    }
+}
+
+/// Sends each `(version, request)` over one connection with `config`;
+/// the answers in order.
+fn call_all(
+    address: &str,
+    config: ClientConfig,
+    requests: Vec<(i16, RequestKind)>,
+) -> Vec<Result<ResponseKind, ClientError>> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    runtime.block_on(async move {
+        let connection = Connection::connect(address, config)
+            .await
+            .expect("a TLS connection");
+        let mut answers = Vec::new();
+        for (version, body) in requests {
+            answers.push(connection.call(version, body).await);
+        }
+        answers
+    })
+}
+
+/// The top-level error code of an answer.
+fn error_code(answer: &ResponseKind) -> i16 {
+    match answer {
+        ResponseKind::RemoveRaftVoter(r) => r.error_code,
+        ResponseKind::AddRaftVoter(r) => r.error_code,
+        ResponseKind::UpdateRaftVoter(r) => r.error_code,
+        ResponseKind::Fetch(r) => r.error_code,
+        ResponseKind::DescribeQuorum(r) => r.error_code,
+        other => panic!("unexpected answer {other:?}"),
     }
 }
 
@@ -191,4 +240,134 @@ fn sasl_ssl_on_the_controller_listener_refuses_to_start_naming_the_key() {
             .is_empty(),
         "the listener was bound before the refusal"
     );
+}
+
+#[test]
+fn a_certificate_that_is_not_a_super_user_gets_cluster_authorization_failed_and_changes_nothing() {
+    let pki_dir = tempfile::tempdir().expect("a pki dir");
+    let ca = pki::Ca::new(pki_dir.path(), "test-ca");
+    // OpenSSL writes the RDNs in this order; Kafka's DEFAULT principal is
+    // the RFC 2253 form, last RDN first: "CN=controller,O=kraftwerk".
+    let keystore = ca.issue("controller", "/O=kraftwerk/CN=controller");
+    let intruder = ca.issue("intruder", "/O=kraftwerk/CN=intruder");
+    let mut builder = QuorumBuilder::new(3, Mode::Dynamic)
+        .property(
+            "authorizer.class.name",
+            "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        )
+        .property("super.users", "User:CN=controller,O=kraftwerk");
+    for (k, v) in pki::mtls_properties(&keystore, &ca.cert) {
+        builder = builder.property(&k, v);
+    }
+    let mut quorum = builder.format();
+    quorum.start_all();
+    // The voters authorize each other as super users: they commit.
+    let (leader, epoch) = quorum.wait_for_leader(&quorum.ids(), ELECTION);
+    let hw = wait_for_commit_past(&quorum, leader, 0);
+    let describe = |quorum: &Quorum| {
+        let address = quorum.node(leader).address();
+        let tls = client_tls(Some(&keystore), &ca.cert).tls;
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a tokio runtime");
+        runtime
+            .block_on(async move {
+                let mut admin =
+                    AdminClient::connect_with_tls(&address, Duration::from_secs(5), tls).await?;
+                admin.describe_quorum().await
+            })
+            .expect("a super user describes the quorum")
+    };
+    let before = describe(&quorum);
+    assert_eq!(before.voters.len(), 3);
+
+    let victim = quorum
+        .ids()
+        .into_iter()
+        .find(|id| *id != leader)
+        .expect("a follower");
+    let victim_dir = parse_kafka_uuid(&quorum.node(victim).directory_id).expect("a uuid");
+    let cluster_id = Some(StrBytes::from_static_str(support::CLUSTER_ID));
+    let answers = call_all(
+        &quorum.node(leader).address(),
+        client_tls(Some(&intruder), &ca.cert),
+        vec![
+            (
+                0,
+                RequestKind::RemoveRaftVoter(
+                    RemoveRaftVoterRequest::default()
+                        .with_cluster_id(cluster_id.clone())
+                        .with_voter_id(victim)
+                        .with_voter_directory_id(victim_dir),
+                ),
+            ),
+            (
+                0,
+                RequestKind::AddRaftVoter(
+                    AddRaftVoterRequest::default()
+                        .with_cluster_id(cluster_id.clone())
+                        .with_timeout_ms(1_000)
+                        .with_voter_id(99)
+                        .with_voter_directory_id(victim_dir),
+                ),
+            ),
+            (
+                0,
+                RequestKind::UpdateRaftVoter(
+                    UpdateRaftVoterRequest::default()
+                        .with_cluster_id(cluster_id.clone())
+                        .with_current_leader_epoch(epoch)
+                        .with_voter_id(victim)
+                        .with_voter_directory_id(victim_dir),
+                ),
+            ),
+            // A Fetch posing as the victim would move its progress and so
+            // the high watermark.
+            (
+                17,
+                RequestKind::Fetch(
+                    FetchRequest::default()
+                        .with_cluster_id(cluster_id)
+                        .with_replica_state(ReplicaState::default().with_replica_id(victim.into())),
+                ),
+            ),
+            (
+                2,
+                RequestKind::DescribeQuorum(DescribeQuorumRequest::default()),
+            ),
+        ],
+    );
+    for answer in &answers {
+        let answer = answer.as_ref().expect("an answer, not a closed connection");
+        assert_eq!(
+            error_code(answer),
+            31,
+            "CLUSTER_AUTHORIZATION_FAILED: {answer:?}"
+        );
+    }
+    let refusals = quorum
+        .node(leader)
+        .output_lines("CLUSTER_AUTHORIZATION_FAILED");
+    assert_eq!(refusals.len(), 5, "{refusals:?}");
+    assert!(
+        refusals[0].contains("User:CN=intruder,O=kraftwerk"),
+        "{}",
+        refusals[0]
+    );
+
+    // Nothing changed: the same voters under the same leader and epoch, and
+    // the quorum still commits.
+    wait_for_commit_past(&quorum, leader, hw);
+    let after = describe(&quorum);
+    assert_eq!(
+        (after.leader_id, after.leader_epoch),
+        (before.leader_id, before.leader_epoch)
+    );
+    let ids = |q: &kraft_controller::admin::QuorumInfo| {
+        let mut ids: Vec<i32> = q.voters.iter().map(|v| v.replica_id).collect();
+        ids.sort();
+        ids
+    };
+    assert_eq!(ids(&after), ids(&before));
 }

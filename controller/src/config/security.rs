@@ -461,6 +461,78 @@ pub fn parse_listener_security(
     Ok(out)
 }
 
+/// Kafka's `StandardAuthorizer` (KRaft), the one `authorizer.class.name` we accept.
+pub const STANDARD_AUTHORIZER: &str = "org.apache.kafka.metadata.authorizer.StandardAuthorizer";
+
+/// Authorization settings (Kafka's `authorizer.class.name`, `super.users`,
+/// `allow.everyone.if.no.acl.found`). ACLs stored in the metadata log are not
+/// implemented yet: with the authorizer on, super users may do everything and
+/// everyone else what the no-ACL rule says.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AuthorizerSettings {
+    /// Whether `authorizer.class.name` is [`STANDARD_AUTHORIZER`] (default
+    /// empty: no authorization, everyone may do everything, as Kafka).
+    pub enabled: bool,
+    /// `super.users`: principals (`User:NAME`, separated by `;`) allowed everything.
+    pub super_users: Vec<String>,
+    /// `allow.everyone.if.no.acl.found` (`false`): with no ACL stored, whether
+    /// a principal that is not a super user is allowed.
+    pub allow_everyone_if_no_acl_found: bool,
+}
+
+/// Parses the authorizer keys, removing them from `map`.
+///
+/// Errors: [`ConfigError::Invalid`] for an `authorizer.class.name` other
+/// than [`STANDARD_AUTHORIZER`] (fail closed: an authorizer we do not have
+/// must not mean "allow all"), a `super.users` entry without `User:`, or a
+/// non-boolean `allow.everyone.if.no.acl.found`.
+pub fn parse_authorizer(map: &mut BTreeMap<String, String>) -> Result<AuthorizerSettings> {
+    let take = |map: &mut BTreeMap<String, String>, key: &str| {
+        map.remove(key)
+            .map(|v| v.trim().to_owned())
+            .filter(|v| !v.is_empty())
+    };
+    let enabled = match take(map, "authorizer.class.name") {
+        None => false,
+        Some(v) if v == STANDARD_AUTHORIZER => true,
+        Some(v) => {
+            return Err(invalid(
+                "authorizer.class.name",
+                &v,
+                format!("only {STANDARD_AUTHORIZER} is supported"),
+            ));
+        }
+    };
+    let mut super_users = Vec::new();
+    if let Some(v) = take(map, "super.users") {
+        for user in v.split(';').map(str::trim).filter(|u| !u.is_empty()) {
+            if !user.starts_with("User:") {
+                return Err(invalid(
+                    "super.users",
+                    &v,
+                    format!("{user:?} is not User:NAME"),
+                ));
+            }
+            super_users.push(user.to_owned());
+        }
+    }
+    let allow_everyone_if_no_acl_found = match take(map, "allow.everyone.if.no.acl.found") {
+        None => false,
+        Some(v) => v.parse().map_err(|_| {
+            invalid(
+                "allow.everyone.if.no.acl.found",
+                &v,
+                "expected true or false",
+            )
+        })?,
+    };
+    Ok(AuthorizerSettings {
+        enabled,
+        super_users,
+        allow_everyone_if_no_acl_found,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -581,6 +653,24 @@ mod tests {
         assert_eq!(ssl.enabled_protocols, vec![TlsVersion::Tls13]);
         assert!(!ssl.endpoint_identification);
         assert_eq!(m.keys().collect::<Vec<_>>(), vec!["something.else"]);
+    }
+
+    #[test]
+    fn an_unknown_authorizer_fails_closed_and_super_users_split_on_semicolons() {
+        let err = parse_authorizer(&mut map(&[(
+            "authorizer.class.name",
+            "kafka.security.authorizer.AclAuthorizer",
+        )]))
+        .expect_err("refused");
+        assert!(err.to_string().contains("authorizer.class.name"), "{err}");
+        let a = parse_authorizer(&mut map(&[
+            ("authorizer.class.name", STANDARD_AUTHORIZER),
+            ("super.users", "User:CN=admin,O=x;User:ops"),
+        ]))
+        .expect("valid");
+        assert!(a.enabled);
+        assert_eq!(a.super_users, vec!["User:CN=admin,O=x", "User:ops"]);
+        assert!(!a.allow_everyone_if_no_acl_found);
     }
 
     #[test]

@@ -9,10 +9,13 @@
 
 use std::{sync::Arc, time::Duration};
 
-use tokio::{net::TcpListener, sync::mpsc};
+use tokio::net::TcpListener;
 
-use super::connection::{self, InboundRequest};
-use crate::wire::tls::TlsServer;
+use super::{
+    authz,
+    connection::{self, ConnectionContext},
+};
+use crate::{config::principal::PrincipalMapper, wire::tls::TlsServer};
 
 /// How long a client may take to finish its TLS handshake before the
 /// connection is closed (a client that connects and says nothing must not
@@ -22,20 +25,31 @@ pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// What the accept loop needs to know.
 #[derive(Debug, Clone)]
 pub struct AcceptConfig {
-    /// `socket.request.max.bytes`: largest request frame, bytes.
-    pub max_frame_bytes: usize,
     /// The TLS server of a listener mapped to SSL; `None`: PLAINTEXT.
     pub tls: Option<Arc<TlsServer>>,
+    /// `ssl.principal.mapping.rules`: the principal of a client certificate.
+    pub principal_mapper: Arc<PrincipalMapper>,
+}
+
+/// The principal of a TLS connection: `User:` and the mapped subject of the
+/// client certificate, [`authz::ANONYMOUS`] without one; `None` when no
+/// mapping rule matches or the certificate does not parse (Kafka closes the
+/// connection then).
+fn tls_principal(
+    connection: &rustls::ServerConnection,
+    mapper: &PrincipalMapper,
+) -> Option<String> {
+    let Some(cert) = connection.peer_certificates().and_then(|c| c.first()) else {
+        return Some(authz::ANONYMOUS.to_owned());
+    };
+    let dn = crate::wire::tls::subject_dn(cert).ok()?;
+    mapper.map(&dn).map(|name| format!("User:{name}"))
 }
 
 /// Accepts connections until the task is aborted; every connection is served
 /// by its own task that hands requests to `requests`. A failed accept (e.g.
 /// EMFILE) is logged and retried after a short pause: it never ends the loop.
-pub async fn accept_loop(
-    listener: TcpListener,
-    config: AcceptConfig,
-    requests: mpsc::Sender<InboundRequest>,
-) {
+pub async fn accept_loop(listener: TcpListener, config: AcceptConfig, ctx: ConnectionContext) {
     let mut next_id = 0u64;
     loop {
         match listener.accept().await {
@@ -45,16 +59,16 @@ pub async fn accept_loop(
                 if let Err(e) = stream.set_nodelay(true) {
                     tracing::debug!(%peer, error = %e, "could not set TCP_NODELAY");
                 }
-                let requests = requests.clone();
-                let max_frame = config.max_frame_bytes;
+                let ctx = ctx.clone();
+                let mapper = config.principal_mapper.clone();
                 match config.tls.clone() {
                     None => {
                         tokio::spawn(connection::serve_connection(
                             connection_id,
                             stream,
                             peer,
-                            max_frame,
-                            requests,
+                            authz::ANONYMOUS.to_owned(),
+                            ctx,
                         ));
                     }
                     Some(tls) => {
@@ -76,12 +90,17 @@ pub async fn accept_loop(
                                     return;
                                 }
                             };
+                            let Some(principal) = tls_principal(stream.get_ref().1, &mapper) else {
+                                tracing::warn!(%peer, connection_id, "closing connection: no ssl.principal.mapping.rules rule matches the client certificate");
+                                return;
+                            };
+                            tracing::debug!(%peer, connection_id, %principal, "TLS connection authenticated");
                             connection::serve_connection(
                                 connection_id,
                                 stream,
                                 peer,
-                                max_frame,
-                                requests,
+                                principal,
+                                ctx,
                             )
                             .await;
                         });

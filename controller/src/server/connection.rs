@@ -11,7 +11,7 @@
 //! or version we do not serve (ApiVersions excepted: it gets the KIP-511
 //! UNSUPPORTED_VERSION answer so the client can retry at a version we list).
 
-use std::net::SocketAddr;
+use std::{net::SocketAddr, sync::Arc};
 
 use futures::{SinkExt, StreamExt};
 use kafka_protocol::messages::ResponseKind;
@@ -21,7 +21,19 @@ use tokio::{
 };
 use tokio_util::codec::Framed;
 
+use super::authz::{self, Authorizer};
 use crate::wire::{self, DecodedRequest, KafkaFrameCodec, WireError};
+
+/// What every connection of a listener shares.
+#[derive(Debug, Clone)]
+pub struct ConnectionContext {
+    /// `socket.request.max.bytes`: largest request frame, bytes.
+    pub max_frame_bytes: usize,
+    /// Where decoded, authorized requests go.
+    pub requests: mpsc::Sender<InboundRequest>,
+    /// Who may send what ([`authz`]).
+    pub authorizer: Arc<Authorizer>,
+}
 
 /// A decoded request on its way to the event loop, with the way back.
 #[derive(Debug)]
@@ -37,19 +49,23 @@ pub struct InboundRequest {
     pub reply: oneshot::Sender<Option<ResponseKind>>,
 }
 
-/// Serves one connection (plain TCP, or TLS after its handshake) until the
-/// peer closes it, it sends bad input, or the event loop goes away. Never
-/// panics on input.
+/// Serves one connection (plain TCP, or TLS after its handshake) of
+/// `principal` (`User:NAME`, [`authz::ANONYMOUS`] without a client
+/// certificate) until the peer closes it, it sends bad input, or the event
+/// loop goes away. A request the authorizer refuses is answered
+/// CLUSTER_AUTHORIZATION_FAILED here and never reaches the event loop.
+/// Never panics on input.
 pub async fn serve_connection<S>(
     connection_id: u64,
     stream: S,
     peer: SocketAddr,
-    max_frame_bytes: usize,
-    requests: mpsc::Sender<InboundRequest>,
+    principal: String,
+    ctx: ConnectionContext,
 ) where
     S: AsyncRead + AsyncWrite + Unpin,
 {
-    let mut framed = Framed::new(stream, KafkaFrameCodec::new(max_frame_bytes));
+    let requests = ctx.requests;
+    let mut framed = Framed::new(stream, KafkaFrameCodec::new(ctx.max_frame_bytes));
     loop {
         let frame = match framed.next().await {
             None => return,
@@ -84,6 +100,21 @@ pub async fn serve_connection<S>(
         let correlation_id = request.correlation_id();
         let api_key = request.api_key;
         let api_version = request.api_version;
+        if !ctx.authorizer.allows(&principal, api_key) {
+            let Some(body) = authz::denied_response(api_key, api_version, &principal) else {
+                return;
+            };
+            tracing::warn!(%peer, connection_id, %principal, ?api_key,
+                "request refused: CLUSTER_AUTHORIZATION_FAILED");
+            let Ok(bytes) = wire::encode_response(correlation_id, api_key, api_version, &body)
+            else {
+                return;
+            };
+            if framed.send(bytes).await.is_err() {
+                return;
+            }
+            continue;
+        }
         let (reply, answer) = oneshot::channel();
         let inbound = InboundRequest {
             connection_id,

@@ -6,6 +6,7 @@
 //! it moves bytes and time in, and carries commands out.
 
 pub mod accept;
+pub mod authz;
 pub mod connection;
 pub mod event_loop;
 pub mod fit;
@@ -331,10 +332,14 @@ pub async fn run_with_workload(
     let accept_task = tokio::spawn(accept::accept_loop(
         listener,
         accept::AcceptConfig {
-            max_frame_bytes: config.socket_request_max_bytes,
             tls: tls_server,
+            principal_mapper: Arc::new(config.principal_mapper.clone()),
         },
-        request_tx,
+        connection::ConnectionContext {
+            max_frame_bytes: config.socket_request_max_bytes,
+            requests: request_tx,
+            authorizer: Arc::new(authz::Authorizer::new(config.authorizer.clone())),
+        },
     ));
 
     let (peer_tx, peer_rx) = mpsc::unbounded_channel();

@@ -407,3 +407,80 @@ impl<T> Reloading<T> {
         state.current.clone()
     }
 }
+
+/// The subject of a DER certificate as Java's `X500Principal.getName()`
+/// writes it (RFC 2253), which Kafka's `DEFAULT` principal mapping uses:
+/// the relative names last to first, separated by `,` without spaces,
+/// multi-valued ones joined by `+`; `CN`, `C`, `L`, `ST`, `O`, `OU`,
+/// `STREET`, `DC` and `UID` by keyword, any other attribute as its OID with
+/// `#` and the hex of its DER value; `, + " \ < > ;` escaped with `\`, and a
+/// leading `#` or space and a trailing space too.
+///
+/// Errors: [`TlsError::Invalid`] when the certificate does not parse.
+pub fn subject_dn(cert: &CertificateDer<'_>) -> Result<String> {
+    let (_, parsed) = x509_parser::parse_x509_certificate(cert.as_ref())
+        .map_err(|e| invalid("client certificate", e))?;
+    let mut rdns = Vec::new();
+    for rdn in parsed.subject().iter() {
+        let avas: Vec<String> = rdn
+            .iter()
+            .map(|ava| {
+                let oid = ava.attr_type().to_id_string();
+                let keyword = match oid.as_str() {
+                    "2.5.4.3" => Some("CN"),
+                    "2.5.4.6" => Some("C"),
+                    "2.5.4.7" => Some("L"),
+                    "2.5.4.8" => Some("ST"),
+                    "2.5.4.9" => Some("STREET"),
+                    "2.5.4.10" => Some("O"),
+                    "2.5.4.11" => Some("OU"),
+                    "0.9.2342.19200300.100.1.25" => Some("DC"),
+                    "0.9.2342.19200300.100.1.1" => Some("UID"),
+                    _ => None,
+                };
+                match (keyword, ava.as_str()) {
+                    (Some(k), Ok(value)) => format!("{k}={}", escape_rfc2253(value)),
+                    _ => format!("{oid}=#{}", der_hex(ava.attr_value())),
+                }
+            })
+            .collect();
+        rdns.push(avas.join("+"));
+    }
+    rdns.reverse();
+    Ok(rdns.join(","))
+}
+
+fn escape_rfc2253(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    let last = value.chars().count().saturating_sub(1);
+    for (i, c) in value.chars().enumerate() {
+        let special = matches!(c, ',' | '+' | '"' | '\\' | '<' | '>' | ';')
+            || (i == 0 && (c == '#' || c == ' '))
+            || (i == last && c == ' ');
+        if special {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Hex of the DER encoding (tag, length, content) of a universal value.
+fn der_hex(value: &x509_parser::der_parser::asn1_rs::Any<'_>) -> String {
+    let data = value.data;
+    let mut der = vec![u8::try_from(value.tag().0).unwrap_or(0x04)];
+    let len = data.len();
+    if len < 0x80 {
+        der.push(len as u8);
+    } else {
+        let bytes: Vec<u8> = len
+            .to_be_bytes()
+            .into_iter()
+            .skip_while(|b| *b == 0)
+            .collect();
+        der.push(0x80 | bytes.len() as u8);
+        der.extend(bytes);
+    }
+    der.extend_from_slice(data);
+    der.iter().map(|b| format!("{b:02x}")).collect()
+}
