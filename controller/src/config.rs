@@ -9,6 +9,7 @@
 //!
 //! Defaults are Kafka 4.1's (`QuorumConfig`, `KRaftConfigs`, `SocketServerConfigs`).
 
+pub mod limits;
 pub mod principal;
 pub mod security;
 
@@ -201,6 +202,8 @@ pub struct ControllerConfig {
     pub authorizer: security::AuthorizerSettings,
     /// `ssl.principal.mapping.rules` (`DEFAULT`).
     pub principal_mapper: principal::PrincipalMapper,
+    /// `max.connections*`, `connections.max.idle.ms`, … (see [`limits`]).
+    pub limits: limits::ConnectionLimits,
     /// Keys this controller does not know, in file order; the caller warns.
     pub unknown_keys: Vec<String>,
 }
@@ -317,6 +320,7 @@ impl ControllerConfig {
         let listeners = endpoints("listeners", &listeners_raw)?;
         let security = security::parse_listener_security(&mut p.0, &listeners)?;
         let authorizer = security::parse_authorizer(&mut p.0)?;
+        let limits = limits::parse_limits(&mut p.0)?;
         let principal_mapper = match p.take(principal::KEY) {
             Some(rules) if !rules.is_empty() => principal::PrincipalMapper::parse(&rules)?,
             _ => principal::PrincipalMapper::default(),
@@ -424,6 +428,7 @@ impl ControllerConfig {
             security,
             authorizer,
             principal_mapper,
+            limits,
             unknown_keys: p
                 .0
                 .into_keys()

@@ -47,8 +47,10 @@ fn tls_principal(
 }
 
 /// Accepts connections until the task is aborted; every connection is served
-/// by its own task that hands requests to `requests`. A failed accept (e.g.
-/// EMFILE) is logged and retried after a short pause: it never ends the loop.
+/// by its own task that hands requests to the event loop, once it has a place
+/// in the connection quota (`ctx.limiter`; over it the connection is closed at
+/// once). A failed accept (EMFILE, ENFILE, …) is logged and retried after a
+/// short pause: it never ends the loop.
 pub async fn accept_loop(listener: TcpListener, config: AcceptConfig, ctx: ConnectionContext) {
     let mut next_id = 0u64;
     loop {
@@ -56,6 +58,14 @@ pub async fn accept_loop(listener: TcpListener, config: AcceptConfig, ctx: Conne
             Ok((stream, peer)) => {
                 next_id += 1;
                 let connection_id = next_id;
+                // Over a limit: the stream is dropped (closed) at once.
+                let permit = match ctx.limiter.try_acquire(peer.ip()) {
+                    Ok(permit) => permit,
+                    Err(reason) => {
+                        tracing::debug!(%peer, ?reason, "connection refused: over a connection limit");
+                        continue;
+                    }
+                };
                 if let Err(e) = stream.set_nodelay(true) {
                     tracing::debug!(%peer, error = %e, "could not set TCP_NODELAY");
                 }
@@ -69,6 +79,7 @@ pub async fn accept_loop(listener: TcpListener, config: AcceptConfig, ctx: Conne
                             peer,
                             authz::ANONYMOUS.to_owned(),
                             ctx,
+                            permit,
                         ));
                     }
                     Some(tls) => {
@@ -82,15 +93,18 @@ pub async fn accept_loop(listener: TcpListener, config: AcceptConfig, ctx: Conne
                             {
                                 Ok(Ok(stream)) => stream,
                                 Ok(Err(e)) => {
+                                    ctx.limiter.metrics().tls_handshake_failures.inc();
                                     tracing::info!(%peer, connection_id, error = %e, "closing connection: TLS handshake failed");
                                     return;
                                 }
                                 Err(_) => {
+                                    ctx.limiter.metrics().tls_handshake_failures.inc();
                                     tracing::info!(%peer, connection_id, "closing connection: TLS handshake timed out");
                                     return;
                                 }
                             };
                             let Some(principal) = tls_principal(stream.get_ref().1, &mapper) else {
+                                ctx.limiter.metrics().tls_handshake_failures.inc();
                                 tracing::warn!(%peer, connection_id, "closing connection: no ssl.principal.mapping.rules rule matches the client certificate");
                                 return;
                             };
@@ -101,6 +115,7 @@ pub async fn accept_loop(listener: TcpListener, config: AcceptConfig, ctx: Conne
                                 peer,
                                 principal,
                                 ctx,
+                                permit,
                             )
                             .await;
                         });

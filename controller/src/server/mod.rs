@@ -11,6 +11,7 @@ pub mod connection;
 pub mod event_loop;
 pub mod fit;
 pub mod http;
+pub mod limits;
 pub mod metadata_http;
 pub mod metrics;
 pub mod workload;
@@ -298,6 +299,17 @@ pub async fn run_with_workload(
 
     let mut registry = Registry::default();
     let metrics = Arc::new(metrics::RaftMetrics::new(&mut registry));
+    let open_files = limits::raise_open_file_limit();
+    let limiter = Arc::new(limits::ConnectionLimiter::new(
+        config.limits.clone(),
+        open_files,
+        limits::ListenerMetrics::new(&mut registry),
+    ));
+    tracing::info!(
+        max_connections = limiter.max_total(),
+        open_files = ?open_files,
+        "connection limits"
+    );
     let (readiness_tx, readiness_rx) = watch::channel(http::Readiness::starting());
     let http_listener = tokio::net::TcpListener::bind(config.http_listener)
         .await
@@ -339,6 +351,7 @@ pub async fn run_with_workload(
             max_frame_bytes: config.socket_request_max_bytes,
             requests: request_tx,
             authorizer: Arc::new(authz::Authorizer::new(config.authorizer.clone())),
+            limiter,
         },
     ));
 
