@@ -15,6 +15,8 @@
 //!   DescribeQuorum, and the quorum is unchanged; the controllers (super
 //!   users by their certificate's subject, Kafka's DEFAULT mapping) keep
 //!   committing;
+//! - `kraft-controller quorum --command-config` (Kafka's client keys)
+//!   describes the mTLS quorum; without it the same command fails;
 //! - `CONTROLLER:SASL_SSL` refuses to start with one line naming the key.
 
 mod support;
@@ -370,4 +372,44 @@ fn a_certificate_that_is_not_a_super_user_gets_cluster_authorization_failed_and_
         ids
     };
     assert_eq!(ids(&after), ids(&before));
+}
+
+#[test]
+fn the_quorum_cli_describes_an_mtls_quorum_with_a_command_config() {
+    let pki_dir = tempfile::tempdir().expect("a pki dir");
+    let ca = pki::Ca::new(pki_dir.path(), "test-ca");
+    let keystore = ca.issue("controller", "/CN=controller");
+    let mut quorum = mtls_quorum(1, &keystore, &ca.cert);
+    quorum.start_all();
+    quorum.wait_for_leader(&[1], ELECTION);
+    let command_config = pki_dir.path().join("ssl.properties");
+    std::fs::write(
+        &command_config,
+        format!(
+            "security.protocol=SSL\nssl.keystore.type=PEM\nssl.keystore.location={}\n\
+             ssl.truststore.type=PEM\nssl.truststore.location={}\n",
+            keystore.display(),
+            ca.cert.display()
+        ),
+    )
+    .expect("write ssl.properties");
+    let config = command_config.display().to_string();
+    let out = quorum.quorum_cli(
+        1,
+        &[
+            "--timeout-ms",
+            "5000",
+            "--command-config",
+            &config,
+            "describe",
+            "--status",
+        ],
+    );
+    assert_eq!(out.code, 0, "{out}");
+    assert!(out.stdout.contains("LeaderId:"), "{out}");
+    let plain = quorum.quorum_cli(1, &["--timeout-ms", "3000", "describe", "--status"]);
+    assert_ne!(
+        plain.code, 0,
+        "a plaintext describe of a TLS listener: {plain}"
+    );
 }
