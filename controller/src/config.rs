@@ -9,6 +9,10 @@
 //!
 //! Defaults are Kafka 4.1's (`QuorumConfig`, `KRaftConfigs`, `SocketServerConfigs`).
 
+pub mod limits;
+pub mod principal;
+pub mod security;
+
 use std::{
     collections::BTreeMap,
     net::SocketAddr,
@@ -191,6 +195,15 @@ pub struct ControllerConfig {
     pub max_idle_interval_ms: u64,
     /// `kraftwerk.http.listener` (`0.0.0.0:9100`): `/healthz`, `/readyz`, `/metrics`.
     pub http_listener: SocketAddr,
+    /// The security protocol and TLS settings of each listener, by name
+    /// (`listener.security.protocol.map`, `ssl.*`; see [`security`]).
+    pub security: BTreeMap<String, security::ListenerSecurity>,
+    /// `authorizer.class.name`, `super.users`, `allow.everyone.if.no.acl.found`.
+    pub authorizer: security::AuthorizerSettings,
+    /// `ssl.principal.mapping.rules` (`DEFAULT`).
+    pub principal_mapper: principal::PrincipalMapper,
+    /// `max.connections*`, `connections.max.idle.ms`, … (see [`limits`]).
+    pub limits: limits::ConnectionLimits,
     /// Keys this controller does not know, in file order; the caller warns.
     pub unknown_keys: Vec<String>,
 }
@@ -198,7 +211,6 @@ pub struct ControllerConfig {
 const KNOWN_IGNORED: &[&str] = &[
     // Kafka keys that are valid in a controller's file but change nothing here.
     "log.dirs",
-    "listener.security.protocol.map",
     "inter.broker.listener.name",
     "num.network.threads",
     "num.io.threads",
@@ -306,6 +318,13 @@ impl ControllerConfig {
         };
         let listeners_raw = p.required("listeners")?;
         let listeners = endpoints("listeners", &listeners_raw)?;
+        let security = security::parse_listener_security(&mut p.0, &listeners)?;
+        let authorizer = security::parse_authorizer(&mut p.0)?;
+        let limits = limits::parse_limits(&mut p.0)?;
+        let principal_mapper = match p.take(principal::KEY) {
+            Some(rules) if !rules.is_empty() => principal::PrincipalMapper::parse(&rules)?,
+            _ => principal::PrincipalMapper::default(),
+        };
         let advertised_listeners = match p.take("advertised.listeners") {
             Some(v) if !v.is_empty() => endpoints("advertised.listeners", &v)?,
             _ => listeners.clone(),
@@ -406,6 +425,10 @@ impl ControllerConfig {
             max_retention_ms: p.number("metadata.max.retention.ms", 604_800_000)?,
             max_idle_interval_ms: p.number("metadata.max.idle.interval.ms", 500)?,
             http_listener,
+            security,
+            authorizer,
+            principal_mapper,
+            limits,
             unknown_keys: p
                 .0
                 .into_keys()
@@ -422,6 +445,13 @@ impl ControllerConfig {
             .iter()
             .find(|l| &l.name == name)
             .expect("validated: the first controller listener name is in listeners")
+    }
+
+    /// The security of the Raft listener (PLAINTEXT when not mapped).
+    pub fn controller_security(&self) -> &security::ListenerSecurity {
+        self.security
+            .get(&self.controller_listener().name)
+            .expect("validated: every listener has its security")
     }
 
     /// The endpoints other nodes reach this node at: the advertised listeners

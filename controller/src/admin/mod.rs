@@ -134,6 +134,8 @@ impl From<ClientError> for AdminError {
                 reason: e.to_string(),
             },
             ClientError::Wire(reason) => AdminError::Protocol(reason),
+            // An untrusted certificate does not get better by retrying.
+            ClientError::Tls { .. } => AdminError::Protocol(e.to_string()),
             ClientError::UnknownNode(_) => AdminError::Protocol(e.to_string()),
         }
     }
@@ -232,6 +234,8 @@ pub struct AdminClient {
     connected_node: Option<i32>,
     api_versions: ApiVersionsResponse,
     timeout: Duration,
+    /// TLS of every connection (`security.protocol=SSL`); `None`: PLAINTEXT.
+    tls: Option<std::sync::Arc<crate::wire::tls::TlsClient>>,
 }
 
 impl AdminClient {
@@ -240,13 +244,27 @@ impl AdminClient {
     /// request. Errors: [`AdminError::Io`], [`AdminError::Timeout`],
     /// [`AdminError::Kafka`] when ApiVersions fails.
     pub async fn connect(addr: &str, timeout: Duration) -> Result<AdminClient, AdminError> {
-        let (conn, api_versions) = Self::open(addr, timeout).await?;
+        Self::connect_with_tls(addr, timeout, None).await
+    }
+
+    /// [`AdminClient::connect`] over TLS when `tls` is set (the settings of
+    /// `--command-config`, Kafka's `security.protocol=SSL` and `ssl.*`); the
+    /// controllers it follows are dialled the same way.
+    /// Errors: as [`AdminClient::connect`]; a failed handshake is
+    /// [`AdminError::Protocol`].
+    pub async fn connect_with_tls(
+        addr: &str,
+        timeout: Duration,
+        tls: Option<std::sync::Arc<crate::wire::tls::TlsClient>>,
+    ) -> Result<AdminClient, AdminError> {
+        let (conn, api_versions) = Self::open(addr, timeout, tls.clone()).await?;
         Ok(AdminClient {
             bootstrap: addr.to_owned(),
             conn,
             connected_node: None,
             api_versions,
             timeout,
+            tls,
         })
     }
 
@@ -281,11 +299,13 @@ impl AdminClient {
     async fn open(
         addr: &str,
         timeout: Duration,
+        tls: Option<std::sync::Arc<crate::wire::tls::TlsClient>>,
     ) -> Result<(Connection, ApiVersionsResponse), AdminError> {
         let config = ClientConfig {
             request_timeout: timeout,
             connect_timeout: timeout,
             client_id: "kraft-controller-admin".to_owned(),
+            tls,
             ..ClientConfig::default()
         };
         let conn = Connection::connect(addr, config).await?;
@@ -447,7 +467,7 @@ impl AdminClient {
     async fn reconnect(&mut self, node_id: i32, host: &str, port: u16) -> Result<(), AdminError> {
         let addr = host_port(host, port);
         tracing::debug!(node_id, %addr, "following the active controller");
-        let (conn, api_versions) = Self::open(&addr, self.timeout).await?;
+        let (conn, api_versions) = Self::open(&addr, self.timeout, self.tls.clone()).await?;
         self.conn = conn;
         self.api_versions = api_versions;
         self.connected_node = Some(node_id);

@@ -3,6 +3,7 @@
 //! Owns argument parsing and exit codes only; each subcommand lives in its own
 //! file and calls into the layers below.
 
+pub mod command_config;
 pub mod dump_log;
 pub mod format;
 pub mod quorum;

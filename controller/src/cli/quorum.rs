@@ -28,6 +28,11 @@ pub struct QuorumArgs {
     /// request.timeout.ms); also AddRaftVoter's timeout.
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
     timeout_ms: u32,
+    /// A client properties file, as Kafka's tools take it:
+    /// `security.protocol=SSL` with `ssl.truststore.*` and, for mTLS,
+    /// `ssl.keystore.*` (PEM).
+    #[arg(long, value_name = "FILE")]
+    command_config: Option<PathBuf>,
     #[command(subcommand)]
     command: QuorumCommand,
 }
@@ -114,13 +119,19 @@ pub fn run(args: QuorumArgs) -> ExitCode {
 
 async fn execute(args: QuorumArgs) -> Result<String, QuorumCliError> {
     let timeout = Duration::from_millis(u64::from(args.timeout_ms));
+    let tls = match &args.command_config {
+        Some(path) => super::command_config::load(path).map_err(QuorumCliError::Usage)?,
+        None => None,
+    };
     match args.command {
         QuorumCommand::Describe {
             status,
             replication: _,
             human_readable,
         } => {
-            let mut admin = AdminClient::connect(&args.bootstrap_controller, timeout).await?;
+            let mut admin =
+                AdminClient::connect_with_tls(&args.bootstrap_controller, timeout, tls.clone())
+                    .await?;
             if status {
                 let cluster = admin.describe_cluster().await?;
                 let quorum = admin.describe_quorum().await?;
@@ -167,7 +178,9 @@ async fn execute(args: QuorumArgs) -> Result<String, QuorumCliError> {
                     "at least one --endpoint is required".into(),
                 ));
             }
-            let mut admin = AdminClient::connect(&args.bootstrap_controller, timeout).await?;
+            let mut admin =
+                AdminClient::connect_with_tls(&args.bootstrap_controller, timeout, tls.clone())
+                    .await?;
             let timeout_ms = i32::try_from(args.timeout_ms).unwrap_or(i32::MAX);
             admin
                 .add_raft_voter(node_id, directory_id, &endpoints, timeout_ms)
@@ -189,7 +202,9 @@ async fn execute(args: QuorumArgs) -> Result<String, QuorumCliError> {
                 )));
             }
             let dir = parse_kafka_uuid(&directory_id).map_err(QuorumCliError::Usage)?;
-            let mut admin = AdminClient::connect(&args.bootstrap_controller, timeout).await?;
+            let mut admin =
+                AdminClient::connect_with_tls(&args.bootstrap_controller, timeout, tls.clone())
+                    .await?;
             admin.remove_raft_voter(node_id, dir).await?;
             Ok(format!(
                 "Removed KRaft controller {node_id} with directory id {}\n",

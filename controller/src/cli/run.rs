@@ -146,11 +146,10 @@ fn metadata_listener(
             .advertised_controller_endpoints()
             .into_iter()
             .map(|e| ControllerEndpoint {
+                security_protocol: config.security.get(&e.name).map_or(0, |s| s.protocol.id()),
                 name: e.name,
                 host: e.host,
                 port: e.port,
-                // Every listener here is PLAINTEXT (no TLS or SASL yet).
-                security_protocol: 0,
             })
             .collect(),
         features: crate::wire::kafka_4_1_supported_features()

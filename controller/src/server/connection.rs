@@ -11,17 +11,87 @@
 //! or version we do not serve (ApiVersions excepted: it gets the KIP-511
 //! UNSUPPORTED_VERSION answer so the client can retry at a version we list).
 
-use std::net::SocketAddr;
+use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use futures::{SinkExt, StreamExt};
 use kafka_protocol::messages::ResponseKind;
 use tokio::{
-    net::TcpStream,
+    io::{AsyncRead, AsyncWrite},
     sync::{mpsc, oneshot},
+    time::Instant,
 };
 use tokio_util::codec::Framed;
 
+use super::{
+    authz::{self, Authorizer},
+    limits::{ConnectionLimiter, ConnectionPermit},
+};
 use crate::wire::{self, DecodedRequest, KafkaFrameCodec, WireError};
+
+/// What every connection of a listener shares.
+#[derive(Debug, Clone)]
+pub struct ConnectionContext {
+    /// `socket.request.max.bytes`: largest request frame, bytes.
+    pub max_frame_bytes: usize,
+    /// Where decoded, authorized requests go.
+    pub requests: mpsc::Sender<InboundRequest>,
+    /// Who may send what ([`authz`]).
+    pub authorizer: Arc<Authorizer>,
+    /// The listener's connection limits and metrics.
+    pub limiter: Arc<ConnectionLimiter>,
+}
+
+/// How often a waiting connection looks at its deadlines.
+const DEADLINE_CHECK: Duration = Duration::from_secs(1);
+
+/// What waiting for the next frame gave.
+enum Next {
+    Frame(bytes::BytesMut),
+    Closed,
+    Bad(WireError),
+    /// No request for `connections.max.idle.ms`.
+    Idle,
+    /// A request started to arrive and did not finish in time.
+    Slow,
+}
+
+/// Waits for the next frame: at most `connections.max.idle.ms` while nothing
+/// arrives, and at most `kraftwerk.request.read.timeout.ms` from the first
+/// byte of a request to its last. `Framed::next` is cancel-safe (the bytes
+/// read so far stay in its buffer), so the wait can be cut into slices.
+async fn next_frame<S>(
+    framed: &mut Framed<S, KafkaFrameCodec>,
+    idle: Duration,
+    read: Duration,
+) -> Next
+where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let idle_deadline = Instant::now() + idle;
+    let mut read_deadline: Option<Instant> = None;
+    loop {
+        if read_deadline.is_none() && !framed.read_buffer().is_empty() {
+            read_deadline = Some(Instant::now() + read);
+        }
+        let deadline = read_deadline.unwrap_or(idle_deadline);
+        let wake = deadline.min(Instant::now() + DEADLINE_CHECK);
+        match tokio::time::timeout_at(wake, framed.next()).await {
+            Ok(None) => return Next::Closed,
+            Ok(Some(Ok(frame))) => return Next::Frame(frame),
+            Ok(Some(Err(e))) => return Next::Bad(e),
+            Err(_) => {
+                let now = Instant::now();
+                match read_deadline {
+                    Some(d) if now >= d => return Next::Slow,
+                    None if now >= idle_deadline && framed.read_buffer().is_empty() => {
+                        return Next::Idle;
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+}
 
 /// A decoded request on its way to the event loop, with the way back.
 #[derive(Debug)]
@@ -37,25 +107,61 @@ pub struct InboundRequest {
     pub reply: oneshot::Sender<Option<ResponseKind>>,
 }
 
-/// Serves one connection until the peer closes it, it sends bad input, or the
-/// event loop goes away. Never panics on input.
-pub async fn serve_connection(
+/// Serves one connection (plain TCP, or TLS after its handshake) of
+/// `principal` (`User:NAME`, [`authz::ANONYMOUS`] without a client
+/// certificate) until the peer closes it, it sends bad input, or the event
+/// loop goes away. A request the authorizer refuses is answered
+/// CLUSTER_AUTHORIZATION_FAILED here and never reaches the event loop.
+/// Never panics on input.
+///
+/// Limits: `permit` is its place in the listener's quota (given back when
+/// this returns); frames are at most
+/// `kraftwerk.unauthenticated.max.frame.bytes` until a request passed
+/// authorization, `socket.request.max.bytes` after; idle and slow
+/// connections are closed (see [`crate::config::limits`]).
+pub async fn serve_connection<S>(
     connection_id: u64,
-    stream: TcpStream,
+    stream: S,
     peer: SocketAddr,
-    max_frame_bytes: usize,
-    requests: mpsc::Sender<InboundRequest>,
-) {
-    if let Err(e) = stream.set_nodelay(true) {
-        tracing::debug!(%peer, error = %e, "could not set TCP_NODELAY");
-    }
-    let mut framed = Framed::new(stream, KafkaFrameCodec::new(max_frame_bytes));
+    principal: String,
+    ctx: ConnectionContext,
+    permit: ConnectionPermit,
+) where
+    S: AsyncRead + AsyncWrite + Unpin,
+{
+    let _permit = permit;
+    let requests = ctx.requests;
+    let limits = ctx.limiter.limits().clone();
+    let metrics = ctx.limiter.metrics().clone();
+    let idle = Duration::from_millis(limits.idle_ms);
+    let read = Duration::from_millis(limits.request_read_timeout_ms);
+    let mut authorized_once = false;
+    let mut framed = Framed::new(
+        stream,
+        KafkaFrameCodec::new(
+            ctx.max_frame_bytes
+                .min(limits.unauthenticated_max_frame_bytes),
+        ),
+    );
     loop {
-        let frame = match framed.next().await {
-            None => return,
-            Some(Ok(frame)) => frame.freeze(),
-            Some(Err(e)) => {
+        let frame = match next_frame(&mut framed, idle, read).await {
+            Next::Closed => return,
+            Next::Frame(frame) => frame.freeze(),
+            Next::Bad(e) => {
+                if matches!(e, WireError::FrameTooLarge { .. }) {
+                    metrics.refuse("frame_too_large");
+                }
                 tracing::warn!(%peer, connection_id, error = %e, "closing connection: bad frame");
+                return;
+            }
+            Next::Idle => {
+                metrics.refuse("idle");
+                tracing::debug!(%peer, connection_id, "closing connection: idle for connections.max.idle.ms");
+                return;
+            }
+            Next::Slow => {
+                metrics.refuse("request_read_timeout");
+                tracing::info!(%peer, connection_id, "closing connection: a request did not arrive within kraftwerk.request.read.timeout.ms");
                 return;
             }
         };
@@ -84,6 +190,26 @@ pub async fn serve_connection(
         let correlation_id = request.correlation_id();
         let api_key = request.api_key;
         let api_version = request.api_version;
+        if !ctx.authorizer.allows(&principal, api_key) {
+            let Some(body) = authz::denied_response(api_key, api_version, &principal) else {
+                return;
+            };
+            metrics.authorization_failures.inc();
+            tracing::warn!(%peer, connection_id, %principal, ?api_key,
+                "request refused: CLUSTER_AUTHORIZATION_FAILED");
+            let Ok(bytes) = wire::encode_response(correlation_id, api_key, api_version, &body)
+            else {
+                return;
+            };
+            if framed.send(bytes).await.is_err() {
+                return;
+            }
+            continue;
+        }
+        if !authorized_once {
+            authorized_once = true;
+            framed.codec_mut().set_max_frame_bytes(ctx.max_frame_bytes);
+        }
         let (reply, answer) = oneshot::channel();
         let inbound = InboundRequest {
             connection_id,

@@ -10,11 +10,14 @@
 //! nor state machine logic that belongs to a listener: it moves bytes and
 //! time in, and carries commands out.
 
+pub mod accept;
+pub mod authz;
 pub mod connection;
 mod convert;
 pub mod event_loop;
 pub mod fit;
 pub mod http;
+pub mod limits;
 pub mod metrics;
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
@@ -87,6 +90,14 @@ pub enum ServerError {
         address: String,
         /// The OS error.
         source: std::io::Error,
+    },
+    /// The TLS settings of the controller listener do not load.
+    #[error("TLS of listener {listener}: {source}")]
+    Tls {
+        /// The listener name.
+        listener: String,
+        /// What failed.
+        source: crate::wire::tls::TlsError,
     },
     /// The listener above Raft could not be built (e.g. `bootstrap.checkpoint`
     /// in the log dir could not be read).
@@ -265,6 +276,24 @@ where
         directory_id = %uuid_to_kafka_string(meta.directory_id),
         voters = ?engine.voters().ids().collect::<Vec<_>>(), "starting controller");
 
+    // TLS loads before anything binds: a listener mapped to SSL whose
+    // certificates do not load stops the node (fail closed). Outgoing
+    // connections to the other controllers use the same settings.
+    let tls_error = |source| ServerError::Tls {
+        listener: controller_listener.name.clone(),
+        source,
+    };
+    let (tls_server, tls_client) = match &config.controller_security().ssl {
+        None => (None, None),
+        Some(ssl) => (
+            Some(Arc::new(
+                crate::wire::tls::TlsServer::server(ssl.clone()).map_err(tls_error)?,
+            )),
+            Some(Arc::new(
+                crate::wire::tls::TlsClient::client(ssl.clone()).map_err(tls_error)?,
+            )),
+        ),
+    };
     let bind = controller_listener.address();
     let bind = if controller_listener.host.is_empty() {
         format!("0.0.0.0:{}", controller_listener.port)
@@ -282,6 +311,17 @@ where
 
     let mut registry = Registry::default();
     let metrics = Arc::new(metrics::RaftMetrics::new(&mut registry));
+    let open_files = limits::raise_open_file_limit();
+    let limiter = Arc::new(limits::ConnectionLimiter::new(
+        config.limits.clone(),
+        open_files,
+        limits::ListenerMetrics::new(&mut registry),
+    ));
+    tracing::info!(
+        max_connections = limiter.max_total(),
+        open_files = ?open_files,
+        "connection limits"
+    );
     let (readiness_tx, readiness_rx) = watch::channel(http::Readiness::starting());
     let http_listener = tokio::net::TcpListener::bind(config.http_listener)
         .await
@@ -294,6 +334,7 @@ where
         request_timeout: Duration::from_millis(t.request_timeout_ms),
         retry_backoff: Duration::from_millis(t.retry_backoff_ms),
         client_id: format!("kraft-controller-{}", config.node_id),
+        tls: tls_client,
         ..ClientConfig::default()
     };
     let (listener_above, routes) = above(&NodeInfo {
@@ -318,28 +359,19 @@ where
     });
 
     let (request_tx, request_rx) = mpsc::channel(1024);
-    let max_frame = config.socket_request_max_bytes;
-    let accept_task = tokio::spawn(async move {
-        let mut next_id = 0u64;
-        loop {
-            match listener.accept().await {
-                Ok((stream, peer)) => {
-                    next_id += 1;
-                    tokio::spawn(connection::serve_connection(
-                        next_id,
-                        stream,
-                        peer,
-                        max_frame,
-                        request_tx.clone(),
-                    ));
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                }
-            }
-        }
-    });
+    let accept_task = tokio::spawn(accept::accept_loop(
+        listener,
+        accept::AcceptConfig {
+            tls: tls_server,
+            principal_mapper: Arc::new(config.principal_mapper.clone()),
+        },
+        connection::ConnectionContext {
+            max_frame_bytes: config.socket_request_max_bytes,
+            requests: request_tx,
+            authorizer: Arc::new(authz::Authorizer::new(config.authorizer.clone())),
+            limiter,
+        },
+    ));
 
     let (peer_tx, peer_rx) = mpsc::unbounded_channel();
     let ctx = event_loop::LoopContext {

@@ -19,7 +19,9 @@ use std::{
 use bytes::Bytes;
 use futures::{SinkExt, StreamExt};
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
+use rustls_pki_types::ServerName;
 use tokio::{
+    io::{AsyncRead, AsyncWrite},
     net::TcpStream,
     sync::{mpsc, oneshot},
     task::JoinHandle,
@@ -29,7 +31,7 @@ use tokio_util::codec::{FramedRead, FramedWrite};
 
 use super::{
     KafkaFrameCodec, WireError, decode_response, encode_request, request_api_key,
-    response_correlation_id,
+    response_correlation_id, tls::TlsClient,
 };
 
 /// Settings of outbound connections (names are Kafka's configs).
@@ -55,6 +57,11 @@ pub struct ClientConfig {
     pub max_frame_bytes: usize,
     /// `client.id` sent in every request header.
     pub client_id: String,
+    /// TLS of outgoing connections (`security.protocol=SSL`, Kafka's
+    /// `ssl.*`): `None` is PLAINTEXT. The TLS handshake counts in
+    /// `connect_timeout`; the host name dialled is the name checked against
+    /// the server's certificate (unless endpoint identification is off).
+    pub tls: Option<Arc<TlsClient>>,
 }
 
 impl Default for ClientConfig {
@@ -66,6 +73,7 @@ impl Default for ClientConfig {
             reconnect_backoff_max: Duration::from_millis(1000),
             max_frame_bytes: super::DEFAULT_MAX_FRAME_BYTES,
             client_id: "kraft-controller".to_owned(),
+            tls: None,
         }
     }
 }
@@ -79,6 +87,15 @@ pub enum ClientError {
         /// Address dialled, `host:port`.
         addr: String,
         /// The i/o error.
+        reason: String,
+    },
+    /// The TLS handshake failed (untrusted certificate, no common protocol,
+    /// a plaintext server, …).
+    #[error("TLS handshake with {addr} failed: {reason}")]
+    Tls {
+        /// Address dialled.
+        addr: String,
+        /// What the handshake said.
         reason: String,
     },
     /// The TCP connect did not finish in time.
@@ -196,33 +213,59 @@ impl std::fmt::Debug for Shared {
 }
 
 impl Connection {
-    /// Connects to `addr` (`host:port`) within `config.connect_timeout`.
-    /// Errors: [`ClientError::Connect`], [`ClientError::ConnectTimeout`].
+    /// Connects to `addr` (`host:port`) within `config.connect_timeout`,
+    /// with TLS when `config.tls` is set.
+    /// Errors: [`ClientError::Connect`], [`ClientError::ConnectTimeout`],
+    /// [`ClientError::Tls`].
     pub async fn connect(addr: &str, config: ClientConfig) -> Result<Connection, ClientError> {
-        let stream =
-            match tokio::time::timeout(config.connect_timeout, TcpStream::connect(addr)).await {
-                Ok(Ok(stream)) => stream,
-                Ok(Err(e)) => {
-                    return Err(ClientError::Connect {
-                        addr: addr.to_owned(),
-                        reason: e.to_string(),
-                    });
-                }
-                Err(_) => {
-                    return Err(ClientError::ConnectTimeout {
-                        addr: addr.to_owned(),
-                        timeout_ms: config.connect_timeout.as_millis(),
-                    });
-                }
-            };
+        let deadline = Instant::now() + config.connect_timeout;
+        let stream = match tokio::time::timeout_at(deadline, TcpStream::connect(addr)).await {
+            Ok(Ok(stream)) => stream,
+            Ok(Err(e)) => {
+                return Err(ClientError::Connect {
+                    addr: addr.to_owned(),
+                    reason: e.to_string(),
+                });
+            }
+            Err(_) => {
+                return Err(ClientError::ConnectTimeout {
+                    addr: addr.to_owned(),
+                    timeout_ms: config.connect_timeout.as_millis(),
+                });
+            }
+        };
         let _ = stream.set_nodelay(true);
-        Ok(Self::from_stream(addr, stream, config))
+        let Some(tls) = config.tls.clone() else {
+            return Ok(Self::from_stream(addr, stream, config));
+        };
+        let host = crate::config::parse_host_port(addr)
+            .map(|(host, _)| host)
+            .unwrap_or_else(|_| addr.to_owned());
+        let name = ServerName::try_from(host).map_err(|e| ClientError::Tls {
+            addr: addr.to_owned(),
+            reason: format!("not a host name: {e}"),
+        })?;
+        let connector = tokio_rustls::TlsConnector::from(tls.current());
+        match tokio::time::timeout_at(deadline, connector.connect(name, stream)).await {
+            Ok(Ok(stream)) => Ok(Self::from_stream(addr, stream, config)),
+            Ok(Err(e)) => Err(ClientError::Tls {
+                addr: addr.to_owned(),
+                reason: e.to_string(),
+            }),
+            Err(_) => Err(ClientError::ConnectTimeout {
+                addr: addr.to_owned(),
+                timeout_ms: config.connect_timeout.as_millis(),
+            }),
+        }
     }
 
-    /// Wraps an already connected stream (used by tests and by callers that
-    /// dial themselves).
-    pub fn from_stream(addr: &str, stream: TcpStream, config: ClientConfig) -> Connection {
-        let (read_half, write_half) = stream.into_split();
+    /// Wraps an already connected stream, plain or TLS (used by tests and by
+    /// callers that dial themselves).
+    pub fn from_stream<S>(addr: &str, stream: S, config: ClientConfig) -> Connection
+    where
+        S: AsyncRead + AsyncWrite + Send + 'static,
+    {
+        let (read_half, write_half) = tokio::io::split(stream);
         let shared = Arc::new(Shared {
             addr: addr.to_owned(),
             pending: Mutex::new(HashMap::new()),

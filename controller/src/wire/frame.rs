@@ -10,6 +10,9 @@ use super::WireError;
 /// Kafka's default `socket.request.max.bytes`: 104857600 bytes (100 MiB).
 pub const DEFAULT_MAX_FRAME_BYTES: usize = 104_857_600;
 
+/// The most the read buffer grows by ahead of the bytes that arrived.
+pub const RESERVE_STEP_BYTES: usize = 64 * 1024;
+
 /// Bytes of the size prefix in front of every frame.
 pub const SIZE_PREFIX_BYTES: usize = 4;
 
@@ -36,6 +39,12 @@ impl KafkaFrameCodec {
     /// The largest payload, in bytes, this codec accepts.
     pub fn max_frame_bytes(&self) -> usize {
         self.max_frame_bytes
+    }
+
+    /// Changes the largest payload accepted from the next frame on (a
+    /// connection starts with a small limit until it is authorized).
+    pub fn set_max_frame_bytes(&mut self, max_frame_bytes: usize) {
+        self.max_frame_bytes = max_frame_bytes;
     }
 }
 
@@ -65,8 +74,10 @@ impl Decoder for KafkaFrameCodec {
             });
         }
         if src.len() < SIZE_PREFIX_BYTES + size {
-            // Reserve only what is announced (bounded by the maximum above).
-            src.reserve(SIZE_PREFIX_BYTES + size - src.len());
+            // Grow with what arrives, never by what is only announced: a
+            // peer that sends a 4-byte size of 100 MiB and then nothing must
+            // not make us allocate 100 MiB.
+            src.reserve((SIZE_PREFIX_BYTES + size - src.len()).min(RESERVE_STEP_BYTES));
             return Ok(None);
         }
         src.advance(SIZE_PREFIX_BYTES);
@@ -86,5 +97,36 @@ impl Encoder<Bytes> for KafkaFrameCodec {
         dst.put_i32(size);
         dst.extend_from_slice(&payload);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_announced_size_alone_reserves_no_more_than_a_step() {
+        let mut codec = KafkaFrameCodec::default();
+        let mut buf = BytesMut::new();
+        buf.put_i32(100 * 1024 * 1024);
+        buf.put_u8(0);
+        assert!(codec.decode(&mut buf).expect("a valid prefix").is_none());
+        assert!(
+            buf.capacity() <= SIZE_PREFIX_BYTES + 1 + RESERVE_STEP_BYTES + 64,
+            "reserved {} bytes",
+            buf.capacity()
+        );
+    }
+
+    #[test]
+    fn a_lowered_limit_refuses_the_next_large_frame() {
+        let mut codec = KafkaFrameCodec::default();
+        codec.set_max_frame_bytes(10);
+        let mut buf = BytesMut::new();
+        buf.put_i32(11);
+        assert!(matches!(
+            codec.decode(&mut buf),
+            Err(WireError::FrameTooLarge { size: 11, max: 10 })
+        ));
     }
 }

@@ -26,6 +26,7 @@ pub mod client;
 mod codec;
 mod frame;
 mod guard;
+pub mod tls;
 mod versions;
 
 pub use codec::{

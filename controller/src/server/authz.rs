@@ -1,0 +1,231 @@
+//! Authorization of requests on the controller listener, as Kafka's
+//! `ControllerApis` checks them once an authorizer is configured: each api
+//! needs one operation on the CLUSTER resource, and a request that is not
+//! allowed is answered CLUSTER_AUTHORIZATION_FAILED by the connection layer,
+//! without ever reaching the event loop (so it changes nothing).
+//!
+//! | api | operation |
+//! |---|---|
+//! | Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot, UpdateRaftVoter, ControllerRegistration | CLUSTER_ACTION |
+//! | AddRaftVoter, RemoveRaftVoter, DescribeCluster (ALTER on a controller, not DESCRIBE as on a broker) | ALTER |
+//! | DescribeQuorum | DESCRIBE |
+//! | ApiVersions | none |
+//!
+//! The decision is the `StandardAuthorizer`'s without stored ACLs: super
+//! users are allowed; anyone else is allowed only with
+//! `allow.everyone.if.no.acl.found=true`. It owns that decision and the
+//! error answers; it must not look at the request's content.
+
+use kafka_protocol::{
+    messages::{
+        AddRaftVoterResponse, ApiKey, BeginQuorumEpochResponse, ControllerRegistrationResponse,
+        DescribeClusterResponse, DescribeQuorumResponse, EndQuorumEpochResponse, FetchResponse,
+        FetchSnapshotResponse, RemoveRaftVoterResponse, ResponseKind, UpdateRaftVoterResponse,
+        VoteResponse,
+    },
+    protocol::StrBytes,
+};
+
+use crate::config::security::AuthorizerSettings;
+
+/// Kafka's `CLUSTER_AUTHORIZATION_FAILED`.
+pub const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
+
+/// Kafka's principal of a client without a certificate (`User:ANONYMOUS`).
+pub const ANONYMOUS: &str = "User:ANONYMOUS";
+
+/// An ACL operation on the CLUSTER resource (Kafka's `AclOperation`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operation {
+    /// `CLUSTER_ACTION`: what controllers do to each other.
+    ClusterAction,
+    /// `ALTER`: membership changes.
+    Alter,
+    /// `DESCRIBE`: reading the quorum's state.
+    Describe,
+}
+
+impl Operation {
+    /// Kafka's name, e.g. `CLUSTER_ACTION`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Operation::ClusterAction => "CLUSTER_ACTION",
+            Operation::Alter => "ALTER",
+            Operation::Describe => "DESCRIBE",
+        }
+    }
+}
+
+/// The operation `api` needs (`None`: no check, ApiVersions).
+pub fn required_operation(api: ApiKey) -> Option<Operation> {
+    match api {
+        ApiKey::Vote
+        | ApiKey::BeginQuorumEpoch
+        | ApiKey::EndQuorumEpoch
+        | ApiKey::Fetch
+        | ApiKey::FetchSnapshot
+        | ApiKey::UpdateRaftVoter
+        | ApiKey::ControllerRegistration => Some(Operation::ClusterAction),
+        ApiKey::AddRaftVoter | ApiKey::RemoveRaftVoter | ApiKey::DescribeCluster => {
+            Some(Operation::Alter)
+        }
+        ApiKey::DescribeQuorum => Some(Operation::Describe),
+        // ApiVersions, and anything else (which the event loop refuses).
+        _ => None,
+    }
+}
+
+/// The authorizer of one controller.
+#[derive(Debug, Clone, Default)]
+pub struct Authorizer {
+    settings: AuthorizerSettings,
+}
+
+impl Authorizer {
+    /// An authorizer with `settings`; disabled settings allow everything.
+    pub fn new(settings: AuthorizerSettings) -> Self {
+        Self { settings }
+    }
+
+    /// Whether `principal` (`User:NAME`) may send `api`.
+    pub fn allows(&self, principal: &str, api: ApiKey) -> bool {
+        if !self.settings.enabled || required_operation(api).is_none() {
+            return true;
+        }
+        self.settings.super_users.iter().any(|u| u == principal)
+            || self.settings.allow_everyone_if_no_acl_found
+    }
+}
+
+/// The CLUSTER_AUTHORIZATION_FAILED answer to a request of `api` (the
+/// top-level error code, and the message where the response has one);
+/// `None` for an api without a check. `api_version` is the request's
+/// (DescribeQuorum has a message from v2 on).
+pub fn denied_response(api: ApiKey, api_version: i16, principal: &str) -> Option<ResponseKind> {
+    let op = required_operation(api)?;
+    let message = Some(StrBytes::from_string(format!(
+        "Principal {principal} does not have required {} on CLUSTER",
+        op.name()
+    )));
+    let code = CLUSTER_AUTHORIZATION_FAILED;
+    Some(match api {
+        ApiKey::Vote => ResponseKind::Vote(VoteResponse::default().with_error_code(code)),
+        ApiKey::BeginQuorumEpoch => ResponseKind::BeginQuorumEpoch(
+            BeginQuorumEpochResponse::default().with_error_code(code),
+        ),
+        ApiKey::EndQuorumEpoch => {
+            ResponseKind::EndQuorumEpoch(EndQuorumEpochResponse::default().with_error_code(code))
+        }
+        ApiKey::Fetch => ResponseKind::Fetch(FetchResponse::default().with_error_code(code)),
+        ApiKey::FetchSnapshot => {
+            ResponseKind::FetchSnapshot(FetchSnapshotResponse::default().with_error_code(code))
+        }
+        ApiKey::UpdateRaftVoter => {
+            ResponseKind::UpdateRaftVoter(UpdateRaftVoterResponse::default().with_error_code(code))
+        }
+        ApiKey::ControllerRegistration => ResponseKind::ControllerRegistration(
+            ControllerRegistrationResponse::default()
+                .with_error_code(code)
+                .with_error_message(message),
+        ),
+        ApiKey::AddRaftVoter => ResponseKind::AddRaftVoter(
+            AddRaftVoterResponse::default()
+                .with_error_code(code)
+                .with_error_message(message),
+        ),
+        ApiKey::RemoveRaftVoter => ResponseKind::RemoveRaftVoter(
+            RemoveRaftVoterResponse::default()
+                .with_error_code(code)
+                .with_error_message(message),
+        ),
+        ApiKey::DescribeCluster => ResponseKind::DescribeCluster(
+            DescribeClusterResponse::default()
+                .with_error_code(code)
+                .with_error_message(message),
+        ),
+        ApiKey::DescribeQuorum => ResponseKind::DescribeQuorum(
+            DescribeQuorumResponse::default()
+                .with_error_code(code)
+                .with_error_message(if api_version >= 2 { message } else { None }),
+        ),
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn on(super_users: &[&str], allow_everyone: bool) -> Authorizer {
+        Authorizer::new(AuthorizerSettings {
+            enabled: true,
+            super_users: super_users.iter().map(|s| (*s).to_owned()).collect(),
+            allow_everyone_if_no_acl_found: allow_everyone,
+        })
+    }
+
+    #[test]
+    fn without_an_authorizer_everyone_may_do_everything() {
+        assert!(Authorizer::default().allows(ANONYMOUS, ApiKey::RemoveRaftVoter));
+    }
+
+    #[test]
+    fn with_the_standard_authorizer_only_super_users_pass_unless_everyone_is_allowed() {
+        let a = on(&["User:CN=controller"], false);
+        for api in [
+            ApiKey::Vote,
+            ApiKey::Fetch,
+            ApiKey::AddRaftVoter,
+            ApiKey::RemoveRaftVoter,
+            ApiKey::UpdateRaftVoter,
+            ApiKey::DescribeQuorum,
+        ] {
+            assert!(a.allows("User:CN=controller", api), "{api:?}");
+            assert!(!a.allows("User:CN=intruder", api), "{api:?}");
+            assert!(!a.allows(ANONYMOUS, api), "{api:?}");
+        }
+        // ApiVersions needs nothing (a client must learn the versions first).
+        assert!(a.allows(ANONYMOUS, ApiKey::ApiVersions));
+        assert!(on(&[], true).allows("User:anyone", ApiKey::RemoveRaftVoter));
+    }
+
+    #[test]
+    fn the_operations_are_kafkas_controller_apis_ones() {
+        assert_eq!(
+            required_operation(ApiKey::Vote),
+            Some(Operation::ClusterAction)
+        );
+        assert_eq!(
+            required_operation(ApiKey::UpdateRaftVoter),
+            Some(Operation::ClusterAction)
+        );
+        assert_eq!(
+            required_operation(ApiKey::AddRaftVoter),
+            Some(Operation::Alter)
+        );
+        assert_eq!(
+            required_operation(ApiKey::DescribeCluster),
+            Some(Operation::Alter)
+        );
+        assert_eq!(
+            required_operation(ApiKey::DescribeQuorum),
+            Some(Operation::Describe)
+        );
+        assert_eq!(required_operation(ApiKey::ApiVersions), None);
+    }
+
+    #[test]
+    fn a_denied_request_gets_cluster_authorization_failed() {
+        match denied_response(ApiKey::RemoveRaftVoter, 0, "User:x") {
+            Some(ResponseKind::RemoveRaftVoter(r)) => {
+                assert_eq!(r.error_code, CLUSTER_AUTHORIZATION_FAILED);
+                assert!(r.error_message.is_some_and(|m| m.contains("ALTER")));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            denied_response(ApiKey::Fetch, 17, "User:x"),
+            Some(ResponseKind::Fetch(r)) if r.error_code == CLUSTER_AUTHORIZATION_FAILED
+        ));
+    }
+}
