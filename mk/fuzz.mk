@@ -42,6 +42,7 @@ test-fuzz: $(CARGO_FUZZ) ## run each fuzz target for FUZZ_SECONDS (default 10); 
 		dev/fuzz.sh run $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 soak: $(CARGO_FUZZ) ## fuzz each target FUZZ_SOAK_SECONDS, then SOAK_SIM_SEEDS of `make sim` and `make sim-membership`
+	@mkdir -p target
 	@FUZZ_TARGET_DIR="$(FUZZ_TARGET_DIR)" CARGO_FUZZ_ROOT="$(CARGO_FUZZ_ROOT)" \
 		dev/fuzz.sh run $(FUZZ_SOAK_SECONDS) $(FUZZ_TARGETS) | tee target/soak-fuzz.log
 	$(MAKE) --no-print-directory sim SIM_SEEDS=$(SOAK_SIM_SEEDS) 2>&1 | tee target/soak-sim.log
