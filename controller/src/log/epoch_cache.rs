@@ -138,7 +138,8 @@ impl LeaderEpochCache {
             .next()
             .and_then(|l| l.trim().parse().ok())
             .ok_or_else(|| bad("missing or bad entry count".into()))?;
-        let mut entries = Vec::with_capacity(count);
+        // The count is the file's word: never reserve more than its lines.
+        let mut entries = Vec::with_capacity(count.min(text.len() / 4));
         for line in lines.by_ref().take(count) {
             let mut parts = line.split_whitespace();
             let (Some(epoch), Some(offset), None) = (parts.next(), parts.next(), parts.next())
@@ -202,5 +203,12 @@ mod tests {
         );
         assert!(cache.truncate_from_end(17));
         assert_eq!(cache.encode(), "0\n1\n1 0\n");
+    }
+
+    #[test]
+    fn a_huge_entry_count_is_refused_without_reserving_memory_for_it() {
+        let err = LeaderEpochCache::parse(Path::new("x"), "0\n18446744073709551615\n1 0\n")
+            .expect_err("one entry where the header says 2^64 - 1");
+        assert!(err.to_string().contains("the header says"), "{err}");
     }
 }

@@ -90,7 +90,8 @@ impl BatchHeader {
     ///
     /// Errors: [`RecordError::Truncated`] when `buf` is shorter than the
     /// header; [`RecordError::Invalid`] for a magic other than 2, a length
-    /// below the header size, a negative offset delta or record count. It does
+    /// below the header size, a negative base offset, offset delta or record
+    /// count, or a last offset past `i64::MAX - 1`. It does
     /// not check that the whole batch is present, nor its CRC.
     pub fn parse(buf: &[u8]) -> Result<Self> {
         if buf.len() < BATCH_OVERHEAD_BYTES {
@@ -137,6 +138,18 @@ impl BatchHeader {
             return Err(invalid(format!(
                 "last offset delta {} or record count {} is negative",
                 header.last_offset_delta, header.records_count
+            )));
+        }
+        // `next_offset` (last offset + 1) must be representable: a base offset
+        // near i64::MAX from a peer or a disk would otherwise overflow.
+        if header
+            .base_offset
+            .checked_add(i64::from(header.last_offset_delta) + 1)
+            .is_none()
+        {
+            return Err(invalid(format!(
+                "last offset delta {} overflows the offsets",
+                header.last_offset_delta
             )));
         }
         Ok(header)

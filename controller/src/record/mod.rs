@@ -177,4 +177,24 @@ mod tests {
             .expect("valid");
         assert_eq!((header.base_offset, header.partition_leader_epoch), (99, 4));
     }
+
+    #[test]
+    fn a_base_offset_whose_last_offset_overflows_is_refused() {
+        // `next_offset` used to overflow here: a panic in debug builds (the
+        // fuzz build), a negative offset in release ones.
+        let batch = encode_data_batch(
+            0,
+            1,
+            5,
+            &[Bytes::from_static(b"a"), Bytes::from_static(b"b")],
+        )
+        .expect("encodes");
+        let mut stamped = batch.to_vec();
+        batch_set_offset_and_epoch(&mut stamped, i64::MAX - 1, 4);
+        let err = BatchHeader::parse(&stamped).expect_err("last offset + 1 overflows");
+        assert!(matches!(err, RecordError::Invalid { .. }), "{err}");
+        batch_set_offset_and_epoch(&mut stamped, i64::MAX - 2, 4);
+        let header = BatchHeader::parse(&stamped).expect("the largest valid base offset");
+        assert_eq!(header.next_offset(), i64::MAX);
+    }
 }

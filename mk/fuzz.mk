@@ -1,0 +1,52 @@
+# Fuzzing: every parser of untrusted bytes (fuzz/, its own cargo workspace)
+# and the long soak run (fuzzers and simulation sweeps, outside `make test`).
+#
+# cargo-fuzz is installed from crates.io into the tool cache, once. It needs
+# a nightly compiler for -Zsanitizer; where no nightly toolchain is installed,
+# the stable one is used with RUSTC_BOOTSTRAP=1 (its std ships the ASan
+# runtime). The deterministic garbage test in controller/tests/wire_codec.rs
+# runs in test-rust regardless.
+#
+# Seeds in fuzz/seeds/<target>/ come from real encoded objects:
+# `cargo run -p kraft-controller --example fuzz_seeds -- fuzz/seeds`
+# regenerates them (decode_request's are captured requests). What a run
+# finds beyond them goes to fuzz/corpus/<target>/ (not checked in).
+
+CARGO_FUZZ_VERSION ?= 0.13.2
+CARGO_FUZZ_ROOT := $(KRAFTWERK_CACHE)/cargo-fuzz-$(CARGO_FUZZ_VERSION)
+CARGO_FUZZ := $(CARGO_FUZZ_ROOT)/bin/cargo-fuzz
+# The fuzz build (every dependency with ASan) is cached outside the clone, so
+# only a fresh machine pays for it.
+FUZZ_TARGET_DIR ?= $(KRAFTWERK_CACHE)/fuzz-target
+# The fuzz targets, one file each in fuzz/fuzz_targets/.
+FUZZ_TARGETS := $(sort $(basename $(notdir $(wildcard fuzz/fuzz_targets/*.rs))))
+# How long each target runs in `make test-fuzz`, seconds.
+FUZZ_SECONDS ?= 10
+# How long each target runs in `make soak`, seconds.
+FUZZ_SOAK_SECONDS ?= 300
+# Seeds of each simulation sweep in `make soak`.
+SOAK_SIM_SEEDS ?= 10000
+
+.PHONY: fuzz-tools fuzz-build test-fuzz soak
+
+$(CARGO_FUZZ):
+	$(CARGO) install cargo-fuzz --locked --version $(CARGO_FUZZ_VERSION) --root $(CARGO_FUZZ_ROOT)
+
+fuzz-tools: $(CARGO_FUZZ) ## install cargo-fuzz into the tool cache (idempotent)
+
+fuzz-build: $(CARGO_FUZZ) ## build every fuzz target with ASan (cached in FUZZ_TARGET_DIR)
+	@FUZZ_TARGET_DIR="$(FUZZ_TARGET_DIR)" CARGO_FUZZ_ROOT="$(CARGO_FUZZ_ROOT)" dev/fuzz.sh build
+
+test-fuzz: $(CARGO_FUZZ) ## run each fuzz target for FUZZ_SECONDS (default 10); fails on a crash
+	@FUZZ_TARGET_DIR="$(FUZZ_TARGET_DIR)" CARGO_FUZZ_ROOT="$(CARGO_FUZZ_ROOT)" \
+		dev/fuzz.sh run $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+soak: $(CARGO_FUZZ) ## fuzz each target FUZZ_SOAK_SECONDS, then SOAK_SIM_SEEDS of `make sim` and `make sim-membership`
+	@mkdir -p target
+	@FUZZ_TARGET_DIR="$(FUZZ_TARGET_DIR)" CARGO_FUZZ_ROOT="$(CARGO_FUZZ_ROOT)" \
+		dev/fuzz.sh run $(FUZZ_SOAK_SECONDS) $(FUZZ_TARGETS) | tee target/soak-fuzz.log
+	$(MAKE) --no-print-directory sim SIM_SEEDS=$(SOAK_SIM_SEEDS) 2>&1 | tee target/soak-sim.log
+	$(MAKE) --no-print-directory sim-membership SIM_SEEDS=$(SOAK_SIM_SEEDS) 2>&1 | tee target/soak-sim-membership.log
+	@echo "soak passed: $(words $(FUZZ_TARGETS)) fuzz targets x $(FUZZ_SOAK_SECONDS) s, $(SOAK_SIM_SEEDS) seeds of each simulation sweep"
+
+TEST_TARGETS += test-fuzz
