@@ -223,3 +223,31 @@ fn a_damaged_recovery_point_file_refuses_to_open_naming_it() {
     let err = FileLog::open(dir.path(), eager()).expect_err("does not parse");
     assert!(err.to_string().contains(CHECKPOINT), "{err}");
 }
+
+/// The partition leader epoch is outside the CRC: an epoch lowered on disk
+/// below the batch before it is damage like a failed CRC (here below the
+/// recovery point, so the log refuses to open).
+#[test]
+fn a_lowered_partition_leader_epoch_on_disk_is_damage() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut log = FileLog::open(dir.path(), eager()).expect("open");
+    log.append_as_follower(batch(0, 2, 2)).expect("append");
+    log.append_as_follower(batch(2, 2, 2)).expect("append");
+    log.flush().expect("flush");
+    drop(log);
+    let size = batch(0, 2, 2).len();
+    let path = segment_path(dir.path(), 0);
+    let mut bytes = fs::read(&path).expect("read");
+    // partitionLeaderEpoch: bytes 12..16 of a batch.
+    bytes[size + 12..size + 16].copy_from_slice(&1i32.to_be_bytes());
+    fs::write(&path, &bytes).expect("lower the epoch");
+    let err = FileLog::open(dir.path(), eager()).expect_err("epoch went down");
+    assert!(
+        matches!(err, LogError::DamagedBelowRecoveryPoint { offset: 2, .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string().contains("partition leader epoch 1"),
+        "{err}"
+    );
+}

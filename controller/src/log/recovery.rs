@@ -5,7 +5,8 @@
 //! # Policy
 //!
 //! Every segment is checked batch by batch (header, CRC32C, offsets
-//! contiguous from the segment's base offset). The metadata log is small
+//! contiguous from the segment's base offset, partition leader epochs never
+//! going down: that field is not covered by the CRC). The metadata log is small
 //! (snapshots keep it so), and checking what lies below the recovery point
 //! too is what lets a disk that lost flushed data be found at all. What is
 //! done with the first damaged batch depends on where it lies:
@@ -111,15 +112,23 @@ pub(super) fn recover_segments(
             });
         }
         let (mut segment, damage) = Segment::open_and_scan(dir, base, index_interval_bytes, |h| {
-            if entries
-                .last()
-                .is_none_or(|e| e.epoch < h.partition_leader_epoch)
-            {
-                entries.push(EpochEntry {
-                    epoch: h.partition_leader_epoch,
+            let epoch = h.partition_leader_epoch;
+            match entries.last() {
+                // The partition leader epoch sits outside the CRC: a lower
+                // one than the batch before it is damage too.
+                Some(last) if epoch < last.epoch => {
+                    return Some(format!(
+                        "partition leader epoch {epoch} below the previous batch's {}",
+                        last.epoch
+                    ));
+                }
+                Some(last) if epoch == last.epoch => {}
+                _ => entries.push(EpochEntry {
+                    epoch,
                     start_offset: h.base_offset,
-                });
+                }),
             }
+            None
         })?;
         if let Some(damage) = damage {
             if let Some(point) = recovery_point
