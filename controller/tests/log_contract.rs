@@ -38,6 +38,7 @@ fn small_config() -> FileLogConfig {
     FileLogConfig {
         segment_bytes: 1024,
         index_interval_bytes: 128,
+        ..FileLogConfig::default()
     }
 }
 

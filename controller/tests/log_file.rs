@@ -14,6 +14,7 @@ fn config() -> FileLogConfig {
     FileLogConfig {
         segment_bytes: 1024,
         index_interval_bytes: 128,
+        ..FileLogConfig::default()
     }
 }
 
@@ -72,6 +73,7 @@ fn a_new_log_has_kafkas_layout() {
             "00000000000000000000.log",
             "leader-epoch-checkpoint",
             "partition.metadata",
+            "recovery-point-offset-checkpoint",
         ]
     );
     assert_eq!(
@@ -117,6 +119,7 @@ fn the_offset_index_has_an_entry_every_interval_and_is_rebuilt_if_lost() {
     let config = FileLogConfig {
         segment_bytes: 1 << 20,
         index_interval_bytes: 500,
+        ..FileLogConfig::default()
     };
     let mut log = FileLog::open(dir.path(), config).expect("open");
     let size = fill(&mut log, 10) as u32;
@@ -260,6 +263,13 @@ fn segment_path(dir: &Path, base: i64) -> std::path::PathBuf {
     dir.join(format!("{base:020}.log"))
 }
 
+/// Deletes `recovery-point-offset-checkpoint`: the log is then recovered as
+/// one written before the file existed (every batch counts as tail), which is
+/// also the policy for damage at or above the recovery point.
+fn forget_recovery_point(dir: &Path) {
+    fs::remove_file(dir.join("recovery-point-offset-checkpoint")).expect("recovery point exists");
+}
+
 /// Policy: a torn tail (the file ends inside a batch) is truncated away on
 /// open; the batches before it are kept and the log continues from there.
 #[test]
@@ -275,6 +285,7 @@ fn a_torn_tail_is_truncated_on_open() {
         .expect("open");
     file.set_len(size * 3 + 20).expect("tear the last batch");
     drop(file);
+    forget_recovery_point(dir.path());
     let mut log = FileLog::open(dir.path(), FileLogConfig::default()).expect("reopen");
     assert_eq!(log.end_offset(), OffsetAndEpoch::new(6, 2));
     assert_eq!(fs::metadata(&path).expect("meta").len(), size * 3);
@@ -296,6 +307,7 @@ fn a_zero_filled_tail_is_truncated_on_open() {
     let mut bytes = fs::read(&path).expect("read");
     bytes.extend(std::iter::repeat_n(0u8, 4096));
     fs::write(&path, &bytes).expect("zero fill");
+    forget_recovery_point(dir.path());
     let log = FileLog::open(dir.path(), FileLogConfig::default()).expect("reopen");
     assert_eq!(log.end_offset(), OffsetAndEpoch::new(8, 2));
     assert_eq!(fs::metadata(&path).expect("meta").len(), size * 4);
@@ -305,6 +317,7 @@ fn a_zero_filled_tail_is_truncated_on_open() {
     let len = bytes.len();
     bytes[len - size as usize..].fill(0);
     fs::write(&path, &bytes).expect("zero the last batch");
+    forget_recovery_point(dir.path());
     let log = FileLog::open(dir.path(), FileLogConfig::default()).expect("reopen");
     assert_eq!(log.end_offset(), OffsetAndEpoch::new(6, 2));
 }
@@ -322,6 +335,7 @@ fn a_flipped_byte_truncates_the_log_at_that_batch() {
     let mut bytes = fs::read(&path).expect("read");
     bytes[size * 2 + 70] ^= 0x01; // inside the third batch's records
     fs::write(&path, &bytes).expect("flip");
+    forget_recovery_point(dir.path());
     let log = FileLog::open(dir.path(), FileLogConfig::default()).expect("reopen");
     assert_eq!(offsets(&log), vec![0, 2]);
     assert_eq!(log.end_offset(), OffsetAndEpoch::new(4, 1));
@@ -346,6 +360,7 @@ fn damage_in_an_older_segment_drops_every_later_segment() {
     let mut bytes = fs::read(&path).expect("read");
     bytes[size + 30] ^= 0x80; // the second batch of the second segment
     fs::write(&path, &bytes).expect("flip");
+    forget_recovery_point(dir.path());
     let log = FileLog::open(dir.path(), config()).expect("reopen");
     assert_eq!(log.segment_base_offsets(), bases[..2]);
     assert_eq!(log.end_offset().offset, bases[1] + 2);
@@ -390,6 +405,7 @@ fn recovery_warns_with_the_file_and_offset_it_truncated_at() {
         .expect("open");
     file.set_len(size * 2 + 5).expect("tear");
     drop(file);
+    forget_recovery_point(dir.path());
     let captured = Captured::default();
     let subscriber = tracing_subscriber::fmt()
         .with_writer(captured.clone())

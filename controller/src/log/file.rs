@@ -8,23 +8,27 @@
 //!
 //! # Recovery on open
 //!
-//! Every segment is scanned batch by batch (header, CRC32C, contiguous
-//! offsets). Kafka has no record of which bytes were fsynced either, and its
-//! `LogSegment.recover` truncates at the first invalid batch; we do the same,
-//! for all segments rather than from a recovery point (the metadata log is
-//! small and cleaned by snapshots):
-//! - a torn batch (the file ends inside it), a zero-filled tail (a file grown
-//!   by the OS but never written; Kafka reads the zero size as a corrupt record
-//!   and truncates), a batch whose CRC fails, or a batch whose base offset
-//!   breaks the sequence: the segment is truncated right before it, every later
-//!   segment is deleted, and a `tracing::warn!` names the file and offset;
-//!   nothing at or after it is ever served;
-//! - the offset index and `leader-epoch-checkpoint` are rebuilt from the scan
-//!   and rewritten if they differ from what is on disk;
+//! Every segment is checked; a damaged tail at or above the recovery point
+//! (`recovery-point-offset-checkpoint`) is truncated, damage below it refuses
+//! to open (the policy is in `log/recovery.rs`). Besides:
 //! - a log whose first offset is above 0 with no snapshot at or above it
 //!   refuses to open ([`LogError::MissingSnapshot`]): its prefix is gone;
 //! - snapshots below the first segment (but the bootstrap `0-0` checkpoint)
 //!   are deleted, as Kafka's `KafkaMetadataLog.recoverSnapshots` does.
+//!
+//! # Recovery point
+//!
+//! Written (atomically) only with an offset below which everything is
+//! fsynced: on open, once every segment is fsynced; after a segment roll
+//! (the closed segment was just fsynced, and every older one at its own
+//! roll); and after a [`ReplicatedLog::flush`] when at least
+//! `recovery_point_interval_ms` passed since the last write. Not on every
+//! flush: the engine flushes once per commit, and each write costs two
+//! fsyncs and a rename. The rule is safe because a recovery point that
+//! lags only widens the tail that recovery checks and may truncate; it never
+//! claims unflushed bytes. Anything that cuts the log below it (a
+//! truncation, a reset to a snapshot) lowers it on disk first, so a crash in
+//! between finds a recovery point at or below the log end.
 //!
 //! # Log start offset
 //!
@@ -45,6 +49,8 @@ use super::{
     LogAppendInfo, LogError, LogFetchInfo, OffsetAndEpoch, ReplicatedLog, Result, SnapshotChunk,
     epoch_cache::{EpochEntry, LeaderEpochCache},
     fs::{fsync_dir, io_err, write_atomically},
+    recovery,
+    recovery_point::RecoveryPointFile,
     segment::Segment,
     snapshot::{self, SnapshotReader, SnapshotWriter},
 };
@@ -81,6 +87,12 @@ pub struct FileLogConfig {
     /// `index.interval.bytes`: bytes appended between two offset index entries
     /// (default 4096).
     pub index_interval_bytes: u64,
+    /// Kafka's `log.flush.offset.checkpoint.interval.ms`: the least time
+    /// between two writes of the recovery point after a flush (Kafka's
+    /// default is 60 s; 1 s here, so that a disk losing flushed data is
+    /// caught for all but the last second of writes). 0 writes it after
+    /// every flush. A segment roll writes it whatever the interval.
+    pub recovery_point_interval_ms: u64,
 }
 
 impl Default for FileLogConfig {
@@ -88,6 +100,7 @@ impl Default for FileLogConfig {
         Self {
             segment_bytes: 1 << 30,
             index_interval_bytes: 4096,
+            recovery_point_interval_ms: 1000,
         }
     }
 }
@@ -108,6 +121,11 @@ pub struct FileLog {
     snapshots: Vec<OffsetAndEpoch>,
     /// A snapshot being received from the leader (FetchSnapshot).
     fetching: Option<SnapshotWriter>,
+    recovery_file: RecoveryPointFile,
+    /// The recovery point on disk: everything below it is fsynced.
+    recovery_point: i64,
+    /// When the recovery point was last written.
+    recovery_point_written: std::time::Instant,
 }
 
 impl FileLog {
@@ -115,81 +133,22 @@ impl FileLog {
     /// (`<metadata.log.dir>/__cluster_metadata-0`) and recovers it as the
     /// module doc says.
     ///
-    /// Errors: [`LogError::MissingSnapshot`], [`LogError::Corrupt`] (a hole
-    /// between segments, a `partition.metadata` of another topic),
-    /// [`LogError::Io`].
+    /// Errors: [`LogError::DamagedBelowRecoveryPoint`] (the volume lost
+    /// flushed data), [`LogError::MissingSnapshot`], [`LogError::Corrupt`] (a
+    /// hole between segments, a `partition.metadata` of another topic, a
+    /// recovery point file that does not parse), [`LogError::Io`].
     pub fn open(dir: &Path, config: FileLogConfig) -> Result<Self> {
         fs::create_dir_all(dir).map_err(io_err("creating directory", dir))?;
         check_partition_metadata(dir)?;
         snapshot::delete_partial_snapshots(dir)?;
         let mut snapshots = snapshot::list_snapshots(dir)?;
 
-        let mut bases = Vec::new();
-        for entry in fs::read_dir(dir).map_err(io_err("listing", dir))? {
-            let entry = entry.map_err(io_err("listing", dir))?;
-            let name = entry.file_name();
-            let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(".log")) else {
-                continue;
-            };
-            if stem.len() == 20
-                && let Ok(base) = stem.parse::<i64>()
-            {
-                bases.push(base);
-            }
-        }
-        bases.sort_unstable();
-
-        let mut segments: Vec<Segment> = Vec::new();
-        let mut entries: Vec<EpochEntry> = Vec::new();
-        let mut damaged = false;
-        for (i, &base) in bases.iter().enumerate() {
-            if damaged {
-                let path = dir.join(super::segment::log_file_name(base));
-                tracing::warn!(file = %path.display(), "deleting a segment after a damaged one");
-                fs::remove_file(&path).map_err(io_err("deleting", &path))?;
-                let index = dir.join(super::segment::index_file_name(base));
-                let _ = fs::remove_file(index);
-                continue;
-            }
-            if let Some(previous) = segments.last()
-                && previous.next_offset() != base
-            {
-                return Err(LogError::Corrupt {
-                    path: dir.join(super::segment::log_file_name(base)),
-                    reason: format!(
-                        "segment starts at offset {base} but the previous one ends at {}",
-                        previous.next_offset()
-                    ),
-                });
-            }
-            let (mut segment, damage) =
-                Segment::open_and_scan(dir, base, config.index_interval_bytes, |h| {
-                    if entries
-                        .last()
-                        .is_none_or(|e| e.epoch < h.partition_leader_epoch)
-                    {
-                        entries.push(EpochEntry {
-                            epoch: h.partition_leader_epoch,
-                            start_offset: h.base_offset,
-                        });
-                    }
-                })?;
-            if let Some(damage) = damage {
-                tracing::warn!(
-                    file = %segment.log_path().display(),
-                    offset = damage.offset,
-                    position = damage.position,
-                    reason = %damage.reason,
-                    "truncating the log at a damaged batch"
-                );
-                segment.truncate_to(damage.position, damage.offset)?;
-                damaged = i + 1 < bases.len();
-            }
-            segments.push(segment);
-        }
-        if damaged {
-            fsync_dir(dir)?;
-        }
+        let recovery_file = RecoveryPointFile::new(dir);
+        let on_disk = recovery_file.read()?;
+        let recovery::Recovered {
+            mut segments,
+            entries,
+        } = recovery::recover_segments(dir, config.index_interval_bytes, on_disk)?;
         // An empty segment is the first only if no batch survived in it; drop
         // leading empty segments that a later segment follows.
         if segments.is_empty() {
@@ -197,6 +156,7 @@ impl FileLog {
             segments.push(Segment::create(dir, start)?);
             fsync_dir(dir)?;
         }
+        recovery::check_end(&segments, on_disk)?;
         let start_offset = segments[0].base_offset();
         if start_offset > 0 && !snapshots.iter().any(|s| s.offset >= start_offset) {
             return Err(LogError::MissingSnapshot {
@@ -221,6 +181,11 @@ impl FileLog {
         let epochs = LeaderEpochCache::new(dir, entries);
         epochs.write_if_changed()?;
         let end = segments.last().map_or(start_offset, Segment::next_offset);
+        // Everything found is fsynced now: the whole log is below the
+        // recovery point.
+        if on_disk != Some(end) {
+            recovery_file.write(end)?;
+        }
         Ok(Self {
             dir: dir.to_path_buf(),
             config,
@@ -230,12 +195,39 @@ impl FileLog {
             log_start_offset: start_offset,
             snapshots,
             fetching: None,
+            recovery_file,
+            recovery_point: end,
+            recovery_point_written: std::time::Instant::now(),
         })
     }
 
     /// The partition directory.
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    /// The recovery point last written to `recovery-point-offset-checkpoint`:
+    /// every batch below it was fsynced before it was written.
+    pub fn recovery_point(&self) -> i64 {
+        self.recovery_point
+    }
+
+    /// Writes the recovery point `offset`; the caller has fsynced every batch
+    /// below it.
+    fn write_recovery_point(&mut self, offset: i64) -> Result<()> {
+        self.recovery_file.write(offset)?;
+        self.recovery_point = offset;
+        self.recovery_point_written = std::time::Instant::now();
+        Ok(())
+    }
+
+    /// Lowers the recovery point on disk to `offset` before the log is cut
+    /// there (a crash in between then finds it at or below the log end).
+    fn lower_recovery_point(&mut self, offset: i64) -> Result<()> {
+        if offset < self.recovery_point {
+            self.write_recovery_point(offset)?;
+        }
+        Ok(())
     }
 
     /// Number of segments (at least 1).
@@ -313,6 +305,7 @@ impl FileLog {
                 latest_snapshot: self.snapshots.last().copied(),
             });
         }
+        self.lower_recovery_point(id.offset)?;
         for segment in self.segments.drain(..) {
             segment.delete()?;
         }
@@ -462,7 +455,12 @@ impl FileLog {
             active.flush()?;
         }
         self.segments.push(Segment::create(&self.dir, end)?);
-        fsync_dir(&self.dir)
+        fsync_dir(&self.dir)?;
+        // Every closed segment is fsynced: all below `end` is durable.
+        if end > self.recovery_point {
+            self.write_recovery_point(end)?;
+        }
+        Ok(())
     }
 }
 
@@ -552,6 +550,14 @@ impl ReplicatedLog for FileLog {
             .segments
             .partition_point(|s| s.base_offset() <= offset)
             .max(1);
+        // Whole batches go: the log will end at the base offset of the batch
+        // holding `offset`. The recovery point comes down there first.
+        let kept = &self.segments[keep - 1];
+        let cut = match kept.position_of(offset)? {
+            Some(position) => kept.header_at(position)?.base_offset,
+            None => kept.next_offset(),
+        };
+        self.lower_recovery_point(cut)?;
         let removed: Vec<Segment> = self.segments.drain(keep..).collect();
         let removed_any = !removed.is_empty();
         for segment in removed.into_iter().rev() {
@@ -588,6 +594,11 @@ impl ReplicatedLog for FileLog {
             segment.flush()?;
         }
         self.flushed_end_offset = self.end();
+        let due = self.recovery_point_written.elapsed()
+            >= std::time::Duration::from_millis(self.config.recovery_point_interval_ms);
+        if due && self.flushed_end_offset > self.recovery_point {
+            self.write_recovery_point(self.flushed_end_offset)?;
+        }
         Ok(())
     }
 

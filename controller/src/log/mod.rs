@@ -21,8 +21,9 @@
 //! - Reads return whole batches only; at least one batch even if it is larger
 //!   than the byte limit (so a consumer always makes progress).
 //! - Every batch stored passed its CRC check; recovery on open truncates a torn,
-//!   zero-filled or corrupt tail and never serves it (see [`FileLog`] and
-//!   `docs/log.md`).
+//!   zero-filled or corrupt tail above the recovery point and never serves
+//!   it; damage below the recovery point (flushed data the disk lost) refuses
+//!   to open (see [`FileLog`] and `docs/log.md`).
 //!
 //! - Snapshots (KIP-630) are files beside the log, named by their id (end
 //!   offset, epoch). A snapshot is durable once frozen. The log start offset
@@ -47,6 +48,8 @@ pub mod fs;
 mod memory;
 pub mod meta_properties;
 pub mod quorum_state;
+mod recovery;
+pub mod recovery_point;
 pub mod retention;
 pub mod segment;
 pub mod snapshot;
@@ -118,6 +121,24 @@ pub enum LogError {
         start_offset: i64,
         /// The newest snapshot found, if any.
         latest_snapshot: Option<OffsetAndEpoch>,
+    },
+    /// Damage found on open below the recovery point: bytes that were
+    /// fsynced are gone or changed, so this node lost records it may have
+    /// acknowledged. Fatal: the volume is treated as lost.
+    #[error(
+        "{path}: damaged batch at offset {offset} (byte {position}: {reason}) below the recovery point {recovery_point}: this volume lost flushed records, refusing to start; treat it as lost: format it anew (new directory id) and re-add the node as a voter (docs/operations.md, \"A damaged metadata log volume\")"
+    )]
+    DamagedBelowRecoveryPoint {
+        /// The segment file.
+        path: std::path::PathBuf,
+        /// The offset the damaged batch should have started at.
+        offset: i64,
+        /// Byte position of the damage in the file.
+        position: u64,
+        /// What was found there.
+        reason: String,
+        /// The recovery point read from `recovery-point-offset-checkpoint`.
+        recovery_point: i64,
     },
     /// A quorum-state file written by a newer version (fatal at start).
     #[error(

@@ -98,7 +98,8 @@ impl Segment {
 
     /// Opens an existing segment and scans it batch by batch (headers, CRC,
     /// contiguous offsets from `base_offset`), calling `on_batch` for each
-    /// good batch. Stops at the first damage and returns it: the caller
+    /// good batch; `on_batch` may refuse one (returning why), which counts as
+    /// damage there. Stops at the first damage and returns it: the caller
     /// decides to truncate there. The index is rebuilt from the scan and its
     /// file rewritten if it differs.
     ///
@@ -107,7 +108,7 @@ impl Segment {
         dir: &Path,
         base_offset: i64,
         index_interval_bytes: u64,
-        mut on_batch: impl FnMut(&BatchHeader),
+        mut on_batch: impl FnMut(&BatchHeader) -> Option<String>,
     ) -> Result<(Self, Option<Damage>)> {
         let log_path = dir.join(log_file_name(base_offset));
         let index_path = dir.join(index_file_name(base_offset));
@@ -148,7 +149,13 @@ impl Segment {
                     });
                 }
                 Ok(header) => {
-                    on_batch(&header);
+                    if let Some(reason) = on_batch(&header) {
+                        break Some(Damage {
+                            position,
+                            offset: segment.next_offset,
+                            reason,
+                        });
+                    }
                     segment.note_appended(&header, position, index_interval_bytes);
                 }
                 Err(reason) => {
