@@ -156,7 +156,7 @@ fn log_batches(base_offset: i64) -> Result<Vec<Bytes>, Error> {
         next,
         1,
         1_000,
-        &[leader_change.clone()],
+        std::slice::from_ref(&leader_change),
     )?);
     next += 1;
     out.push(encode_data_batch(next, 1, 1_001, &values)?);
