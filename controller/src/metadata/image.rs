@@ -206,7 +206,7 @@ impl MetadataImage {
                 record: framed,
             }),
         }
-        self.next_offset = self.next_offset.max(offset + 1);
+        self.next_offset = self.next_offset.max(offset.saturating_add(1));
         Ok(())
     }
 
