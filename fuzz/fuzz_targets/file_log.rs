@@ -24,6 +24,7 @@ use libfuzzer_sys::fuzz_target;
 const CONFIG: FileLogConfig = FileLogConfig {
     segment_bytes: 1 << 20,
     index_interval_bytes: 64,
+    recovery_point_interval_ms: 1000,
 };
 
 fn check_served(log: &FileLog) {
