@@ -68,7 +68,9 @@ fn a_flipped_byte_in_a_followers_oldest_segment_stops_it_naming_the_segment() {
     quorum.start(follower);
     let status = quorum.wait_exit(follower, ELECTION);
     assert!(!status.success(), "{status}");
-    let lines = quorum.node(follower).output_lines("below the recovery point");
+    let lines = quorum
+        .node(follower)
+        .output_lines("below the recovery point");
     let line = lines.first().unwrap_or_else(|| {
         panic!(
             "no refusal in the output:\n{}",
