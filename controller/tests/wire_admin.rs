@@ -316,6 +316,35 @@ async fn an_unreachable_bootstrap_controller_is_a_retriable_io_error() {
     assert!(err.is_retriable());
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bootstrap_list_is_tried_in_order_until_one_answers() {
+    let (follower, leader, _) = quorum(0, 0).await;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let dead = listener.local_addr().expect("addr").to_string();
+    drop(listener);
+    let list = format!("{dead}, {},", follower.addr_string());
+    let mut admin = AdminClient::connect(&list, TIMEOUT)
+        .await
+        .expect("the second entry answers");
+    assert_eq!(admin.connected_addr(), follower.addr_string());
+    admin.describe_quorum().await.expect("describes");
+    assert_eq!(admin.connected_addr(), leader.addr_string());
+    let (code, out, err) = cli(args(&list, &["describe", "--status"])).await;
+    assert_eq!(code, 0, "stderr: {err}");
+    assert!(out.contains("LeaderId:               2"), "{out}");
+}
+
+#[tokio::test]
+async fn a_bootstrap_list_without_an_address_is_refused_naming_it() {
+    let err = AdminClient::connect(" , ", TIMEOUT)
+        .await
+        .expect_err("no address");
+    assert!(matches!(err, AdminError::Io { .. }), "{err}");
+    assert!(err.to_string().contains(" , "), "{err}");
+}
+
 #[test]
 fn error_names_are_kafkas() {
     assert_eq!(error_name(6), "NOT_LEADER_OR_FOLLOWER");

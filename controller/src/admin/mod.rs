@@ -225,6 +225,13 @@ pub struct ClusterInfo {
     pub nodes: Vec<ControllerNode>,
 }
 
+/// The addresses of a `--bootstrap-controller` value: comma-separated
+/// `host:port` entries, surrounding blanks and empty entries dropped (Kafka's
+/// `ClientUtils.parseAndValidateAddresses` splits the same way).
+fn bootstrap_list(value: &str) -> impl Iterator<Item = &str> {
+    value.split(',').map(str::trim).filter(|a| !a.is_empty())
+}
+
 /// A Kafka admin client for one controller quorum; see the module doc.
 #[derive(Debug)]
 pub struct AdminClient {
@@ -250,22 +257,43 @@ impl AdminClient {
     /// [`AdminClient::connect`] over TLS when `tls` is set (the settings of
     /// `--command-config`, Kafka's `security.protocol=SSL` and `ssl.*`); the
     /// controllers it follows are dialled the same way.
-    /// Errors: as [`AdminClient::connect`]; a failed handshake is
-    /// [`AdminError::Protocol`].
+    ///
+    /// `addr` is one `host:port` or a comma-separated list of them, as
+    /// Kafka's tools take `--bootstrap-controller` (`bootstrap.controllers`):
+    /// each is tried in the given order and the first that connects and
+    /// answers ApiVersions is kept.
+    ///
+    /// Errors: the last controller's, as [`AdminClient::connect`]; a failed
+    /// handshake is [`AdminError::Protocol`]; [`AdminError::Io`] naming
+    /// `addr` when the list holds no address.
     pub async fn connect_with_tls(
         addr: &str,
         timeout: Duration,
         tls: Option<std::sync::Arc<crate::wire::tls::TlsClient>>,
     ) -> Result<AdminClient, AdminError> {
-        let (conn, api_versions) = Self::open(addr, timeout, tls.clone()).await?;
-        Ok(AdminClient {
-            bootstrap: addr.to_owned(),
-            conn,
-            connected_node: None,
-            api_versions,
-            timeout,
-            tls,
-        })
+        let mut last = AdminError::Io {
+            addr: addr.to_owned(),
+            reason: "no bootstrap controller in the list".into(),
+        };
+        for one in bootstrap_list(addr) {
+            match Self::open(one, timeout, tls.clone()).await {
+                Ok((conn, api_versions)) => {
+                    return Ok(AdminClient {
+                        bootstrap: addr.to_owned(),
+                        conn,
+                        connected_node: None,
+                        api_versions,
+                        timeout,
+                        tls,
+                    });
+                }
+                Err(e) => {
+                    tracing::debug!(addr = one, error = %e, "bootstrap controller unreachable");
+                    last = e;
+                }
+            }
+        }
+        Err(last)
     }
 
     /// Connects to the first of `bootstrap` that accepts and answers

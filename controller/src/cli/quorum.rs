@@ -20,9 +20,10 @@ pub const EXIT_RETRIABLE: u8 = 3;
 /// `kraft-controller quorum`.
 #[derive(Debug, Args)]
 pub struct QuorumArgs {
-    /// A controller to start from, HOST:PORT; requests that need the active
-    /// controller are sent on to it.
-    #[arg(long, value_name = "HOST:PORT")]
+    /// The controllers to start from, HOST:PORT or a comma-separated list
+    /// of them tried in order (Kafka's `--bootstrap-controller`); requests
+    /// that need the active controller are sent on to it.
+    #[arg(long, value_name = "HOST:PORT[,HOST:PORT...]")]
     bootstrap_controller: String,
     /// Timeout of the connect and of each request, ms (Kafka admin's
     /// request.timeout.ms); also AddRaftVoter's timeout.
