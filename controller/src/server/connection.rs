@@ -206,7 +206,10 @@ pub async fn serve_connection<S>(
             }
             continue;
         }
-        if !authorized_once {
+        // Only a request that needed an operation and passed raises the
+        // frame limit: ApiVersions needs none, so anyone may send it, and it
+        // must not lift the pre-authentication limit.
+        if !authorized_once && authz::required_operation(api_key).is_some() {
             authorized_once = true;
             framed.codec_mut().set_max_frame_bytes(ctx.max_frame_bytes);
         }
@@ -236,5 +239,99 @@ pub async fn serve_connection<S>(
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::{BufMut, BytesMut};
+    use kafka_protocol::messages::{
+        ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestKind,
+    };
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+    use crate::{
+        config::{limits::ConnectionLimits, security::AuthorizerSettings},
+        server::limits::ListenerMetrics,
+    };
+
+    fn framed(payload: &[u8]) -> BytesMut {
+        let mut out = BytesMut::new();
+        out.put_i32(i32::try_from(payload.len()).expect("small"));
+        out.extend_from_slice(payload);
+        out
+    }
+
+    /// An anonymous client on a listener with an authorizer: ApiVersions is
+    /// answered (it needs no operation), but it does not lift the small
+    /// pre-authentication frame limit: a larger frame after it closes the
+    /// connection at once.
+    #[tokio::test]
+    async fn api_versions_does_not_lift_the_pre_authentication_frame_limit() {
+        let (mut client, server) = tokio::io::duplex(1 << 16);
+        let (requests, mut inbound) = mpsc::channel::<InboundRequest>(4);
+        let limiter = Arc::new(ConnectionLimiter::new(
+            ConnectionLimits {
+                unauthenticated_max_frame_bytes: 1024,
+                ..ConnectionLimits::default()
+            },
+            None,
+            ListenerMetrics::default(),
+        ));
+        let permit = limiter
+            .try_acquire([127, 0, 0, 1].into())
+            .expect("a place");
+        let ctx = ConnectionContext {
+            max_frame_bytes: 1 << 20,
+            requests,
+            authorizer: Arc::new(Authorizer::new(AuthorizerSettings {
+                enabled: true,
+                super_users: vec!["User:CN=controller".to_owned()],
+                allow_everyone_if_no_acl_found: false,
+            })),
+            limiter,
+        };
+        let peer: SocketAddr = "127.0.0.1:1".parse().expect("address");
+        let server = tokio::spawn(serve_connection(
+            1,
+            server,
+            peer,
+            authz::ANONYMOUS.to_owned(),
+            ctx,
+            permit,
+        ));
+        tokio::spawn(async move {
+            while let Some(r) = inbound.recv().await {
+                let _ = r.reply.send(Some(ResponseKind::ApiVersions(
+                    ApiVersionsResponse::default(),
+                )));
+            }
+        });
+        let request = wire::encode_request(
+            ApiKey::ApiVersions,
+            3,
+            7,
+            Some("test"),
+            &RequestKind::ApiVersions(ApiVersionsRequest::default()),
+        )
+        .expect("encodes");
+        client.write_all(&framed(&request)).await.expect("write");
+        let mut size = [0u8; 4];
+        tokio::time::timeout(Duration::from_secs(5), client.read_exact(&mut size))
+            .await
+            .expect("answered in time")
+            .expect("an answer");
+        let mut answer = vec![0u8; usize::try_from(i32::from_be_bytes(size)).expect("size")];
+        client.read_exact(&mut answer).await.expect("the answer");
+        // A 2,000-byte frame from a client that is still not authorized.
+        client
+            .write_all(&2000i32.to_be_bytes())
+            .await
+            .expect("write");
+        tokio::time::timeout(Duration::from_secs(5), server)
+            .await
+            .expect("the connection is closed at once, not served")
+            .expect("no panic");
     }
 }
