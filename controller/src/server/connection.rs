@@ -245,9 +245,7 @@ pub async fn serve_connection<S>(
 #[cfg(test)]
 mod tests {
     use bytes::{BufMut, BytesMut};
-    use kafka_protocol::messages::{
-        ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestKind,
-    };
+    use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestKind};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     use super::*;
@@ -279,9 +277,7 @@ mod tests {
             None,
             ListenerMetrics::default(),
         ));
-        let permit = limiter
-            .try_acquire([127, 0, 0, 1].into())
-            .expect("a place");
+        let permit = limiter.try_acquire([127, 0, 0, 1].into()).expect("a place");
         let ctx = ConnectionContext {
             max_frame_bytes: 1 << 20,
             requests,
