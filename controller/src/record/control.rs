@@ -162,6 +162,27 @@ impl ControlRecord {
                 reason: format!("{action}: {reason}"),
             },
         )?;
+        // `kafka-protocol` decodes the nested voters of LeaderChange and
+        // Voters at the version their `Version` field holds (the field
+        // shadows the schema version in its generated code), where Kafka
+        // reads them at version 0: such a record would be read with another
+        // layout than the one checked above, and not encode again. Kafka
+        // writes 0 there; anything else is refused.
+        if matches!(
+            record_type,
+            ControlRecordType::LeaderChange | ControlRecordType::KRaftVoters
+        ) {
+            let field = value.get(..2).map(|v| i16::from_be_bytes([v[0], v[1]]));
+            if field != Some(VALUE_VERSION) {
+                return Err(RecordError::Invalid {
+                    base_offset: offset,
+                    reason: format!(
+                        "{action}: {} record with version field {field:?} (Kafka writes {VALUE_VERSION})",
+                        record_type.name()
+                    ),
+                });
+            }
+        }
         Ok(match record_type {
             ControlRecordType::LeaderChange => Self::LeaderChange(
                 LeaderChangeMessage::decode(&mut value, VALUE_VERSION)
@@ -233,6 +254,23 @@ mod tests {
         ));
         let e = ControlRecord::decode(Some(&key), Some(&value), 0).expect_err("refused");
         assert!(e.to_string().contains("tag"), "{e}");
+    }
+
+    /// A fuzz finding: a LeaderChange whose `Version` field is 1 was
+    /// decoded with voter directory ids (kafka-protocol reads the voters at
+    /// that version) and then did not encode. It is refused.
+    #[test]
+    fn a_leader_change_or_voters_record_with_a_version_field_other_than_0_is_refused() {
+        let key = [0u8, 0, 0, 2];
+        let value = unhex(concat!(
+            "00010000000203000000010202020202020202020202020202010001000200000100",
+            "000000000300000000000000000000000000000100",
+        ));
+        let e = ControlRecord::decode(Some(&key), Some(&value), 0).expect_err("refused");
+        assert!(e.to_string().contains("version field"), "{e}");
+        let voters = ControlRecord::Voters(VotersRecord::default().with_version(1));
+        let value = voters.encode_value().expect("encodes");
+        assert!(ControlRecord::decode(Some(&voters.encode_key()), Some(&value), 0).is_err());
     }
 
     #[test]
