@@ -311,19 +311,28 @@ impl<'a> Walker<'a> {
                 return Err(format!("tag {tag} is not a valid int32"));
             }
             let size = self.uvarint("tagged field size")? as usize;
-            let bytes = self.skip(size, "tagged field")?;
             let known = fields.iter().find(|f| {
                 f.tag
                     .is_some_and(|(t, tv)| t == tag && tv.contains(v) && f.versions.contains(v))
             });
-            if let Some(known) = known {
-                let mut inner = Walker {
-                    buf: bytes,
-                    pos: 0,
-                    version: v,
-                    flexible: true,
-                };
-                inner.value(&known.kind)?;
+            match known {
+                // `kafka-protocol` decodes a tag it knows from the bytes that
+                // follow, whatever size the field announces: walk it the same
+                // way, and refuse a size that disagrees (Kafka would read
+                // `size` bytes, so both readings agree on what is accepted).
+                Some(known) => {
+                    let start = self.pos;
+                    self.value(&known.kind)?;
+                    if self.pos - start != size {
+                        return Err(format!(
+                            "tagged field {tag} announces {size} bytes but holds {}",
+                            self.pos - start
+                        ));
+                    }
+                }
+                None => {
+                    self.skip(size, "tagged field")?;
+                }
             }
         }
         Ok(())
@@ -410,5 +419,41 @@ mod tests {
         let e =
             crate::wire::decode_response(ApiKey::BeginQuorumEpoch, 0, frame).expect_err("refused");
         assert!(e.to_string().contains("cannot fit"), "{e}");
+    }
+
+    /// A `decode_response` finding once counts were checked: `kafka-protocol`
+    /// decodes a tagged field it knows (here a Fetch v18 partition's
+    /// CurrentLeader) from the bytes that follow, ignoring the size the field
+    /// announces, so a size larger than the value made it read an
+    /// AbortedTransactions count from bytes the check had skipped (a 10 GB
+    /// allocation). A known tagged field whose size disagrees with its value
+    /// is refused.
+    #[test]
+    fn a_known_tagged_field_whose_size_disagrees_with_its_value_is_refused() {
+        let hex = concat!(
+            "000e0000002a000000000000000000000002000000002a00000000030303030303030303",
+            "030303030303030303030303030303030303030303030303030303030303030303030303",
+            "030303030303030303030303030303030303030303030303030303032303030303030303",
+            "00002a00690100007f00000001002a0701002a07ffffff0000040000002a5d007d000003",
+            "0303030303030303030303030302010303030202022ab3ffffff0000040000002a5d007d",
+            "000003030303030303030303030303030201030303020202022202020202020202020202",
+            "020202020202020202020202020200000000000000020000000000000002000000002a00",
+            "00000000000005005d0202020202020202020202696e743802020202020202fd0202007f",
+            "0202025d020202020202020202020202930000100d2a0004000000080808080808380202",
+            "02020202020200000000000000020000000000000002000000002a000000000000020202",
+            "020200000100",
+        );
+        let data: Vec<u8> = (0..hex.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+            .collect();
+        // The fuzz target's layout: api index, version, frame.
+        let api = &SUPPORTED_APIS[usize::from(data[0]) % SUPPORTED_APIS.len()];
+        let span = (api.max_version - api.min_version + 1) as u8;
+        let version = api.min_version + i16::from(data[1] % span);
+        assert_eq!((api.key, version), (ApiKey::Fetch, 18));
+        let frame = bytes::Bytes::copy_from_slice(&data[2..]);
+        let e = crate::wire::decode_response(api.key, version, frame).expect_err("refused");
+        assert!(e.to_string().contains("announces"), "{e}");
     }
 }
