@@ -17,7 +17,10 @@
 //!   committing;
 //! - `kraft-controller quorum --command-config` (Kafka's client keys)
 //!   describes the mTLS quorum; without it the same command fails;
-//! - `CONTROLLER:SASL_SSL` refuses to start with one line naming the key.
+//! - `CONTROLLER:SASL_SSL` refuses to start with one line naming the key;
+//! - a keystore replaced on disk is served to new connections within a
+//!   minute without a restart; a replacement that does not load logs one
+//!   error line and the last good certificate stays in use.
 
 mod support;
 
@@ -412,4 +415,114 @@ fn the_quorum_cli_describes_an_mtls_quorum_with_a_command_config() {
         plain.code, 0,
         "a plaintext describe of a TLS listener: {plain}"
     );
+}
+
+/// The subject (RFC 2253) of the certificate the listener at `address`
+/// presents to a fresh TLS connection (a new client configuration each time,
+/// so no session is resumed), with `keystore` as client certificate.
+fn served_subject(address: &str, keystore: &Path, truststore: &Path) -> Result<String, String> {
+    let settings = SslSettings {
+        key: Some(KeyMaterial::File(keystore.to_owned())),
+        trust: Some(TrustMaterial::File(truststore.to_owned())),
+        client_auth: ClientAuth::None,
+        enabled_protocols: vec![TlsVersion::Tls12, TlsVersion::Tls13],
+        cipher_suites: Vec::new(),
+        endpoint_identification: true,
+    };
+    let tls = TlsClient::client(settings).map_err(|e| e.to_string())?;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    runtime.block_on(async move {
+        let stream = tokio::time::timeout(
+            Duration::from_secs(5),
+            tokio::net::TcpStream::connect(address),
+        )
+        .await
+        .map_err(|_| "connect timed out".to_owned())?
+        .map_err(|e| e.to_string())?;
+        let name =
+            rustls_pki_types::ServerName::try_from("127.0.0.1").map_err(|e| e.to_string())?;
+        let connector = tokio_rustls::TlsConnector::from(tls.current());
+        let stream = tokio::time::timeout(Duration::from_secs(5), connector.connect(name, stream))
+            .await
+            .map_err(|_| "handshake timed out".to_owned())?
+            .map_err(|e| e.to_string())?;
+        let cert = stream
+            .get_ref()
+            .1
+            .peer_certificates()
+            .and_then(|c| c.first())
+            .ok_or("no server certificate")?;
+        kraft_controller::wire::tls::subject_dn(cert).map_err(|e| e.to_string())
+    })
+}
+
+/// Replaces `path` as Kubernetes does with a Secret: the new content is
+/// written beside it, then renamed over it.
+fn replace_file(path: &Path, content: &[u8]) {
+    let tmp = path.with_extension("new");
+    std::fs::write(&tmp, content).expect("write the new file");
+    std::fs::rename(&tmp, path).expect("rename it in place");
+}
+
+#[test]
+fn a_certificate_replaced_on_disk_is_served_to_new_connections_without_a_restart() {
+    let pki_dir = tempfile::tempdir().expect("a pki dir");
+    let ca = pki::Ca::new(&pki_dir.path().join("ca"), "test-ca");
+    let first = ca.issue("first", "/CN=controller/O=first");
+    let second = ca.issue("second", "/CN=controller/O=second");
+    let client = ca.issue("client", "/CN=client");
+    // The node reads its keystore from `live.pem`, which the test replaces.
+    let live = pki_dir.path().join("live.pem");
+    std::fs::copy(&first, &live).expect("the first keystore");
+    let mut quorum = mtls_quorum(1, &live, &ca.cert);
+    quorum.start_all();
+    quorum.wait_for_leader(&[1], ELECTION);
+    let address = quorum.node(1).address();
+    let pid = quorum.node(1).pid();
+    assert_eq!(
+        served_subject(&address, &client, &ca.cert).expect("a TLS connection"),
+        "O=first,CN=controller"
+    );
+
+    // A new certificate: new connections get it within a minute.
+    replace_file(&live, &std::fs::read(&second).expect("the second keystore"));
+    wait_for(
+        Duration::from_secs(60),
+        "new connections to get the replaced certificate",
+        || {
+            served_subject(&address, &client, &ca.cert)
+                .ok()
+                .filter(|s| s == "O=second,CN=controller")
+        },
+    );
+
+    // A file that does not load: one error line, the last good certificate
+    // stays in use.
+    replace_file(&live, b"-----BEGIN CERTIFICATE-----\nnot base64\n");
+    let error = "TLS certificates changed on disk but do not load";
+    wait_for(
+        Duration::from_secs(60),
+        "the reload error in the log",
+        || {
+            let subject = served_subject(&address, &client, &ca.cert).expect("still served");
+            assert_eq!(subject, "O=second,CN=controller");
+            let lines = quorum.node(1).output_lines(error);
+            (!lines.is_empty()).then_some(lines)
+        },
+    );
+    for _ in 0..3 {
+        assert_eq!(
+            served_subject(&address, &client, &ca.cert).expect("still served"),
+            "O=second,CN=controller"
+        );
+    }
+    let lines = quorum.node(1).output_lines(error);
+    assert_eq!(lines.len(), 1, "one error line per bad change: {lines:?}");
+    assert!(lines[0].contains("ERROR"), "{}", lines[0]);
+    // The same process all along.
+    assert_eq!(quorum.node(1).pid(), pid);
+    quorum.node(1).assert_alive();
 }

@@ -1,8 +1,9 @@
 //! Connection limits of the controller listener (Kafka's `SocketServerConfigs`
 //! and `ConnectionQuotas` names where Kafka has the setting, `kraftwerk.*`
 //! where it does not): how many connections, from one address, for how long
-//! idle, how long a request may take to arrive, and how large a frame may be
-//! before the connection has sent its first authorized request. It only
+//! idle, how long a request may take to arrive, how large a frame may be
+//! before the connection has sent its first authorized request, and how many
+//! request bytes may wait across all connections. It only
 //! parses; the limits are enforced by `server::limits` and the connection task.
 
 use std::{collections::BTreeMap, net::IpAddr};
@@ -32,6 +33,12 @@ pub struct ConnectionLimits {
     /// `sasl.server.max.receive.size`): the largest frame a connection may
     /// send before its first request that passed authorization.
     pub unauthenticated_max_frame_bytes: usize,
+    /// `queued.max.request.bytes` (Kafka: -1, unbounded): bytes of requests
+    /// read and not yet answered, across all connections of the listener;
+    /// `None` for a value <= 0, as Kafka. A connection whose next request
+    /// does not fit stops being read until it does (a single request larger
+    /// than the cap waits for the whole cap).
+    pub queued_max_request_bytes: Option<u64>,
 }
 
 /// File descriptors kept free for the log, snapshots, peers and `/metrics`
@@ -47,6 +54,7 @@ impl Default for ConnectionLimits {
             idle_ms: 600_000,
             request_read_timeout_ms: 10_000,
             unauthenticated_max_frame_bytes: 524_288,
+            queued_max_request_bytes: None,
         }
     }
 }
@@ -87,7 +95,25 @@ pub fn parse_limits(map: &mut BTreeMap<String, String>) -> Result<ConnectionLimi
             per_ip_overrides.insert(ip, n);
         }
     }
+    let queued_max_request_bytes = match map
+        .remove("queued.max.request.bytes")
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+    {
+        None => None,
+        Some(v) => {
+            let n = v.parse::<i64>().map_err(|_| {
+                invalid(
+                    "queued.max.request.bytes",
+                    &v,
+                    "expected an integer (-1: unbounded)",
+                )
+            })?;
+            u64::try_from(n).ok().filter(|n| *n > 0)
+        }
+    };
     Ok(ConnectionLimits {
+        queued_max_request_bytes,
         max_connections: to_usize(number(map, "max.connections", d.max_connections as u64)?),
         max_connections_per_ip: to_usize(number(
             map,
@@ -124,6 +150,7 @@ mod tests {
             ("max.connections", "10"),
             ("max.connections.per.ip.overrides", "127.0.0.1:3,[::1]:4"),
             ("connections.max.idle.ms", "1000"),
+            ("queued.max.request.bytes", "1048576"),
         ]
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
@@ -132,6 +159,15 @@ mod tests {
         assert_eq!(l.max_connections, 10);
         assert_eq!(l.idle_ms, 1000);
         assert_eq!(l.per_ip_overrides.len(), 2);
+        assert_eq!(l.queued_max_request_bytes, Some(1_048_576));
+        let mut m: BTreeMap<String, String> =
+            [("queued.max.request.bytes".to_owned(), "-1".to_owned())].into();
+        assert_eq!(
+            parse_limits(&mut m)
+                .expect("Kafka's default")
+                .queued_max_request_bytes,
+            None
+        );
         assert!(m.is_empty());
     }
 

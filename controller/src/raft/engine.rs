@@ -588,7 +588,15 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             None => Ok(()),
             Some(Next::Prospective) => self.become_prospective(now_ms),
             Some(Next::Candidate) => {
-                let epoch = self.epoch() + 1;
+                // Peers' epochs of i32::MAX are refused (requests::usable_epoch);
+                // a stored one (written before that check) cannot campaign.
+                let Some(epoch) = self.epoch().checked_add(1) else {
+                    tracing::error!(
+                        epoch = self.epoch(),
+                        "cannot campaign: the epoch is i32::MAX"
+                    );
+                    return Ok(());
+                };
                 let next = CandidateState::new(&mut self.core, epoch, now_ms);
                 self.transition(EpochState::Candidate(next), now_ms)
             }
@@ -681,7 +689,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         let current = self.epoch();
         let local = self.core.local.id;
         let leader_id = leader_id.filter(|l| *l >= 0);
-        if epoch < current {
+        if epoch < current || !super::requests::usable_epoch(epoch) {
             return Ok(false);
         }
         if epoch > current {

@@ -29,6 +29,14 @@ use crate::log::{OffsetAndEpoch, ReplicatedLog};
 /// A top-level and a partition-level error of a response.
 pub(crate) type Errors = (Option<ResponseError>, Option<ResponseError>);
 
+/// Whether a node could move to `epoch` and still have a next one: an epoch
+/// of `i32::MAX` from a peer would leave no `epoch + 1` (the next election
+/// would overflow), so requests carrying it are refused INVALID_REQUEST and
+/// responses carrying it are ignored, before any transition (issue 19).
+pub(crate) fn usable_epoch(epoch: i32) -> bool {
+    epoch < i32::MAX
+}
+
 /// A Vote request that passed the checks: what the roles decide on.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct VoteArgs {
@@ -106,6 +114,10 @@ impl<L: ReplicatedLog> VoteHandler<'_, L> {
             return None;
         };
         let candidate = ReplicaKey::from_wire(p.replica_id.0, p.replica_directory_id);
+        if !usable_epoch(p.replica_epoch) {
+            self.answer(handle, (None, Some(ResponseError::InvalidRequest)), false);
+            return None;
+        }
         if p.replica_epoch < self.view.epoch {
             self.answer(
                 handle,
@@ -202,6 +214,9 @@ pub(crate) fn check_begin_quorum_epoch<L: ReplicatedLog>(
     let Some(p) = r.topics.first().and_then(|t| t.partitions.first()) else {
         return Err((Some(ResponseError::InvalidRequest), None));
     };
+    if !usable_epoch(p.leader_epoch) {
+        return Err((None, Some(ResponseError::InvalidRequest)));
+    }
     if p.leader_epoch < epoch {
         return Err((None, Some(ResponseError::FencedLeaderEpoch)));
     }
@@ -267,6 +282,9 @@ pub(crate) fn check_end_quorum_epoch<L: ReplicatedLog>(
     let Some(p) = r.topics.first().and_then(|t| t.partitions.first()) else {
         return Err((Some(ResponseError::InvalidRequest), None));
     };
+    if !usable_epoch(p.leader_epoch) {
+        return Err((None, Some(ResponseError::InvalidRequest)));
+    }
     if p.leader_epoch < epoch {
         return Err((None, Some(ResponseError::FencedLeaderEpoch)));
     }

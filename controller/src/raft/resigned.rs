@@ -102,14 +102,15 @@ impl ResignedState {
         shutting_down: bool,
         now_ms: u64,
     ) -> Option<Next> {
-        if now_ms >= self.election_deadline_ms && !shutting_down {
+        if now_ms >= self.election_deadline_ms
+            && !shutting_down
+            && let Some(epoch) = self.epoch.checked_add(1)
+        {
             // As Kafka 4's `pollResigned`: move to the next epoch without a
             // vote, so that late fetch responses of the old epoch are fenced; a
             // voter then campaigns after its election timeout, a removed
             // leader finds the new one through the bootstrap servers.
-            return Some(Next::Unattached {
-                epoch: self.epoch + 1,
-            });
+            return Some(Next::Unattached { epoch });
         }
         self.send_due(core, out, now_ms);
         None

@@ -146,6 +146,43 @@ impl ControlRecord {
             reason: "control record without a value".into(),
         })?);
         let action = "decoding control record";
+        // kafka-protocol reserves arrays by the count it reads: refuse counts
+        // the bytes left cannot hold before it does (a 61 GB Voters record
+        // aborted the process; wire/schema_guard.rs).
+        let schema = match record_type {
+            ControlRecordType::LeaderChange => "LeaderChangeMessage",
+            ControlRecordType::SnapshotHeader => "SnapshotHeaderRecord",
+            ControlRecordType::SnapshotFooter => "SnapshotFooterRecord",
+            ControlRecordType::KRaftVersion => "KRaftVersionRecord",
+            ControlRecordType::KRaftVoters => "VotersRecord",
+        };
+        crate::wire::schema_guard::check_message(schema, VALUE_VERSION, &value).map_err(
+            |reason| RecordError::Invalid {
+                base_offset: offset,
+                reason: format!("{action}: {reason}"),
+            },
+        )?;
+        // `kafka-protocol` decodes the nested voters of LeaderChange and
+        // Voters at the version their `Version` field holds (the field
+        // shadows the schema version in its generated code), where Kafka
+        // reads them at version 0: such a record would be read with another
+        // layout than the one checked above, and not encode again. Kafka
+        // writes 0 there; anything else is refused.
+        if matches!(
+            record_type,
+            ControlRecordType::LeaderChange | ControlRecordType::KRaftVoters
+        ) {
+            let field = value.get(..2).map(|v| i16::from_be_bytes([v[0], v[1]]));
+            if field != Some(VALUE_VERSION) {
+                return Err(RecordError::Invalid {
+                    base_offset: offset,
+                    reason: format!(
+                        "{action}: {} record with version field {field:?} (Kafka writes {VALUE_VERSION})",
+                        record_type.name()
+                    ),
+                });
+            }
+        }
         Ok(match record_type {
             ControlRecordType::LeaderChange => Self::LeaderChange(
                 LeaderChangeMessage::decode(&mut value, VALUE_VERSION)
@@ -166,5 +203,90 @@ impl ControlRecord {
                 VotersRecord::decode(&mut value, VALUE_VERSION).map_err(codec_err(action))?,
             ),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn unhex(s: &str) -> Vec<u8> {
+        (0..s.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&s[i..i + 2], 16).expect("hex"))
+            .collect()
+    }
+
+    /// The `control_record` fuzz finding (docs/fuzzing.md): a Voters value
+    /// whose first voter's endpoint array announces ~2^32 entries made
+    /// `kafka-protocol` reserve 61 GB and abort the process. It is refused.
+    #[test]
+    fn a_voters_value_with_an_impossible_endpoint_count_is_refused_not_allocated() {
+        let input = unhex(concat!(
+            "0400000006000004000000",
+            "b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2",
+            "b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2",
+            "b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2",
+            "b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2",
+            "b2b2b2b2b2b201000000000000040000000400000000001001020b0af4434f4e5410",
+            "01020b0af46c6f63616c686f733d23870010000001000000",
+        ));
+        // The fuzz target's layout: key length, key, value.
+        let (key, value) = input[1..].split_at(usize::from(input[0]));
+        assert_eq!(
+            ControlRecord::decode_type(Some(key), 0).expect("a Voters key"),
+            ControlRecordType::KRaftVoters
+        );
+        let e = ControlRecord::decode(Some(key), Some(value), 0).expect_err("refused");
+        assert!(e.to_string().contains("cannot fit"), "{e}");
+    }
+
+    /// A fuzz finding once the allocation was guarded: a tag that is
+    /// negative as Kafka's int32 (0xffffffff) decoded, but `kafka-protocol`
+    /// leaves such a field out when encoding while still counting it, so the
+    /// record did not round-trip. Such tags are refused.
+    #[test]
+    fn a_tagged_field_with_a_negative_tag_is_refused() {
+        let key = [0u8, 0, 0, 5];
+        let value = unhex(concat!(
+            "00000001080000ff04000000ffffffffff050000ffff02020202020202020202020202",
+            "020200010800000000000000020202027e00",
+        ));
+        let e = ControlRecord::decode(Some(&key), Some(&value), 0).expect_err("refused");
+        assert!(e.to_string().contains("tag"), "{e}");
+    }
+
+    /// A fuzz finding: a LeaderChange whose `Version` field is 1 was
+    /// decoded with voter directory ids (kafka-protocol reads the voters at
+    /// that version) and then did not encode. It is refused.
+    #[test]
+    fn a_leader_change_or_voters_record_with_a_version_field_other_than_0_is_refused() {
+        let key = [0u8, 0, 0, 2];
+        let value = unhex(concat!(
+            "00010000000203000000010202020202020202020202020202010001000200000100",
+            "000000000300000000000000000000000000000100",
+        ));
+        let e = ControlRecord::decode(Some(&key), Some(&value), 0).expect_err("refused");
+        assert!(e.to_string().contains("version field"), "{e}");
+        let voters = ControlRecord::Voters(VotersRecord::default().with_version(1));
+        let value = voters.encode_value().expect("encodes");
+        assert!(ControlRecord::decode(Some(&voters.encode_key()), Some(&value), 0).is_err());
+    }
+
+    #[test]
+    fn every_control_record_still_decodes() {
+        let records = [
+            ControlRecord::LeaderChange(LeaderChangeMessage::default().with_leader_id(3.into())),
+            ControlRecord::SnapshotHeader(SnapshotHeaderRecord::default()),
+            ControlRecord::SnapshotFooter(SnapshotFooterRecord::default()),
+            ControlRecord::KRaftVersion(KRaftVersionRecord::default().with_k_raft_version(1)),
+            ControlRecord::Voters(VotersRecord::default()),
+        ];
+        for record in records {
+            let value = record.encode_value().expect("encodes");
+            let again = ControlRecord::decode(Some(&record.encode_key()), Some(&value), 0)
+                .expect("decodes");
+            assert_eq!(again, record);
+        }
     }
 }

@@ -17,7 +17,7 @@ use futures::{SinkExt, StreamExt};
 use kafka_protocol::messages::ResponseKind;
 use tokio::{
     io::{AsyncRead, AsyncWrite},
-    sync::{mpsc, oneshot},
+    sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot},
     time::Instant,
 };
 use tokio_util::codec::Framed;
@@ -26,7 +26,7 @@ use super::{
     authz::{self, Authorizer},
     limits::{ConnectionLimiter, ConnectionPermit},
 };
-use crate::wire::{self, DecodedRequest, KafkaFrameCodec, WireError};
+use crate::wire::{self, AnnouncingFrameCodec, DecodedRequest, Incoming, WireError};
 
 /// What every connection of a listener shares.
 #[derive(Debug, Clone)]
@@ -39,6 +39,44 @@ pub struct ConnectionContext {
     pub authorizer: Arc<Authorizer>,
     /// The listener's connection limits and metrics.
     pub limiter: Arc<ConnectionLimiter>,
+    /// `queued.max.request.bytes`, shared by every connection of the
+    /// listener (`None`: unbounded, Kafka's -1).
+    pub request_memory: Option<Arc<RequestMemory>>,
+}
+
+/// The pool of `queued.max.request.bytes`: one permit per byte of requests
+/// read and not yet answered.
+#[derive(Debug)]
+pub struct RequestMemory {
+    permits: Arc<Semaphore>,
+    /// The pool's size in bytes (at most `u32::MAX`).
+    capacity: u32,
+}
+
+impl RequestMemory {
+    /// A pool of `queued_max_request_bytes` (`None`: unbounded), capped at
+    /// `u32::MAX` bytes.
+    pub fn new(queued_max_request_bytes: Option<u64>) -> Option<Arc<Self>> {
+        queued_max_request_bytes.map(|n| {
+            let capacity = u32::try_from(n).unwrap_or(u32::MAX);
+            Arc::new(Self {
+                permits: Arc::new(Semaphore::new(capacity as usize)),
+                capacity,
+            })
+        })
+    }
+
+    /// Bytes free now.
+    pub fn available(&self) -> usize {
+        self.permits.available_permits()
+    }
+
+    /// Takes `size` bytes, waiting until they are free; a request larger than
+    /// the pool takes all of it (Kafka's pool also lets one through).
+    async fn reserve(&self, size: usize) -> Option<OwnedSemaphorePermit> {
+        let n = u32::try_from(size).unwrap_or(u32::MAX).min(self.capacity);
+        self.permits.clone().acquire_many_owned(n).await.ok()
+    }
 }
 
 /// How often a waiting connection looks at its deadlines.
@@ -46,7 +84,9 @@ const DEADLINE_CHECK: Duration = Duration::from_secs(1);
 
 /// What waiting for the next frame gave.
 enum Next {
-    Frame(bytes::BytesMut),
+    /// A frame, with its share of `queued.max.request.bytes` (held until it
+    /// is answered).
+    Frame(bytes::BytesMut, Option<OwnedSemaphorePermit>),
     Closed,
     Bad(WireError),
     /// No request for `connections.max.idle.ms`.
@@ -59,16 +99,21 @@ enum Next {
 /// arrives, and at most `kraftwerk.request.read.timeout.ms` from the first
 /// byte of a request to its last. `Framed::next` is cancel-safe (the bytes
 /// read so far stay in its buffer), so the wait can be cut into slices.
+/// Once a frame's size is known its bytes are taken from `pool`: while they
+/// are not free the connection is not read (the time waiting does not count
+/// against the read deadline).
 async fn next_frame<S>(
-    framed: &mut Framed<S, KafkaFrameCodec>,
+    framed: &mut Framed<S, AnnouncingFrameCodec>,
     idle: Duration,
     read: Duration,
+    pool: Option<&Arc<RequestMemory>>,
 ) -> Next
 where
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let idle_deadline = Instant::now() + idle;
     let mut read_deadline: Option<Instant> = None;
+    let mut memory = None;
     loop {
         if read_deadline.is_none() && !framed.read_buffer().is_empty() {
             read_deadline = Some(Instant::now() + read);
@@ -77,7 +122,16 @@ where
         let wake = deadline.min(Instant::now() + DEADLINE_CHECK);
         match tokio::time::timeout_at(wake, framed.next()).await {
             Ok(None) => return Next::Closed,
-            Ok(Some(Ok(frame))) => return Next::Frame(frame),
+            Ok(Some(Ok(Incoming::Announced(size)))) => {
+                memory = match pool {
+                    Some(pool) => pool.reserve(size).await,
+                    None => None,
+                };
+                if read_deadline.is_some() {
+                    read_deadline = Some(Instant::now() + read);
+                }
+            }
+            Ok(Some(Ok(Incoming::Frame(frame)))) => return Next::Frame(frame, memory),
             Ok(Some(Err(e))) => return Next::Bad(e),
             Err(_) => {
                 let now = Instant::now();
@@ -138,15 +192,24 @@ pub async fn serve_connection<S>(
     let mut authorized_once = false;
     let mut framed = Framed::new(
         stream,
-        KafkaFrameCodec::new(
+        AnnouncingFrameCodec::new(
             ctx.max_frame_bytes
                 .min(limits.unauthenticated_max_frame_bytes),
         ),
     );
     loop {
-        let frame = match next_frame(&mut framed, idle, read).await {
+        // `_memory`: this request's bytes of `queued.max.request.bytes`,
+        // given back once it is answered (the end of this iteration).
+        let (frame, _memory) = match next_frame(
+            &mut framed,
+            idle,
+            read,
+            ctx.request_memory.as_ref(),
+        )
+        .await
+        {
             Next::Closed => return,
-            Next::Frame(frame) => frame.freeze(),
+            Next::Frame(frame, memory) => (frame.freeze(), memory),
             Next::Bad(e) => {
                 if matches!(e, WireError::FrameTooLarge { .. }) {
                     metrics.refuse("frame_too_large");
@@ -206,7 +269,10 @@ pub async fn serve_connection<S>(
             }
             continue;
         }
-        if !authorized_once {
+        // Only a request that needed an operation and passed raises the
+        // frame limit: ApiVersions needs none, so anyone may send it, and it
+        // must not lift the pre-authentication limit.
+        if !authorized_once && authz::required_operation(api_key).is_some() {
             authorized_once = true;
             framed.codec_mut().set_max_frame_bytes(ctx.max_frame_bytes);
         }
@@ -236,5 +302,181 @@ pub async fn serve_connection<S>(
                 return;
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::{BufMut, BytesMut};
+    use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestKind};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+    use crate::{
+        config::{limits::ConnectionLimits, security::AuthorizerSettings},
+        server::limits::ListenerMetrics,
+    };
+
+    fn framed(payload: &[u8]) -> BytesMut {
+        let mut out = BytesMut::new();
+        out.put_i32(i32::try_from(payload.len()).expect("small"));
+        out.extend_from_slice(payload);
+        out
+    }
+
+    /// An anonymous client on a listener with an authorizer: ApiVersions is
+    /// answered (it needs no operation), but it does not lift the small
+    /// pre-authentication frame limit: a larger frame after it closes the
+    /// connection at once.
+    #[tokio::test]
+    async fn api_versions_does_not_lift_the_pre_authentication_frame_limit() {
+        let (mut client, server) = tokio::io::duplex(1 << 16);
+        let (requests, mut inbound) = mpsc::channel::<InboundRequest>(4);
+        let limiter = Arc::new(ConnectionLimiter::new(
+            ConnectionLimits {
+                unauthenticated_max_frame_bytes: 1024,
+                ..ConnectionLimits::default()
+            },
+            None,
+            ListenerMetrics::default(),
+        ));
+        let permit = limiter.try_acquire([127, 0, 0, 1].into()).expect("a place");
+        let ctx = ConnectionContext {
+            max_frame_bytes: 1 << 20,
+            requests,
+            authorizer: Arc::new(Authorizer::new(AuthorizerSettings {
+                enabled: true,
+                super_users: vec!["User:CN=controller".to_owned()],
+                allow_everyone_if_no_acl_found: false,
+            })),
+            limiter,
+            request_memory: None,
+        };
+        let peer: SocketAddr = "127.0.0.1:1".parse().expect("address");
+        let server = tokio::spawn(serve_connection(
+            1,
+            server,
+            peer,
+            authz::ANONYMOUS.to_owned(),
+            ctx,
+            permit,
+        ));
+        tokio::spawn(async move {
+            while let Some(r) = inbound.recv().await {
+                let _ = r.reply.send(Some(ResponseKind::ApiVersions(
+                    ApiVersionsResponse::default(),
+                )));
+            }
+        });
+        let request = wire::encode_request(
+            ApiKey::ApiVersions,
+            3,
+            7,
+            Some("test"),
+            &RequestKind::ApiVersions(ApiVersionsRequest::default()),
+        )
+        .expect("encodes");
+        client.write_all(&framed(&request)).await.expect("write");
+        let mut size = [0u8; 4];
+        tokio::time::timeout(Duration::from_secs(5), client.read_exact(&mut size))
+            .await
+            .expect("answered in time")
+            .expect("an answer");
+        let mut answer = vec![0u8; usize::try_from(i32::from_be_bytes(size)).expect("size")];
+        client.read_exact(&mut answer).await.expect("the answer");
+        // A 2,000-byte frame from a client that is still not authorized.
+        client
+            .write_all(&2000i32.to_be_bytes())
+            .await
+            .expect("write");
+        tokio::time::timeout(Duration::from_secs(5), server)
+            .await
+            .expect("the connection is closed at once, not served")
+            .expect("no panic");
+    }
+
+    /// `queued.max.request.bytes=1000`: a ~630-byte request held by the
+    /// event loop leaves too little for a second one, whose connection waits
+    /// (its request does not reach the event loop) until the first is
+    /// answered.
+    #[tokio::test]
+    async fn a_connection_waits_while_queued_max_request_bytes_are_taken() {
+        let memory = RequestMemory::new(Some(1000));
+        let (requests, mut inbound) = mpsc::channel::<InboundRequest>(4);
+        let limiter = Arc::new(ConnectionLimiter::new(
+            ConnectionLimits::default(),
+            None,
+            ListenerMetrics::default(),
+        ));
+        let ctx = ConnectionContext {
+            max_frame_bytes: 1 << 20,
+            requests,
+            authorizer: Arc::new(Authorizer::default()),
+            limiter: limiter.clone(),
+            request_memory: memory.clone(),
+        };
+        let peer: SocketAddr = "127.0.0.1:1".parse().expect("address");
+        let mut clients = Vec::new();
+        for id in [1, 2] {
+            let (client, server) = tokio::io::duplex(1 << 16);
+            let permit = limiter.try_acquire(peer.ip()).expect("a place");
+            tokio::spawn(serve_connection(
+                id,
+                server,
+                peer,
+                authz::ANONYMOUS.to_owned(),
+                ctx.clone(),
+                permit,
+            ));
+            clients.push(client);
+        }
+        let request = wire::encode_request(
+            ApiKey::ApiVersions,
+            3,
+            7,
+            Some("test"),
+            &RequestKind::ApiVersions(
+                ApiVersionsRequest::default()
+                    .with_client_software_name("x".repeat(600).into())
+                    .with_client_software_version("1".into()),
+            ),
+        )
+        .expect("encodes");
+        assert!((500..1000).contains(&request.len()), "{}", request.len());
+        let wait = Duration::from_secs(5);
+        clients[0]
+            .write_all(&framed(&request))
+            .await
+            .expect("write");
+        let first = tokio::time::timeout(wait, inbound.recv())
+            .await
+            .expect("the first request arrives")
+            .expect("a request");
+        assert_eq!(first.connection_id, 1);
+        assert_eq!(
+            memory.as_ref().expect("a pool").available(),
+            1000 - request.len()
+        );
+        clients[1]
+            .write_all(&framed(&request))
+            .await
+            .expect("write");
+        assert!(
+            tokio::time::timeout(Duration::from_millis(500), inbound.recv())
+                .await
+                .is_err(),
+            "the second connection was served beyond queued.max.request.bytes"
+        );
+        first
+            .reply
+            .send(Some(ResponseKind::ApiVersions(
+                ApiVersionsResponse::default(),
+            )))
+            .expect("the connection waits for its answer");
+        let second = tokio::time::timeout(wait, inbound.recv())
+            .await
+            .expect("the second request arrives once the first is answered")
+            .expect("a request");
+        assert_eq!(second.connection_id, 2);
     }
 }

@@ -369,6 +369,7 @@ where
             max_frame_bytes: config.socket_request_max_bytes,
             requests: request_tx,
             authorizer: Arc::new(authz::Authorizer::new(config.authorizer.clone())),
+            request_memory: connection::RequestMemory::new(config.limits.queued_max_request_bytes),
             limiter,
         },
     ));

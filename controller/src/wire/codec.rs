@@ -226,6 +226,11 @@ pub fn decode_response(
         .map_err(|e| {
             WireError::MalformedResponse(format!("{api_key:?} v{api_version} header: {e}"))
         })?;
+    // kafka-protocol reserves arrays by the count it reads: refuse counts
+    // the bytes left cannot hold before it does (wire/schema_guard.rs).
+    super::schema_guard::check_response_body(api_key, api_version, &buf).map_err(|e| {
+        WireError::MalformedResponse(format!("{api_key:?} v{api_version} body: {e}"))
+    })?;
     let body = ResponseKind::decode(api_key, &mut buf, api_version).map_err(|e| {
         WireError::MalformedResponse(format!("{api_key:?} v{api_version} body: {e}"))
     })?;

@@ -100,6 +100,74 @@ impl Encoder<Bytes> for KafkaFrameCodec {
     }
 }
 
+/// What [`AnnouncingFrameCodec`] yields.
+#[derive(Debug)]
+pub enum Incoming {
+    /// A valid size prefix arrived: the next frame's payload is this many
+    /// bytes (what has arrived of it so far stays in the read buffer).
+    Announced(usize),
+    /// A whole frame's payload, without its size prefix.
+    Frame(BytesMut),
+}
+
+/// [`KafkaFrameCodec`] that first yields each frame's announced size, as
+/// soon as its 4-byte prefix is in, then the frame. `Framed` reads from the
+/// socket only while the codec has nothing to yield, so a caller that waits
+/// after [`Incoming::Announced`] before polling again stops reading from that
+/// connection: how `queued.max.request.bytes` holds a connection back until
+/// the bytes it announces fit (Kafka's `MemoryPool` muting a channel).
+/// Errors: as [`KafkaFrameCodec`] (a size over the maximum or negative is
+/// never announced).
+#[derive(Debug, Clone, Default)]
+pub struct AnnouncingFrameCodec {
+    inner: KafkaFrameCodec,
+    announced: bool,
+}
+
+impl AnnouncingFrameCodec {
+    /// A codec that accepts frames of at most `max_frame_bytes` bytes.
+    pub fn new(max_frame_bytes: usize) -> Self {
+        Self {
+            inner: KafkaFrameCodec::new(max_frame_bytes),
+            announced: false,
+        }
+    }
+
+    /// As [`KafkaFrameCodec::set_max_frame_bytes`].
+    pub fn set_max_frame_bytes(&mut self, max_frame_bytes: usize) {
+        self.inner.set_max_frame_bytes(max_frame_bytes);
+    }
+}
+
+impl Decoder for AnnouncingFrameCodec {
+    type Item = Incoming;
+    type Error = WireError;
+
+    fn decode(&mut self, src: &mut BytesMut) -> Result<Option<Incoming>, WireError> {
+        if !self.announced && src.len() >= SIZE_PREFIX_BYTES {
+            let announced = i32::from_be_bytes([src[0], src[1], src[2], src[3]]);
+            if let Ok(size) = usize::try_from(announced)
+                && size <= self.inner.max_frame_bytes()
+            {
+                self.announced = true;
+                return Ok(Some(Incoming::Announced(size)));
+            }
+        }
+        Ok(self.inner.decode(src)?.map(|frame| {
+            self.announced = false;
+            Incoming::Frame(frame)
+        }))
+    }
+}
+
+impl Encoder<Bytes> for AnnouncingFrameCodec {
+    type Error = WireError;
+
+    fn encode(&mut self, payload: Bytes, dst: &mut BytesMut) -> Result<(), WireError> {
+        self.inner.encode(payload, dst)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -127,6 +195,28 @@ mod tests {
         assert!(matches!(
             codec.decode(&mut buf),
             Err(WireError::FrameTooLarge { size: 11, max: 10 })
+        ));
+    }
+
+    #[test]
+    fn the_announcing_codec_yields_the_size_before_the_frame() {
+        let mut codec = AnnouncingFrameCodec::new(100);
+        let mut buf = BytesMut::new();
+        buf.put_i32(3);
+        assert!(matches!(
+            codec.decode(&mut buf),
+            Ok(Some(Incoming::Announced(3)))
+        ));
+        assert!(codec.decode(&mut buf).expect("waits").is_none());
+        buf.extend_from_slice(b"abc");
+        assert!(matches!(codec.decode(&mut buf), Ok(Some(Incoming::Frame(f))) if &f[..] == b"abc"));
+        buf.put_i32(101);
+        assert!(matches!(
+            codec.decode(&mut buf),
+            Err(WireError::FrameTooLarge {
+                size: 101,
+                max: 100
+            })
         ));
     }
 }

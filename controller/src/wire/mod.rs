@@ -26,6 +26,7 @@ pub mod client;
 mod codec;
 mod frame;
 mod guard;
+pub(crate) mod schema_guard;
 pub mod tls;
 mod versions;
 
@@ -33,7 +34,9 @@ pub use codec::{
     DecodedRequest, UnsupportedRequest, decode_request, decode_response, encode_request,
     encode_response, request_api_key, response_correlation_id,
 };
-pub use frame::{DEFAULT_MAX_FRAME_BYTES, KafkaFrameCodec, SIZE_PREFIX_BYTES};
+pub use frame::{
+    AnnouncingFrameCodec, DEFAULT_MAX_FRAME_BYTES, Incoming, KafkaFrameCodec, SIZE_PREFIX_BYTES,
+};
 use kafka_protocol::messages::ApiKey;
 pub use versions::{
     FinalizedFeatures, INVALID_REQUEST, METADATA_VERSION_MAX, METADATA_VERSION_MIN, SUPPORTED_APIS,

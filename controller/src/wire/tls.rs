@@ -399,7 +399,7 @@ impl<T> Reloading<T> {
                         state.current = config;
                     }
                     Err(e) => {
-                        tracing::warn!(error = %e, "TLS certificates changed on disk but do not load; keeping the previous ones");
+                        tracing::error!(error = %e, "TLS certificates changed on disk but do not load; keeping the previous ones");
                     }
                 }
             }

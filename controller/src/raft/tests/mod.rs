@@ -18,6 +18,7 @@ use crate::{
 
 mod election;
 mod imports;
+mod max_epoch;
 mod membership;
 mod replication;
 mod snapshot;
