@@ -6,6 +6,7 @@
 //! [`ValidatedQuorum`](crate::validate::ValidatedQuorum).
 
 pub mod configmap;
+pub mod networkpolicy;
 pub mod pdb;
 pub mod service;
 pub mod statefulset;

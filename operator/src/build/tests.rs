@@ -352,7 +352,7 @@ fn the_statefulset_is_parallel_on_delete_with_a_data_claim_and_probes() {
 
 #[test]
 fn server_properties_hold_the_operator_keys_then_the_user_config() {
-    let spec = "replicas: 3\nimage: kraft:1\nconfig:\n  controller.quorum.election.timeout.ms: '1500'\nstorage:\n  size: 1Gi";
+    let spec = "replicas: 3\nimage: kraft:1\ntls:\n  enabled: false\nconfig:\n  controller.quorum.election.timeout.ms: '1500'\nstorage:\n  size: 1Gi";
     let q = valid(spec, &status(false));
     let props = server_properties(&q);
     let body: Vec<&str> = props.lines().filter(|l| !l.starts_with('#')).collect();
