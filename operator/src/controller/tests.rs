@@ -746,3 +746,6 @@ async fn a_scale_down_that_would_lose_the_majority_is_refused_loudly() {
         "no voter change sent"
     );
 }
+
+#[path = "pause_tests.rs"]
+mod pause;
