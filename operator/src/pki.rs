@@ -75,6 +75,9 @@ pub struct Issued {
     pub not_before: i64,
     /// `notAfter`, unix seconds.
     pub not_after: i64,
+    /// When it is due for renewal, unix seconds: two thirds of the lifetime
+    /// after it was issued (the backdating of `notBefore` not counted).
+    pub renew_after: i64,
 }
 
 impl fmt::Debug for Issued {
@@ -82,27 +85,23 @@ impl fmt::Debug for Issued {
         f.debug_struct("Issued")
             .field("not_before", &self.not_before)
             .field("not_after", &self.not_after)
+            .field("renew_after", &self.renew_after)
             .field("key_pem", &"<redacted>")
             .finish_non_exhaustive()
     }
 }
 
 impl Issued {
-    /// When this certificate is due for renewal: two thirds into its lifetime.
-    pub fn renew_after(&self) -> i64 {
-        renew_after(self.not_before, self.not_after)
-    }
-
     /// A PEM keystore (KIP-651's one file): the key, then the certificate.
     pub fn keystore_pem(&self) -> String {
         format!("{}{}", self.key_pem, self.cert_pem)
     }
 }
 
-/// Two thirds of the way from `not_before` to `not_after` (cert-manager's
+/// Two thirds of the way from `issued` to `not_after` (cert-manager's
 /// default `renewBefore` of one third of the duration), unix seconds.
-pub fn renew_after(not_before: i64, not_after: i64) -> i64 {
-    not_before + (not_after - not_before) * 2 / 3
+pub fn renew_after(issued: i64, not_after: i64) -> i64 {
+    issued + (not_after - issued) * 2 / 3
 }
 
 fn when(unix: i64) -> Result<OffsetDateTime, PkiError> {
@@ -145,6 +144,7 @@ pub fn new_ca(namespace: &str, name: &str, now: i64, lifetime: i64) -> Result<Is
         key_pem: key.serialize_pem(),
         not_before: now - BACKDATE_SECS,
         not_after: now + lifetime,
+        renew_after: renew_after(now, now + lifetime),
     })
 }
 
@@ -241,6 +241,7 @@ pub fn issue(
         key_pem: key.serialize_pem(),
         not_before,
         not_after,
+        renew_after: renew_after(now, not_after),
     })
 }
 

@@ -82,6 +82,7 @@ pub fn stored(secret: &Secret, cert_key: &str, key_key: &str) -> Option<Issued> 
         key_pem: text(secret, key_key)?,
         not_before: annotation_i64(secret, ANNOTATION_NOT_BEFORE)?,
         not_after: annotation_i64(secret, ANNOTATION_NOT_AFTER)?,
+        renew_after: annotation_i64(secret, ANNOTATION_RENEW_AFTER)?,
     })
 }
 
@@ -114,7 +115,7 @@ fn validity_annotations(issued: &Issued) -> BTreeMap<String, String> {
         ),
         (
             ANNOTATION_RENEW_AFTER.to_string(),
-            issued.renew_after().to_string(),
+            issued.renew_after.to_string(),
         ),
     ])
 }
