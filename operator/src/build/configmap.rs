@@ -51,7 +51,7 @@ pub fn server_properties(q: &ValidatedQuorum) -> String {
     ];
     let mut owned = owned.to_vec();
     if q.tls_enabled {
-        owned.extend(tls_properties());
+        owned.extend(tls_properties(q));
     }
     for (k, v) in owned {
         // Writing to a String cannot fail.
@@ -64,16 +64,20 @@ pub fn server_properties(q: &ValidatedQuorum) -> String {
 }
 
 /// The TLS keys of a quorum with `spec.tls.enabled`: the mounted Secret as
-/// PEM keystore and truststore, client certificates required, and the
+/// PEM keystore (`keystore.pem` of the operator's CA, or cert-manager's
+/// `tls-combined.pem` with `issuerRef`) and truststore, client certificates
+/// required, and the
 /// `StandardAuthorizer` with the operator's principals as `super.users`
 /// (so a certificate of the CA that is not one of them may do nothing).
-pub fn tls_properties() -> Vec<(&'static str, String)> {
+pub fn tls_properties(q: &ValidatedQuorum) -> Vec<(&'static str, String)> {
+    let keystore = if q.issuer_ref.is_some() {
+        super::certificate::COMBINED_PEM_KEY
+    } else {
+        TLS_KEYSTORE_KEY
+    };
     vec![
         ("ssl.keystore.type", "PEM".to_string()),
-        (
-            "ssl.keystore.location",
-            format!("{TLS_DIR}/{TLS_KEYSTORE_KEY}"),
-        ),
+        ("ssl.keystore.location", format!("{TLS_DIR}/{keystore}")),
         ("ssl.truststore.type", "PEM".to_string()),
         ("ssl.truststore.location", format!("{TLS_DIR}/{TLS_CA_KEY}")),
         ("ssl.client.auth", "required".to_string()),

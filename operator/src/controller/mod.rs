@@ -17,6 +17,7 @@
 //! [`crate::planner`], what an action leads to is [`executor::conclude`].
 
 pub mod apply;
+pub mod cert_manager;
 pub mod certs;
 pub mod events;
 pub mod executor;
@@ -319,20 +320,41 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
     q.operator_peer = ctx.operator_peer.clone();
     let admin_tls = if q.tls_enabled {
         if q.issuer_ref.is_some() {
-            let message = "spec.tls.issuerRef (cert-manager) is not supported by this operator version yet; remove it to use the operator's own CA".to_string();
-            let outcome = Outcome::Degraded {
-                reason: "IssuerNotSupported".into(),
-                message,
-            };
-            status.conditions = status::conditions(&status.conditions, &outcome, generation, now);
-            status.observed_generation = generation;
-            write_status(client, &kq, &status).await?;
-            return Ok(Action::await_change());
+            match cert_manager::ensure(client, &q).await? {
+                cert_manager::Outcome::Ready(tls) => {
+                    q.ca_hash = Some(tls.ca_hash.clone());
+                    Some(tls.admin)
+                }
+                cert_manager::Outcome::NotReady {
+                    reason,
+                    message,
+                    degraded,
+                } => {
+                    warn!(reason, message = %message, "certificates not ready");
+                    let outcome = if degraded {
+                        Outcome::Degraded {
+                            reason: reason.into(),
+                            message,
+                        }
+                    } else {
+                        Outcome::Progressing {
+                            reason: reason.into(),
+                            message,
+                        }
+                    };
+                    status.conditions =
+                        status::conditions(&status.conditions, &outcome, generation, now);
+                    status.observed_generation = generation;
+                    write_status(client, &kq, &status).await?;
+                    return Ok(Action::requeue(BUSY_REQUEUE));
+                }
+            }
+        } else {
+            let lifetime = test_leaf_lifetime(&kq).unwrap_or(crate::pki::LEAF_LIFETIME_SECS);
+            let tls = certs::ensure(client, &q, now.as_second(), lifetime).await?;
+            q.ca_hash = Some(tls.ca_hash.clone());
+            Some(tls.admin)
         }
-        let lifetime = test_leaf_lifetime(&kq).unwrap_or(crate::pki::LEAF_LIFETIME_SECS);
-        let tls = certs::ensure(client, &q, now.as_second(), lifetime).await?;
-        q.ca_hash = Some(tls.ca_hash.clone());
-        Some(tls.admin)
     } else {
         None
     };
