@@ -457,6 +457,7 @@ all_tests=(
   t_pause_freezes_the_quorum_until_the_annotation_goes
   t_a_wiped_status_gets_the_same_identity_back
   t_the_network_policy_has_the_rules_asked_for
+  t_an_issuer_ref_uses_cert_manager_certificates
 )
 
 # --- the driver -----------------------------------------------------------------

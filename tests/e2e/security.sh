@@ -243,3 +243,106 @@ assert metrics["ports"] == [{"port": 9100, "protocol": "TCP"}], metrics
 assert metrics["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}], metrics
 '
 }
+
+# standin_cert_manager_crds apply|delete: minimal CRDs for cert-manager's
+# Certificate and Issuer (cert-manager itself cannot be installed from this
+# machine's registries: it is published as container images and a chart
+# pointing at them, and the local cluster runs no containers).
+standin_cert_manager_crds() {
+  local verb="$1" kind plural
+  for kind in Certificate Issuer; do
+    plural="$(tr '[:upper:]' '[:lower:]' <<<"$kind")s"
+    kubectl "$verb" -f - >/dev/null 2>&1 <<CRD || [[ "$verb" == delete ]]
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: $plural.cert-manager.io}
+spec:
+  group: cert-manager.io
+  scope: Namespaced
+  names: {kind: $kind, plural: $plural, singular: $(tr '[:upper:]' '[:lower:]' <<<"$kind")}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+CRD
+  done
+}
+
+# play_cert_manager NS DIR: issue every Certificate of NS as cert-manager
+# would (CA issuer): a Secret with ca.crt, tls.crt, tls.key and
+# tls-combined.pem, the subject and DNS names the Certificate asks for.
+play_cert_manager() {
+  local ns="$1" dir="$2" name secret cn sans
+  for name in $(kubectl -n "$ns" get certificates.cert-manager.io -o jsonpath='{.items[*].metadata.name}'); do
+    secret="$(kubectl -n "$ns" get certificates.cert-manager.io "$name" -o jsonpath='{.spec.secretName}')"
+    cn="$(kubectl -n "$ns" get certificates.cert-manager.io "$name" -o jsonpath='{.spec.commonName}')"
+    sans="$(kubectl -n "$ns" get certificates.cert-manager.io "$name" -o jsonpath='{.spec.dnsNames[*]}' | sed 's/[^ ]*/DNS:&/g; s/ /,/g')"
+    openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$dir/$name.key" 2>/dev/null
+    openssl req -new -key "$dir/$name.key" -subj "/CN=$cn" -out "$dir/$name.csr" 2>/dev/null
+    printf 'extendedKeyUsage=serverAuth,clientAuth\n%s' "${sans:+subjectAltName=$sans}" >"$dir/$name.ext"
+    openssl x509 -req -in "$dir/$name.csr" -CA "$dir/ca.crt" -CAkey "$dir/ca.key" -CAcreateserial \
+      -days 90 -extfile "$dir/$name.ext" -out "$dir/$name.crt" 2>/dev/null
+    cat "$dir/$name.key" "$dir/$name.crt" >"$dir/$name.combined"
+    kubectl -n "$ns" create secret generic "$secret" --from-file=ca.crt="$dir/ca.crt" \
+      --from-file=tls.crt="$dir/$name.crt" --from-file=tls.key="$dir/$name.key" \
+      --from-file=tls-combined.pem="$dir/$name.combined" >/dev/null
+  done
+}
+
+# (20f) spec.tls.issuerRef: without cert-manager the quorum says so
+# (CertManagerMissing); with its API but no issuer, IssuerNotFound; with the
+# issuer, the operator writes the three Certificates (content checked) and
+# waits; once their Secrets are filled (this test plays cert-manager: see
+# standin_cert_manager_crds) the quorum runs on those certificates.
+t_an_issuer_ref_uses_cert_manager_certificates() {
+  local ns=e2e-certmgr dir out
+  standin_cert_manager_crds delete
+  restricted_namespace "$ns"
+  kubectl -n "$ns" apply -f - >/dev/null <<KQ
+apiVersion: kraft.krabka.io/v1alpha1
+kind: KraftQuorum
+metadata: {name: q}
+spec:
+  replicas: 1
+  image: $image
+  storage: {size: 1Gi}
+  tls: {issuerRef: {name: corp-ca}}
+KQ
+  poll "Degraded/CertManagerMissing" 60 degraded_because "$ns" q CertManagerMissing
+  kq "$ns" q '{.status.conditions[?(@.type=="Degraded")].message}' | grep -q 'cert-manager is not installed'
+  standin_cert_manager_crds apply
+  poll "Degraded/IssuerNotFound" 60 degraded_because "$ns" q IssuerNotFound
+  kubectl -n "$ns" apply -f - >/dev/null <<ISSUER
+apiVersion: cert-manager.io/v1
+kind: Issuer
+metadata: {name: corp-ca}
+spec: {ca: {secretName: corp-ca}}
+ISSUER
+  poll "three Certificates written" 60 bash -c \
+    "[[ \$(kubectl -n $ns get certificates.cert-manager.io -o name | wc -l) == 3 ]]"
+  kubectl -n "$ns" get certificates.cert-manager.io q-tls -o json | python3 -c '
+import json, sys
+spec = json.load(sys.stdin)["spec"]
+assert spec["issuerRef"] == {"name": "corp-ca", "kind": "Issuer", "group": "cert-manager.io"}, spec
+assert spec["secretName"] == "q-tls" and spec["commonName"] == "kraft-controller", spec
+assert "q-0.q.e2e-certmgr.svc.cluster.local" in spec["dnsNames"], spec
+assert spec["duration"] == "2160h" and spec["renewBefore"] == "720h", spec
+assert {"type": "CombinedPEM"} in spec["additionalOutputFormats"], spec'
+  [[ -z "$(kubectl -n "$ns" get statefulset q -o name 2>/dev/null)" ]] || {
+    echo "pods built before the certificates exist" >&2
+    return 1
+  }
+  dir="$cache/e2e-tls/certmgr"
+  rm -rf "$dir" && mkdir -p "$dir"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \
+    -subj "/CN=e2e stand-in CA" -keyout "$dir/ca.key" -out "$dir/ca.crt" 2>/dev/null
+  play_cert_manager "$ns" "$dir"
+  poll "1 voter Ready on cert-manager's certificates" 240 is_ready "$ns" q 1
+  out="$(openssl_to "$ns" q-0 -verify_hostname "q-0.q.$ns.svc.cluster.local")"
+  grep -q 'issuer=CN *= *e2e stand-in CA' <<<"$out" && grep -q 'Verify return code: 0 (ok)' <<<"$out" || {
+    echo "q-0 does not serve the issued certificate: $out" >&2
+    return 1
+  }
+  standin_cert_manager_crds delete
+}

@@ -563,3 +563,48 @@ fn the_network_policy_opens_9093_to_the_quorum_the_operator_and_brokers_and_9100
         Some(1)
     );
 }
+
+#[test]
+fn with_an_issuer_ref_three_cert_manager_certificates_name_the_pods_and_the_principals() {
+    use super::certificate::build_certificates;
+    let spec =
+        "replicas: 3\nimage: kraft:1\nstorage:\n  size: 1Gi\ntls:\n  issuerRef:\n    name: corp-ca";
+    let q = valid(spec, &status(false));
+    let certs = build_certificates(&q);
+    let names: Vec<_> = certs
+        .iter()
+        .map(|c| c["metadata"]["name"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(names, ["kq-tls", "kq-operator-tls", "kq-client-tls"]);
+    let server = &certs[0]["spec"];
+    assert_eq!(server["secretName"], "kq-tls");
+    assert_eq!(server["commonName"], "kraft-controller");
+    assert_eq!(
+        server["issuerRef"],
+        serde_json::json!({"name": "corp-ca", "kind": "Issuer", "group": "cert-manager.io"})
+    );
+    assert_eq!(
+        (server["duration"].as_str(), server["renewBefore"].as_str()),
+        (Some("2160h"), Some("720h"))
+    );
+    assert_eq!(server["additionalOutputFormats"][0]["type"], "CombinedPEM");
+    let dns = server["dnsNames"].to_string();
+    assert!(
+        dns.contains("kq-0.kq.ns.svc.cluster.local") && dns.contains("kq-8.kq.ns.svc"),
+        "{dns}"
+    );
+    assert!(server["usages"].to_string().contains("server auth"));
+    assert_eq!(certs[1]["spec"]["commonName"], "kraft-operator");
+    assert!(certs[1]["spec"]["dnsNames"].is_null());
+    assert_eq!(certs[2]["spec"]["commonName"], "kraft-broker");
+    assert_eq!(
+        certs[0]["metadata"]["ownerReferences"][0]["kind"],
+        "KraftQuorum"
+    );
+    // The keystore is cert-manager's combined PEM file.
+    assert!(
+        server_properties(&q).contains("ssl.keystore.location=/etc/kraft-tls/tls-combined.pem\n")
+    );
+    // Without issuerRef: none.
+    assert!(build_certificates(&valid(SPEC3, &status(false))).is_empty());
+}
