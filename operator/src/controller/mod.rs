@@ -250,7 +250,7 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
     if is_paused(kq) {
         let mut status = kq.status.clone().unwrap_or_default();
         let paused = status::paused_condition(&status.conditions, generation, now);
-        if status.conditions.iter().any(|c| *c == paused) {
+        if status.conditions.contains(&paused) {
             return Ok(Action::await_change());
         }
         status.conditions.retain(|c| c.type_ != status::PAUSED);
