@@ -65,6 +65,11 @@ WORKLOAD_RULES = {
     ("", "services"): {"list", "watch", "create", "patch"},
     ("", "configmaps"): {"list", "watch", "create", "patch"},
     ("policy", "poddisruptionbudgets"): {"list", "watch", "create", "patch"},
+    ("", "secrets"): {"get", "list", "watch", "create", "patch"},
+    ("networking.k8s.io", "networkpolicies"): {"list", "watch", "create", "patch"},
+    ("cert-manager.io", "certificates"): {"list", "create", "patch"},
+    ("cert-manager.io", "issuers"): {"get"},
+    ("cert-manager.io", "clusterissuers"): {"get"},
     ("", "pods"): {"list", "watch", "delete"},
     ("events.k8s.io", "events"): {"create", "patch"},
 }

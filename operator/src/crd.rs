@@ -33,6 +33,22 @@ pub const CONTROLLER_LISTENER_NAME: &str = "CONTROLLER";
 pub const DATA_DIR: &str = "/var/lib/kraft/data";
 /// Where the ConfigMap is mounted.
 pub const CONFIG_DIR: &str = "/etc/kraft";
+/// Where the controllers' certificate Secret is mounted (`spec.tls`).
+pub const TLS_DIR: &str = "/etc/kraft-tls";
+/// Secret key: the trusted CA certificates, PEM (`ssl.truststore.location`).
+pub const TLS_CA_KEY: &str = "ca.crt";
+/// Secret key: the certificate, PEM.
+pub const TLS_CERT_KEY: &str = "tls.crt";
+/// Secret key: the private key, PKCS#8 PEM.
+pub const TLS_PRIVATE_KEY: &str = "tls.key";
+/// Secret key: key and certificate in one PEM file (`ssl.keystore.location`, KIP-651).
+pub const TLS_KEYSTORE_KEY: &str = "keystore.pem";
+/// Secret key of the client Secret: a `--command-config` file for
+/// `kraft-controller quorum` (and the `ssl.*` keys a broker needs), paths
+/// under [`CLIENT_TLS_DIR`].
+pub const TLS_CLIENT_PROPERTIES_KEY: &str = "client.properties";
+/// Where `client.properties` expects the client Secret to be mounted.
+pub const CLIENT_TLS_DIR: &str = "/etc/kraft-client";
 /// The ConfigMap key holding the controller's `server.properties`.
 pub const SERVER_PROPERTIES_KEY: &str = "server.properties";
 /// The ConfigMap key holding the `format` init container's mode, one
@@ -59,6 +75,23 @@ pub const LABEL_POD_INDEX: &str = "apps.kubernetes.io/pod-index";
 /// Pod template annotation: hash of `server.properties`, so a config change is
 /// a template change (and a new StatefulSet revision).
 pub const ANNOTATION_CONFIG_HASH: &str = "kraft.krabka.io/config-hash";
+/// Pod template annotation: fingerprint of the quorum's CA certificate, so a
+/// new CA is a template change (a quorum-aware rolling restart), while a
+/// renewed leaf certificate is not (the controllers reload it from disk).
+pub const ANNOTATION_CA_HASH: &str = "kraft.krabka.io/ca-hash";
+/// KraftQuorum annotation: `"true"` freezes reconciliation (Strimzi's
+/// `strimzi.io/pause-reconciliation`): no child, membership or certificate
+/// is changed; the condition `Paused` says so. Removing it resumes.
+pub const ANNOTATION_PAUSE: &str = "kraft.krabka.io/pause-reconciliation";
+/// StatefulSet annotation: the cluster id, a copy of `status.clusterId` read
+/// back when status is lost.
+pub const ANNOTATION_CLUSTER_ID: &str = "kraft.krabka.io/cluster-id";
+/// StatefulSet annotation: the initial voters, `id:directoryId,…`, a copy of
+/// `status.initialVoters` read back when status is lost.
+pub const ANNOTATION_INITIAL_VOTERS: &str = "kraft.krabka.io/initial-voters";
+/// StatefulSet annotation: `"true"` once the quorum was bootstrapped (a copy
+/// of `status.bootstrapped`).
+pub const ANNOTATION_BOOTSTRAPPED: &str = "kraft.krabka.io/bootstrapped";
 
 /// What happens to a controller's volume when its pod goes away for good.
 /// Maps onto the StatefulSet's `persistentVolumeClaimRetentionPolicy`.
@@ -117,6 +150,81 @@ pub struct PodTemplateSpec {
     /// Extra annotations on the controller pods.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
+}
+
+/// A cert-manager issuer (`cert-manager.io/v1` `Issuer` or `ClusterIssuer`).
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct IssuerRef {
+    /// The issuer's name.
+    pub name: String,
+    /// `Issuer` (default, in the quorum's namespace) or `ClusterIssuer`.
+    #[serde(default = "default_issuer_kind")]
+    pub kind: String,
+    /// The issuer's API group, `cert-manager.io` by default.
+    #[serde(default = "default_issuer_group")]
+    pub group: String,
+}
+
+fn default_issuer_kind() -> String {
+    "Issuer".into()
+}
+
+fn default_issuer_group() -> String {
+    "cert-manager.io".into()
+}
+
+/// TLS of the controller listener (`spec.tls`): on by default.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct TlsSpec {
+    /// mTLS on the controller listener (default `true`). `false` keeps the
+    /// listener PLAINTEXT: for tests only, anyone who reaches port 9093 can
+    /// then change the voter set.
+    #[serde(default = "default_true")]
+    pub enabled: bool,
+    /// Certificates from this cert-manager issuer (the operator writes
+    /// `Certificate` objects) instead of the operator's own CA.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issuer_ref: Option<IssuerRef>,
+}
+
+impl Default for TlsSpec {
+    fn default() -> Self {
+        TlsSpec {
+            enabled: true,
+            issuer_ref: None,
+        }
+    }
+}
+
+fn default_true() -> bool {
+    true
+}
+
+/// Who may reach the controllers (`spec.networkPolicy`): the operator writes
+/// one NetworkPolicy per quorum from it.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct NetworkPolicySpec {
+    /// Write the NetworkPolicy (default `true`).
+    #[serde(default = "default_true_opt", skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// Labels of the broker pods (any namespace) allowed to the controller
+    /// listener; none when empty.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub broker_pod_labels: BTreeMap<String, String>,
+    /// Namespace labels of the monitoring pods allowed to port 9100
+    /// (`/metrics`); with `monitoringPodLabels`, both must match.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitoring_namespace_labels: Option<BTreeMap<String, String>>,
+    /// Pod labels of the monitoring pods allowed to port 9100.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitoring_pod_labels: Option<BTreeMap<String, String>>,
+}
+
+fn default_true_opt() -> Option<bool> {
+    Some(true)
 }
 
 /// A quorum of KRaft controllers. `spec.replicas` is the number of voters.
@@ -185,6 +293,12 @@ pub struct KraftQuorumSpec {
     /// Pod placement and metadata.
     #[serde(default)]
     pub pod_template: PodTemplateSpec,
+    /// TLS of the controller listener; on (mTLS, the operator's CA) by default.
+    #[serde(default)]
+    pub tls: TlsSpec,
+    /// Who may reach the controllers' ports.
+    #[serde(default)]
+    pub network_policy: NetworkPolicySpec,
 }
 
 fn default_listener_port() -> i32 {

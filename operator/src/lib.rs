@@ -15,6 +15,7 @@ pub mod controller;
 pub mod crd;
 pub mod lease;
 pub mod metrics;
+pub mod pki;
 pub mod planner;
 pub mod quorum;
 pub mod run;

@@ -58,6 +58,23 @@ pub struct RunArgs {
     /// Timeout of each admin request to a controller, ms.
     #[arg(long, default_value_t = 5_000)]
     pub admin_timeout_ms: u64,
+    /// Labels of the operator's own pods (`k=v,k=v`), so the quorums'
+    /// NetworkPolicies let it reach the controller listener (with
+    /// `POD_NAMESPACE`); the policies do not name the operator when absent.
+    #[arg(long, env = "OPERATOR_POD_LABELS")]
+    pub operator_pod_labels: Option<String>,
+}
+
+/// Parses `k=v,k=v` (empty parts ignored); `None` when a part has no `=`.
+pub fn parse_labels(s: &str) -> Option<std::collections::BTreeMap<String, String>> {
+    s.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let (k, v) = p.split_once('=')?;
+            Some((k.trim().to_string(), v.trim().to_string()))
+        })
+        .collect()
 }
 
 #[derive(Clone)]
@@ -157,12 +174,18 @@ async fn run<Q: QuorumClient>(args: RunArgs, quorum: Q) -> ExitCode {
         controller: "kraft-operator".into(),
         instance: Some(identity.clone()),
     };
-    let ctx = Arc::new(Context::new(
-        client.clone(),
-        quorum,
-        reporter,
-        &args.cluster_domain,
-    ));
+    let mut ctx = Context::new(client.clone(), quorum, reporter, &args.cluster_domain);
+    if let (Some(ns), Some(labels)) = (&args.lease_namespace, &args.operator_pod_labels) {
+        let Some(pod_labels) = parse_labels(labels) else {
+            error!(labels = %labels, "--operator-pod-labels is not k=v,k=v");
+            return ExitCode::FAILURE;
+        };
+        ctx.operator_peer = Some(crate::validate::OperatorPeer {
+            namespace: ns.clone(),
+            pod_labels,
+        });
+    }
+    let ctx = Arc::new(ctx);
 
     // Shutdown: a signal, or (below) losing the lease.
     let (stop_tx, stop_rx) = watch::channel(false);

@@ -44,6 +44,28 @@ pub const RESERVED_KEYS: &[&str] = &[
     "controller.quorum.bootstrap.servers",
 ];
 
+/// Keys (and key prefixes, ending in `.`) `spec.config` may not set while
+/// `spec.tls.enabled`: the operator owns the listener's TLS and who is a
+/// super user (the certificates it issues are the principals).
+pub const RESERVED_TLS_KEYS: &[&str] = &[
+    "ssl.",
+    "listener.name.",
+    "authorizer.class.name",
+    "super.users",
+    "allow.everyone.if.no.acl.found",
+    "ssl.principal.mapping.rules",
+];
+
+fn reserved_with_tls(key: &str) -> bool {
+    RESERVED_TLS_KEYS.iter().any(|r| {
+        if r.ends_with('.') {
+            key.starts_with(r)
+        } else {
+            key == *r
+        }
+    })
+}
+
 /// Why a KraftQuorum cannot be built. Each is a spec (or identity) problem
 /// that only a change of the resource can fix.
 #[derive(Clone, Debug, thiserror::Error, PartialEq, Eq)]
@@ -148,6 +170,29 @@ pub struct ValidatedQuorum {
     pub bootstrapped: bool,
     /// Initial voters `(node id, directory id)`, ordered by node id.
     pub initial_voters: Vec<(i32, Uuid)>,
+    /// `spec.tls.enabled`: the listener is SSL with `ssl.client.auth=required`.
+    pub tls_enabled: bool,
+    /// cert-manager issuer of the certificates (`spec.tls.issuerRef`); the
+    /// operator's own CA when `None`.
+    pub issuer_ref: Option<crate::crd::IssuerRef>,
+    /// Fingerprint of the CA the controllers trust, set by the reconciler once
+    /// the certificates exist (a pod template annotation: a new CA rolls the
+    /// pods, a renewed leaf does not). `None` before, and without TLS.
+    pub ca_hash: Option<String>,
+    /// `spec.networkPolicy`.
+    pub network_policy: crate::crd::NetworkPolicySpec,
+    /// Labels of the operator's own pods and its namespace, for the
+    /// NetworkPolicy (set by the reconciler from its configuration).
+    pub operator_peer: Option<OperatorPeer>,
+}
+
+/// Where the operator runs, so the NetworkPolicy lets it reach port 9093.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OperatorPeer {
+    /// The operator's namespace.
+    pub namespace: String,
+    /// Labels of the operator's pods.
+    pub pod_labels: BTreeMap<String, String>,
 }
 
 impl ValidatedQuorum {
@@ -178,6 +223,26 @@ impl ValidatedQuorum {
     /// Pod name of `ordinal`.
     pub fn pod_name(&self, ordinal: i32) -> String {
         format!("{}-{ordinal}", self.name)
+    }
+
+    /// Name of the Secret holding the quorum's CA (certificate and key).
+    pub fn ca_secret(&self) -> String {
+        format!("{}-ca", self.name)
+    }
+
+    /// Name of the Secret the controller pods mount (their certificate).
+    pub fn server_secret(&self) -> String {
+        format!("{}-tls", self.name)
+    }
+
+    /// Name of the Secret with the operator's admin client certificate.
+    pub fn operator_secret(&self) -> String {
+        format!("{}-operator-tls", self.name)
+    }
+
+    /// Name of the Secret broker pods mount: a client identity of the quorum.
+    pub fn client_secret(&self) -> String {
+        format!("{}-client-tls", self.name)
     }
 
     /// Stable DNS name of pod `ordinal` through the headless Service.
@@ -294,7 +359,7 @@ pub fn validate(
     if let Some(key) = spec
         .config
         .keys()
-        .find(|k| RESERVED_KEYS.contains(&k.as_str()))
+        .find(|k| RESERVED_KEYS.contains(&k.as_str()) || (spec.tls.enabled && reserved_with_tls(k)))
     {
         return Err(Error::ReservedConfigKey(key.clone()));
     }
@@ -360,6 +425,11 @@ pub fn validate(
         pod_template: spec.pod_template.clone(),
         bootstrapped: status.bootstrapped,
         initial_voters,
+        tls_enabled: spec.tls.enabled,
+        issuer_ref: spec.tls.issuer_ref.clone(),
+        ca_hash: None,
+        network_policy: spec.network_policy.clone(),
+        operator_peer: None,
     })
 }
 

@@ -286,7 +286,11 @@ fn the_admin_quorum_client_adds_and_removes_a_voter_of_a_real_quorum() {
 
         // The leader reports the fourth node as a caught-up observer.
         let described = wait_for("node 4 to be a caught-up observer", || async {
-            let d = client.session(via.clone()).describe_quorum().await.ok()?;
+            let d = client
+                .session(via.clone(), None)
+                .describe_quorum()
+                .await
+                .ok()?;
             let o = d.observers.iter().find(|o| o.node_id == 4)?;
             (o.directory_id == joiner.directory_id && d.is_caught_up(o)).then_some(d)
         })
@@ -302,7 +306,7 @@ fn the_admin_quorum_client_adds_and_removes_a_voter_of_a_real_quorum() {
 
         // One session for the rest, as one reconcile pass has: one
         // connection that follows the leader.
-        let mut session = client.session(via.clone());
+        let mut session = client.session(via.clone(), None);
 
         // A wrong directory id is refused for good, not retried.
         let wrong = Uuid::from_u128(0xbad);

@@ -51,18 +51,51 @@ is_ready() {
 # pod_ip NS POD
 pod_ip() { kubectl -n "$1" get pod "$2" -o jsonpath='{.status.podIP}'; }
 
+# client_config NS NAME: prints the path of a `--command-config` file for
+# the quorum: mTLS with its client Secret (`NAME-client-tls`, spec.tls, the
+# default) copied to a directory under $cache, or an empty (PLAINTEXT) file
+# when the quorum has no such Secret. The host dials pod IPs, which the
+# certificate does not name, so the host name check is off (the chain is
+# still verified against the quorum's CA).
+client_config() {
+  local ns="$1" name="$2" dir k
+  dir="$cache/e2e-tls/$ns-$name"
+  mkdir -p "$dir"
+  if kubectl -n "$ns" get secret "$name-client-tls" >/dev/null 2>&1; then
+    for k in ca.crt keystore.pem; do
+      kubectl -n "$ns" get secret "$name-client-tls" -o jsonpath="{.data.${k//./\\.}}" | base64 -d >"$dir/$k"
+    done
+    printf 'security.protocol=SSL\nssl.keystore.type=PEM\nssl.keystore.location=%s/keystore.pem\nssl.truststore.type=PEM\nssl.truststore.location=%s/ca.crt\nssl.endpoint.identification.algorithm=\n' \
+      "$dir" "$dir" >"$dir/client.properties"
+  else
+    : >"$dir/client.properties"
+  fi
+  echo "$dir/client.properties"
+}
+
 # describe_quorum NS NAME: `kraft-controller quorum describe --status` against
-# the first pod of the quorum that answers (pod IPs are reachable from the host).
+# the first pod of the quorum that answers (pod IPs are reachable from the
+# host), over mTLS with the quorum's client Secret when it has one.
 describe_quorum() {
-  local ns="$1" name="$2" pod ip
+  local ns="$1" name="$2" pod ip config
+  config="$(client_config "$ns" "$name")"
   for pod in $(kubectl -n "$ns" get pods -l "app.kubernetes.io/instance=$name" -o name 2>/dev/null | sed 's|pod/||'); do
     ip="$(pod_ip "$ns" "$pod")"
     [[ -n "$ip" ]] || continue
-    if "$kraft_controller" quorum --bootstrap-controller "$ip:$controller_port" describe --status 2>/dev/null; then
+    if "$kraft_controller" quorum --bootstrap-controller "$ip:$controller_port" --command-config "$config" describe --status 2>/dev/null; then
       return 0
     fi
   done
   return 1
+}
+
+# restricted_namespace NS: create NS with the restricted Pod Security
+# Standard enforced (the API server's PodSecurity admission): a pod that is
+# not compliant is refused, and the test that needed it fails.
+restricted_namespace() {
+  kubectl create namespace "$1" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+  kubectl label --overwrite namespace "$1" pod-security.kubernetes.io/enforce=restricted \
+    pod-security.kubernetes.io/enforce-version=latest >/dev/null
 }
 
 # dump NS: everything needed to debug a failure in NS: the KraftQuorums, pods,

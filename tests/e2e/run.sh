@@ -27,7 +27,7 @@ samples_dir="$cache/e2e-samples"
 
 # apply_quorum NS NAME REPLICAS: create NS and a KraftQuorum NAME in it.
 apply_quorum() {
-  kubectl create namespace "$1" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+  restricted_namespace "$1"
   kubectl -n "$1" apply -f - >/dev/null <<EOF
 apiVersion: kraft.krabka.io/v1alpha1
 kind: KraftQuorum
@@ -100,6 +100,9 @@ print(" ".join(re.search(r"node (\d+)", e.get("note", "")).group(1) for e in ite
 }
 
 # --- the tests ------------------------------------------------------------------
+
+# shellcheck source=security.sh
+source "$here/security.sh"
 
 # (1) 3 voters become Ready; DescribeQuorum shows them with the directory ids
 # of the status; the status' leader and epoch match.
@@ -449,6 +452,12 @@ all_tests=(
   t_a_volume_of_another_cluster_is_reported_and_left_untouched
   t_deleting_the_quorum_collects_its_children
   t_an_operator_killed_mid_scale_up_finishes_the_change
+  t_a_default_quorum_speaks_mtls
+  t_a_renewed_certificate_is_served_without_restarts
+  t_pause_freezes_the_quorum_until_the_annotation_goes
+  t_a_wiped_status_gets_the_same_identity_back
+  t_the_network_policy_has_the_rules_asked_for
+  t_an_issuer_ref_uses_cert_manager_certificates
 )
 
 # --- the driver -----------------------------------------------------------------
@@ -458,7 +467,7 @@ if [[ "${1:-}" == --one ]]; then
   exit 0
 fi
 
-namespace_of() { grep -A3 "^$1()" "${BASH_SOURCE[0]}" | grep -o 'ns=e2e-[a-z]*' | head -1 | cut -d= -f2; }
+namespace_of() { grep -h -A3 "^$1()" "${BASH_SOURCE[0]}" "$here/security.sh" | grep -o 'ns=e2e-[a-z]*' | head -1 | cut -d= -f2; }
 
 tests=("$@")
 ((${#tests[@]} > 0)) || tests=("${all_tests[@]}")

@@ -14,7 +14,11 @@ use k8s_openapi::api::core::v1::ConfigMap;
 
 use super::child_meta;
 use crate::{
-    crd::{CONTROLLER_LISTENER_NAME, DATA_DIR, FORMAT_MODE_KEY, SERVER_PROPERTIES_KEY},
+    crd::{
+        CONTROLLER_LISTENER_NAME, DATA_DIR, FORMAT_MODE_KEY, SERVER_PROPERTIES_KEY, TLS_CA_KEY,
+        TLS_DIR, TLS_KEYSTORE_KEY,
+    },
+    pki::super_users,
     validate::{FormatMode, ValidatedQuorum},
 };
 
@@ -37,11 +41,18 @@ pub fn server_properties(q: &ValidatedQuorum) -> String {
         ),
         (
             "listener.security.protocol.map",
-            format!("{CONTROLLER_LISTENER_NAME}:PLAINTEXT"),
+            format!(
+                "{CONTROLLER_LISTENER_NAME}:{}",
+                if q.tls_enabled { "SSL" } else { "PLAINTEXT" }
+            ),
         ),
         ("metadata.log.dir", DATA_DIR.to_string()),
         ("controller.quorum.bootstrap.servers", q.bootstrap_servers()),
     ];
+    let mut owned = owned.to_vec();
+    if q.tls_enabled {
+        owned.extend(tls_properties(q));
+    }
     for (k, v) in owned {
         // Writing to a String cannot fail.
         let _ = writeln!(s, "{k}={v}");
@@ -50,6 +61,32 @@ pub fn server_properties(q: &ValidatedQuorum) -> String {
         let _ = writeln!(s, "{k}={v}");
     }
     s
+}
+
+/// The TLS keys of a quorum with `spec.tls.enabled`: the mounted Secret as
+/// PEM keystore (`keystore.pem` of the operator's CA, or cert-manager's
+/// `tls-combined.pem` with `issuerRef`) and truststore, client certificates
+/// required, and the
+/// `StandardAuthorizer` with the operator's principals as `super.users`
+/// (so a certificate of the CA that is not one of them may do nothing).
+pub fn tls_properties(q: &ValidatedQuorum) -> Vec<(&'static str, String)> {
+    let keystore = if q.issuer_ref.is_some() {
+        super::certificate::COMBINED_PEM_KEY
+    } else {
+        TLS_KEYSTORE_KEY
+    };
+    vec![
+        ("ssl.keystore.type", "PEM".to_string()),
+        ("ssl.keystore.location", format!("{TLS_DIR}/{keystore}")),
+        ("ssl.truststore.type", "PEM".to_string()),
+        ("ssl.truststore.location", format!("{TLS_DIR}/{TLS_CA_KEY}")),
+        ("ssl.client.auth", "required".to_string()),
+        (
+            "authorizer.class.name",
+            "org.apache.kafka.metadata.authorizer.StandardAuthorizer".to_string(),
+        ),
+        ("super.users", super_users()),
+    ]
 }
 
 /// The one `kraft-controller format` argument that selects its mode

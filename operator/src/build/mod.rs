@@ -5,7 +5,9 @@
 //! cluster, the clock or the quorum; everything it needs is in
 //! [`ValidatedQuorum`](crate::validate::ValidatedQuorum).
 
+pub mod certificate;
 pub mod configmap;
+pub mod networkpolicy;
 pub mod pdb;
 pub mod service;
 pub mod statefulset;

@@ -40,7 +40,8 @@ use k8s_openapi::{
             Capabilities, ConfigMapKeySelector, ConfigMapVolumeSource, Container, ContainerPort,
             EnvVar, EnvVarSource, HTTPGetAction, ObjectFieldSelector, PersistentVolumeClaim,
             PersistentVolumeClaimSpec, PodSecurityContext, PodSpec, PodTemplateSpec, Probe,
-            SeccompProfile, SecurityContext, Volume, VolumeMount, VolumeResourceRequirements,
+            ResourceRequirements, SeccompProfile, SecretVolumeSource, SecurityContext, Volume,
+            VolumeMount, VolumeResourceRequirements,
         },
     },
     apimachinery::pkg::{
@@ -53,9 +54,11 @@ use k8s_openapi::{
 use super::{child_meta, configmap::server_properties, fnv1a_hex};
 use crate::{
     crd::{
-        ANNOTATION_CONFIG_HASH, CONFIG_DIR, CONTROLLER_HTTP_PORT, CONTROLLER_LISTENER_NAME,
-        FORMAT_MODE_ENV, FORMAT_MODE_KEY, LABEL_POD_INDEX, SERVER_PROPERTIES_KEY,
+        ANNOTATION_BOOTSTRAPPED, ANNOTATION_CA_HASH, ANNOTATION_CLUSTER_ID, ANNOTATION_CONFIG_HASH,
+        ANNOTATION_INITIAL_VOTERS, CONFIG_DIR, CONTROLLER_HTTP_PORT, CONTROLLER_LISTENER_NAME,
+        FORMAT_MODE_ENV, FORMAT_MODE_KEY, LABEL_POD_INDEX, SERVER_PROPERTIES_KEY, TLS_DIR,
     },
+    kafka_uuid,
     validate::ValidatedQuorum,
 };
 
@@ -185,7 +188,55 @@ fn container_security_context() -> SecurityContext {
     }
 }
 
-fn mounts() -> Vec<VolumeMount> {
+/// Name of the volume of the controllers' certificate Secret (`spec.tls`).
+pub const TLS_VOLUME: &str = "tls";
+
+/// Requests of the controller container when `spec.resources` is unset:
+/// enough for a small quorum's metadata log, so the scheduler counts it.
+pub fn default_resources() -> ResourceRequirements {
+    ResourceRequirements {
+        requests: Some(BTreeMap::from([
+            ("cpu".to_string(), Quantity("100m".into())),
+            ("memory".to_string(), Quantity("256Mi".into())),
+        ])),
+        ..ResourceRequirements::default()
+    }
+}
+
+/// The identity annotations of the StatefulSet (not of its pod template, so
+/// they never restart a pod): cluster id, initial voters, bootstrapped. Read
+/// back by `controller::identity` when status is lost.
+pub fn identity_annotations(q: &ValidatedQuorum) -> BTreeMap<String, String> {
+    let voters = q
+        .initial_voters
+        .iter()
+        .map(|(id, dir)| format!("{id}:{}", kafka_uuid::to_string(*dir)))
+        .collect::<Vec<_>>()
+        .join(",");
+    BTreeMap::from([
+        (ANNOTATION_CLUSTER_ID.to_string(), q.cluster_id.clone()),
+        (ANNOTATION_INITIAL_VOTERS.to_string(), voters),
+        (
+            ANNOTATION_BOOTSTRAPPED.to_string(),
+            q.bootstrapped.to_string(),
+        ),
+    ])
+}
+
+fn mounts(q: &ValidatedQuorum) -> Vec<VolumeMount> {
+    let mut m = base_mounts();
+    if q.tls_enabled {
+        m.push(VolumeMount {
+            name: TLS_VOLUME.into(),
+            mount_path: TLS_DIR.into(),
+            read_only: Some(true),
+            ..VolumeMount::default()
+        });
+    }
+    m
+}
+
+fn base_mounts() -> Vec<VolumeMount> {
     vec![
         VolumeMount {
             name: DATA_VOLUME.into(),
@@ -223,6 +274,29 @@ pub fn build_statefulset(q: &ValidatedQuorum) -> StatefulSet {
         ANNOTATION_CONFIG_HASH.to_string(),
         fnv1a_hex(server_properties(q).as_bytes()),
     );
+    if let Some(ca) = &q.ca_hash {
+        pod_annotations.insert(ANNOTATION_CA_HASH.to_string(), ca.clone());
+    }
+    let mut volumes = vec![Volume {
+        name: "config".into(),
+        config_map: Some(ConfigMapVolumeSource {
+            name: q.name.clone(),
+            ..ConfigMapVolumeSource::default()
+        }),
+        ..Volume::default()
+    }];
+    if q.tls_enabled {
+        volumes.push(Volume {
+            name: TLS_VOLUME.into(),
+            secret: Some(SecretVolumeSource {
+                secret_name: Some(q.server_secret()),
+                // Readable by the owner and fsGroup (the controller's gid) only.
+                default_mode: Some(0o440),
+                ..SecretVolumeSource::default()
+            }),
+            ..Volume::default()
+        });
+    }
 
     let format = Container {
         name: FORMAT_CONTAINER.into(),
@@ -230,7 +304,7 @@ pub fn build_statefulset(q: &ValidatedQuorum) -> StatefulSet {
         command: Some(vec!["kraft-controller".into()]),
         args: Some(format_args(q)),
         env: Some(format_env(q)),
-        volume_mounts: Some(mounts()),
+        volume_mounts: Some(mounts(q)),
         security_context: Some(container_security_context()),
         // The last log lines become the termination message, so the operator
         // can tell a cluster id mismatch (never reformatted) from other failures.
@@ -259,8 +333,8 @@ pub fn build_statefulset(q: &ValidatedQuorum) -> StatefulSet {
         ]),
         readiness_probe: Some(http_probe("/readyz", 5, 3)),
         liveness_probe: Some(http_probe("/healthz", 10, 6)),
-        resources: q.resources.clone(),
-        volume_mounts: Some(mounts()),
+        resources: Some(q.resources.clone().unwrap_or_else(default_resources)),
+        volume_mounts: Some(mounts(q)),
         security_context: Some(container_security_context()),
         termination_message_policy: Some("FallbackToLogsOnError".into()),
         ..Container::default()
@@ -269,14 +343,9 @@ pub fn build_statefulset(q: &ValidatedQuorum) -> StatefulSet {
     let pod_spec = PodSpec {
         init_containers: Some(vec![format]),
         containers: vec![controller],
-        volumes: Some(vec![Volume {
-            name: "config".into(),
-            config_map: Some(ConfigMapVolumeSource {
-                name: q.name.clone(),
-                ..ConfigMapVolumeSource::default()
-            }),
-            ..Volume::default()
-        }]),
+        volumes: Some(volumes),
+        // The controllers never call the Kubernetes API.
+        automount_service_account_token: Some(false),
         node_selector: (!q.pod_template.node_selector.is_empty())
             .then(|| q.pod_template.node_selector.clone()),
         tolerations: (!q.pod_template.tolerations.is_empty())
@@ -307,8 +376,10 @@ pub fn build_statefulset(q: &ValidatedQuorum) -> StatefulSet {
         status: None,
     };
 
+    let mut metadata = child_meta(q, &q.name);
+    metadata.annotations = Some(identity_annotations(q));
     StatefulSet {
-        metadata: child_meta(q, &q.name),
+        metadata,
         spec: Some(StatefulSetSpec {
             replicas: Some(q.statefulset_replicas),
             service_name: Some(q.service_name.clone()),

@@ -352,7 +352,7 @@ fn the_statefulset_is_parallel_on_delete_with_a_data_claim_and_probes() {
 
 #[test]
 fn server_properties_hold_the_operator_keys_then_the_user_config() {
-    let spec = "replicas: 3\nimage: kraft:1\nconfig:\n  controller.quorum.election.timeout.ms: '1500'\nstorage:\n  size: 1Gi";
+    let spec = "replicas: 3\nimage: kraft:1\ntls:\n  enabled: false\nconfig:\n  controller.quorum.election.timeout.ms: '1500'\nstorage:\n  size: 1Gi";
     let q = valid(spec, &status(false));
     let props = server_properties(&q);
     let body: Vec<&str> = props.lines().filter(|l| !l.starts_with('#')).collect();
@@ -413,4 +413,198 @@ fn the_pdb_keeps_a_majority_of_the_live_voters() {
         pdb.spec.and_then(|s| s.max_unavailable),
         Some(IntOrString::Int(2))
     );
+}
+
+#[test]
+fn with_tls_the_listener_is_ssl_with_required_client_certificates_and_the_operator_principals() {
+    let q = valid(SPEC3, &status(false));
+    assert!(q.tls_enabled, "TLS is on by default");
+    let props = server_properties(&q);
+    for line in [
+        "listener.security.protocol.map=CONTROLLER:SSL",
+        "ssl.keystore.type=PEM",
+        "ssl.keystore.location=/etc/kraft-tls/keystore.pem",
+        "ssl.truststore.type=PEM",
+        "ssl.truststore.location=/etc/kraft-tls/ca.crt",
+        "ssl.client.auth=required",
+        "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users=User:CN=kraft-controller;User:CN=kraft-operator;User:CN=kraft-broker",
+    ] {
+        assert!(
+            props.lines().any(|l| l == line),
+            "{line} missing in\n{props}"
+        );
+    }
+    // The user cannot weaken it through spec.config.
+    for key in [
+        "ssl.client.auth",
+        "listener.name.controller.ssl.client.auth",
+        "super.users",
+    ] {
+        let spec =
+            format!("replicas: 3\nimage: kraft:1\nconfig:\n  {key}: none\nstorage:\n  size: 1Gi");
+        assert_eq!(
+            validate(&kq(&spec, &status(false)), None, "cluster.local"),
+            Err(Error::ReservedConfigKey(key.into()))
+        );
+    }
+}
+
+#[test]
+fn the_pods_mount_the_certificate_secret_have_no_token_and_request_resources() {
+    let mut q = valid(SPEC3, &status(true));
+    q.ca_hash = Some("abc".into());
+    let sts = build_statefulset(&q);
+    let tmpl = &sts.spec.as_ref().expect("spec").template;
+    let pod = tmpl.spec.as_ref().expect("pod");
+    assert_eq!(pod.automount_service_account_token, Some(false));
+    let vol = pod
+        .volumes
+        .as_ref()
+        .and_then(|v| v.iter().find(|v| v.name == TLS_VOLUME))
+        .and_then(|v| v.secret.as_ref())
+        .expect("tls volume");
+    assert_eq!(vol.secret_name.as_deref(), Some("kq-tls"));
+    let c = container(&sts, CONTROLLER_CONTAINER, false);
+    assert!(c.volume_mounts.as_ref().is_some_and(|m| {
+        m.iter()
+            .any(|m| m.mount_path == "/etc/kraft-tls" && m.read_only == Some(true))
+    }));
+    let requests = c
+        .resources
+        .as_ref()
+        .and_then(|r| r.requests.as_ref())
+        .expect("requests");
+    assert!(requests.contains_key("cpu") && requests.contains_key("memory"));
+    // The CA is in the template (a new CA rolls the pods); the leaf is not.
+    let ann = tmpl
+        .metadata
+        .as_ref()
+        .and_then(|m| m.annotations.as_ref())
+        .expect("annotations");
+    assert_eq!(
+        ann.get("kraft.krabka.io/ca-hash").map(String::as_str),
+        Some("abc")
+    );
+    // The identity is on the StatefulSet itself (not the template).
+    let sts_ann = sts.metadata.annotations.as_ref().expect("sts annotations");
+    assert_eq!(
+        sts_ann
+            .get("kraft.krabka.io/cluster-id")
+            .map(String::as_str),
+        Some(CLUSTER)
+    );
+    assert_eq!(
+        sts_ann
+            .get("kraft.krabka.io/initial-voters")
+            .map(String::as_str),
+        Some(format!("0:{DIR0},1:{DIR1},2:{DIR2}").as_str())
+    );
+    assert_eq!(
+        sts_ann
+            .get("kraft.krabka.io/bootstrapped")
+            .map(String::as_str),
+        Some("true")
+    );
+    // Without TLS: no volume, no mount.
+    let plain = valid(
+        "replicas: 3\nimage: kraft:1\ntls:\n  enabled: false\nstorage:\n  size: 1Gi",
+        &status(true),
+    );
+    let sts = build_statefulset(&plain);
+    let pod = sts
+        .spec
+        .as_ref()
+        .and_then(|s| s.template.spec.as_ref())
+        .expect("pod");
+    assert!(
+        !pod.volumes
+            .as_ref()
+            .is_some_and(|v| v.iter().any(|v| v.name == TLS_VOLUME))
+    );
+}
+
+#[test]
+fn the_network_policy_opens_9093_to_the_quorum_the_operator_and_brokers_and_9100_to_monitoring() {
+    use super::networkpolicy::build_networkpolicy;
+    use crate::validate::OperatorPeer;
+    use std::collections::BTreeMap;
+    let spec = "replicas: 3\nimage: kraft:1\nstorage:\n  size: 1Gi\nnetworkPolicy:\n  brokerPodLabels:\n    app: kafka-broker\n  monitoringNamespaceLabels:\n    team: monitoring\n  monitoringPodLabels:\n    app: prometheus";
+    let mut q = valid(spec, &status(true));
+    q.operator_peer = Some(OperatorPeer {
+        namespace: "kraft-system".into(),
+        pod_labels: BTreeMap::from([("app.kubernetes.io/name".into(), "kraft-operator".into())]),
+    });
+    let np = serde_json::to_value(build_networkpolicy(&q)).expect("json");
+    let want = serde_json::json!({
+        "podSelector": {"matchLabels": {"app.kubernetes.io/instance": "kq", "app.kubernetes.io/name": "kraft-controller"}},
+        "policyTypes": ["Ingress"],
+        "ingress": [
+            {"ports": [{"port": 9093, "protocol": "TCP"}], "from": [
+                {"podSelector": {"matchLabels": {"app.kubernetes.io/instance": "kq", "app.kubernetes.io/name": "kraft-controller"}}},
+                {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kraft-system"}},
+                 "podSelector": {"matchLabels": {"app.kubernetes.io/name": "kraft-operator"}}},
+                {"namespaceSelector": {}, "podSelector": {"matchLabels": {"app": "kafka-broker"}}},
+            ]},
+            {"ports": [{"port": 9100, "protocol": "TCP"}], "from": [
+                {"namespaceSelector": {"matchLabels": {"team": "monitoring"}},
+                 "podSelector": {"matchLabels": {"app": "prometheus"}}},
+            ]},
+        ],
+    });
+    assert_eq!(np["spec"], want);
+    assert_eq!(np["metadata"]["ownerReferences"][0]["kind"], "KraftQuorum");
+    // Nothing given: 9093 from the quorum only, 9100 from nobody.
+    let bare =
+        serde_json::to_value(build_networkpolicy(&valid(SPEC3, &status(true)))).expect("json");
+    assert_eq!(bare["spec"]["ingress"].as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        bare["spec"]["ingress"][0]["from"].as_array().map(Vec::len),
+        Some(1)
+    );
+}
+
+#[test]
+fn with_an_issuer_ref_three_cert_manager_certificates_name_the_pods_and_the_principals() {
+    use super::certificate::build_certificates;
+    let spec =
+        "replicas: 3\nimage: kraft:1\nstorage:\n  size: 1Gi\ntls:\n  issuerRef:\n    name: corp-ca";
+    let q = valid(spec, &status(false));
+    let certs = build_certificates(&q);
+    let names: Vec<_> = certs
+        .iter()
+        .map(|c| c["metadata"]["name"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(names, ["kq-tls", "kq-operator-tls", "kq-client-tls"]);
+    let server = &certs[0]["spec"];
+    assert_eq!(server["secretName"], "kq-tls");
+    assert_eq!(server["commonName"], "kraft-controller");
+    assert_eq!(
+        server["issuerRef"],
+        serde_json::json!({"name": "corp-ca", "kind": "Issuer", "group": "cert-manager.io"})
+    );
+    assert_eq!(
+        (server["duration"].as_str(), server["renewBefore"].as_str()),
+        (Some("2160h"), Some("720h"))
+    );
+    assert_eq!(server["additionalOutputFormats"][0]["type"], "CombinedPEM");
+    let dns = server["dnsNames"].to_string();
+    assert!(
+        dns.contains("kq-0.kq.ns.svc.cluster.local") && dns.contains("kq-8.kq.ns.svc"),
+        "{dns}"
+    );
+    assert!(server["usages"].to_string().contains("server auth"));
+    assert_eq!(certs[1]["spec"]["commonName"], "kraft-operator");
+    assert!(certs[1]["spec"]["dnsNames"].is_null());
+    assert_eq!(certs[2]["spec"]["commonName"], "kraft-broker");
+    assert_eq!(
+        certs[0]["metadata"]["ownerReferences"][0]["kind"],
+        "KraftQuorum"
+    );
+    // The keystore is cert-manager's combined PEM file.
+    assert!(
+        server_properties(&q).contains("ssl.keystore.location=/etc/kraft-tls/tls-combined.pem\n")
+    );
+    // Without issuerRef: none.
+    assert!(build_certificates(&valid(SPEC3, &status(false))).is_empty());
 }

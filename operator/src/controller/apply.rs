@@ -16,7 +16,7 @@ use serde::{Serialize, de::DeserializeOwned};
 use super::{Error, kube_err};
 use crate::{
     build::{
-        configmap::build_configmap, pdb::build_pdb, service::build_service,
+        configmap::build_configmap, networkpolicy, pdb::build_pdb, service::build_service,
         statefulset::build_statefulset,
     },
     crd::{FIELD_MANAGER, KraftQuorum, KraftQuorumStatus},
@@ -75,12 +75,16 @@ pub async fn write_status(
     .map_err(kube_err(format!("write status of kraftquorum {ns}/{name}")))
 }
 
-/// Applies the children in dependency order (Service, ConfigMap,
-/// StatefulSet, PodDisruptionBudget); returns the stored StatefulSet.
+/// Applies the children in dependency order (NetworkPolicy first, so the
+/// pods are never reachable without it; Service, ConfigMap, StatefulSet,
+/// PodDisruptionBudget); returns the stored StatefulSet.
 ///
 /// # Errors
 /// [`Error::Kube`] of the first child that failed.
 pub async fn apply_children(client: &Client, q: &ValidatedQuorum) -> Result<StatefulSet, Error> {
+    if networkpolicy::enabled(q) {
+        apply_object(client, &q.namespace, &networkpolicy::build_networkpolicy(q)).await?;
+    }
     apply_object(client, &q.namespace, &build_service(q)).await?;
     apply_object(client, &q.namespace, &build_configmap(q)).await?;
     let sts = apply_object(client, &q.namespace, &build_statefulset(q)).await?;

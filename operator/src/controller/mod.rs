@@ -17,6 +17,8 @@
 //! [`crate::planner`], what an action leads to is [`executor::conclude`].
 
 pub mod apply;
+pub mod cert_manager;
+pub mod certs;
 pub mod events;
 pub mod executor;
 pub mod identity;
@@ -33,7 +35,8 @@ use futures::StreamExt;
 use k8s_openapi::{
     api::{
         apps::v1::StatefulSet,
-        core::v1::{ConfigMap, Pod, Service},
+        core::v1::{ConfigMap, Pod, Secret, Service},
+        networking::v1::NetworkPolicy,
         policy::v1::PodDisruptionBudget,
     },
     jiff::Timestamp,
@@ -54,7 +57,7 @@ use tracing::{info, instrument, warn};
 use uuid::Uuid;
 
 use crate::{
-    crd::{FINALIZER, KraftQuorum, LABEL_INSTANCE, LABEL_MANAGED_BY},
+    crd::{ANNOTATION_PAUSE, FINALIZER, KraftQuorum, LABEL_INSTANCE, LABEL_MANAGED_BY},
     metrics::Metrics,
     planner,
     quorum::QuorumClient,
@@ -97,6 +100,9 @@ pub enum Error {
         #[source]
         source: serde_json::Error,
     },
+    /// Making or loading the quorum's certificates failed.
+    #[error("certificates of {quorum}: {message}")]
+    Tls { quorum: String, message: String },
 }
 
 impl Error {
@@ -107,6 +113,7 @@ impl Error {
             Error::Finalizer(_) => "finalizer",
             Error::NoNamespace(_) => "no_namespace",
             Error::Serialize { .. } => "serialize",
+            Error::Tls { .. } => "tls",
         }
     }
 }
@@ -132,6 +139,10 @@ pub struct Context<Q> {
     pub new_uuid: Mutex<Box<dyn FnMut() -> Uuid + Send>>,
     /// The clock (for `pendingChange.since` and condition times).
     pub clock: Box<dyn Fn() -> Timestamp + Send + Sync>,
+    /// Where the operator runs (namespace, pod labels), for the quorums'
+    /// NetworkPolicies; `None`: the policies do not name the operator (it
+    /// runs outside the cluster, or was not told).
+    pub operator_peer: Option<crate::validate::OperatorPeer>,
     /// Consecutive failures per object, for the backoff.
     failures: Mutex<HashMap<String, u32>>,
 }
@@ -155,6 +166,7 @@ impl<Q: QuorumClient> Context<Q> {
             cluster_domain: cluster_domain.to_string(),
             new_uuid: Mutex::new(Box::new(Uuid::new_v4)),
             clock: Box::new(Timestamp::now),
+            operator_peer: None,
             failures: Mutex::new(HashMap::new()),
         }
     }
@@ -231,28 +243,50 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
     let name = kq.name_any();
     let client = &ctx.client;
 
-    // 1. Identity, written before anything uses it.
-    let fresh = identity::missing_identity(kq, &mut **ctx.fresh_uuid_source());
+    let now = (ctx.clock)();
+    let generation = kq.metadata.generation;
+
+    // 0. Paused: change nothing, say so.
+    if is_paused(kq) {
+        let mut status = kq.status.clone().unwrap_or_default();
+        let paused = status::paused_condition(&status.conditions, generation, now);
+        if status.conditions.contains(&paused) {
+            return Ok(Action::await_change());
+        }
+        status.conditions.retain(|c| c.type_ != status::PAUSED);
+        status.conditions.push(paused);
+        write_status(client, kq, &status).await?;
+        let note = format!("{ANNOTATION_PAUSE} is true: nothing is changed until it goes");
+        let event = EventSpec::new(EventType::Normal, "Paused", "Pause", note);
+        publish(&ctx.recorder, kq, event).await;
+        return Ok(Action::await_change());
+    }
+
+    // 1. Identity, written before anything uses it; the copy on the
+    // StatefulSet is read back when status was lost.
+    let sts_api: Api<StatefulSet> = Api::namespaced(client.clone(), &ns);
+    let existing = sts_api
+        .get_opt(&name)
+        .await
+        .map_err(kube_err(format!("get statefulset {ns}/{name}")))?;
+    let recorded = existing
+        .as_ref()
+        .and_then(|s| identity::recorded(s.metadata.annotations.as_ref()?));
+    let fresh = identity::missing_identity(kq, recorded.as_ref(), &mut **ctx.fresh_uuid_source());
     let kq = match fresh {
         Some(st) => {
             info!(
                 cluster_id = st.cluster_id.as_deref().unwrap_or(""),
-                "generated identity"
+                restored = recorded.is_some(),
+                "identity written to status"
             );
             write_status(client, kq, &st).await?
         }
         None => kq.clone(),
     };
     let mut status = kq.status.clone().unwrap_or_default();
-    let generation = kq.metadata.generation;
-    let now = (ctx.clock)();
 
     // 2. Fetch.
-    let sts_api: Api<StatefulSet> = Api::namespaced(client.clone(), &ns);
-    let existing = sts_api
-        .get_opt(&name)
-        .await
-        .map_err(kube_err(format!("get statefulset {ns}/{name}")))?;
     let pods_api: Api<Pod> = Api::namespaced(client.clone(), &ns);
     let selector = format!("app.kubernetes.io/name=kraft-controller,{LABEL_INSTANCE}={name}");
     let pods = pods_api
@@ -263,7 +297,7 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
 
     // 3. Validate.
     let current_replicas = existing.as_ref().and_then(|s| s.spec.as_ref()?.replicas);
-    let q = match validate(&kq, current_replicas, &ctx.cluster_domain) {
+    let mut q = match validate(&kq, current_replicas, &ctx.cluster_domain) {
         Ok(q) => q,
         Err(e) => {
             let message = e.to_string();
@@ -282,7 +316,48 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
         }
     };
 
-    // 4. Children.
+    // 4. Certificates, then the children.
+    q.operator_peer = ctx.operator_peer.clone();
+    let admin_tls = if q.tls_enabled {
+        if q.issuer_ref.is_some() {
+            match cert_manager::ensure(client, &q).await? {
+                cert_manager::Outcome::Ready(tls) => {
+                    q.ca_hash = Some(tls.ca_hash.clone());
+                    Some(tls.admin)
+                }
+                cert_manager::Outcome::NotReady {
+                    reason,
+                    message,
+                    degraded,
+                } => {
+                    warn!(reason, message = %message, "certificates not ready");
+                    let outcome = if degraded {
+                        Outcome::Degraded {
+                            reason: reason.into(),
+                            message,
+                        }
+                    } else {
+                        Outcome::Progressing {
+                            reason: reason.into(),
+                            message,
+                        }
+                    };
+                    status.conditions =
+                        status::conditions(&status.conditions, &outcome, generation, now);
+                    status.observed_generation = generation;
+                    write_status(client, &kq, &status).await?;
+                    return Ok(Action::requeue(BUSY_REQUEUE));
+                }
+            }
+        } else {
+            let lifetime = test_leaf_lifetime(&kq).unwrap_or(crate::pki::LEAF_LIFETIME_SECS);
+            let tls = certs::ensure(client, &q, now.as_second(), lifetime).await?;
+            q.ca_hash = Some(tls.ca_hash.clone());
+            Some(tls.admin)
+        }
+    } else {
+        None
+    };
     let sts = apply_children(client, &q).await?;
     status.selector = Some(q.selector_string());
 
@@ -290,11 +365,10 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
     // One admin session for the pass: DescribeQuorum and the one voter
     // change go over the same connection.
     let port = u16::try_from(q.listener_port).unwrap_or_default();
-    let mut session = ctx.quorum.session(observe::bootstrap_controllers(
-        &pods,
-        port,
-        status.leader_id,
-    ));
+    let mut session = ctx.quorum.session(
+        observe::bootstrap_controllers(&pods, port, status.leader_id),
+        admin_tls,
+    );
     let described = observe::describe(&mut session).await;
     let was_bootstrapped = status.bootstrapped;
     status::observe_into(&mut status, described.as_ref());
@@ -354,6 +428,21 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
     Ok(Action::requeue(requeue))
 }
 
+/// Whether `kq` carries [`ANNOTATION_PAUSE`]`: "true"`.
+pub fn is_paused(kq: &KraftQuorum) -> bool {
+    kq.annotations().get(ANNOTATION_PAUSE).map(String::as_str) == Some("true")
+}
+
+/// The leaf lifetime `kq` asks for with
+/// [`certs::ANNOTATION_TEST_LEAF_LIFETIME`] (tests only), at least 60 s.
+fn test_leaf_lifetime(kq: &KraftQuorum) -> Option<i64> {
+    kq.annotations()
+        .get(certs::ANNOTATION_TEST_LEAF_LIFETIME)?
+        .parse::<i64>()
+        .ok()
+        .map(|s| s.max(60))
+}
+
 /// Condition and Event reason of [`planner::Action::RestartOnlyVoter`]: the declared
 /// outage of restarting a one-voter quorum.
 pub const SINGLE_VOTER_RESTART: &str = "SingleVoterRestart";
@@ -396,7 +485,9 @@ pub async fn run<Q: QuorumClient>(
     .owns(api::<StatefulSet>(client, namespace), owned.clone())
     .owns(api::<Service>(client, namespace), owned.clone())
     .owns(api::<ConfigMap>(client, namespace), owned.clone())
-    .owns(api::<PodDisruptionBudget>(client, namespace), owned)
+    .owns(api::<PodDisruptionBudget>(client, namespace), owned.clone())
+    .owns(api::<Secret>(client, namespace), owned.clone())
+    .owns(api::<NetworkPolicy>(client, namespace), owned)
     .watches(api::<Pod>(client, namespace), pods, |pod| {
         let ns = pod.namespace();
         pod.labels().get(LABEL_INSTANCE).map(|name| {

@@ -33,6 +33,26 @@ pub const READY: &str = "Ready";
 pub const PROGRESSING: &str = "Progressing";
 /// Condition type names.
 pub const DEGRADED: &str = "Degraded";
+/// Condition type: reconciliation paused by `kraft.krabka.io/pause-reconciliation`.
+pub const PAUSED: &str = "Paused";
+
+/// The `Paused=True` condition (reason `ReconciliationPaused`); its
+/// transition time stays that of a previous `Paused=True`.
+pub fn paused_condition(
+    previous: &[Condition],
+    generation: Option<i64>,
+    now: Timestamp,
+) -> Condition {
+    condition(
+        previous,
+        PAUSED,
+        true,
+        "ReconciliationPaused",
+        "kraft.krabka.io/pause-reconciliation is \"true\": the operator changes nothing",
+        generation,
+        now,
+    )
+}
 
 fn condition(
     previous: &[Condition],

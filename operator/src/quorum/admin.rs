@@ -17,7 +17,7 @@ use kraft_common::{Endpoint, errors::NOT_LEADER_OR_FOLLOWER};
 use kraft_controller::admin::{AdminClient, AdminError, QuorumInfo, ReplicaInfo};
 use uuid::Uuid;
 
-use super::{QuorumClient, QuorumDescription, QuorumError, QuorumSession, ReplicaState};
+use super::{AdminTls, QuorumClient, QuorumDescription, QuorumError, QuorumSession, ReplicaState};
 use crate::crd::CONTROLLER_LISTENER_NAME;
 
 /// The production [`QuorumClient`].
@@ -44,10 +44,11 @@ impl AdminQuorumClient {
 impl QuorumClient for AdminQuorumClient {
     type Session = AdminQuorumSession;
 
-    fn session(&self, bootstrap: Vec<SocketAddr>) -> AdminQuorumSession {
+    fn session(&self, bootstrap: Vec<SocketAddr>, tls: Option<AdminTls>) -> AdminQuorumSession {
         AdminQuorumSession {
             remaining: bootstrap.into(),
             client: None,
+            tls,
             timeout: self.timeout,
             change_timeout_ms: self.change_timeout_ms,
         }
@@ -61,6 +62,8 @@ pub struct AdminQuorumSession {
     remaining: VecDeque<SocketAddr>,
     /// The connection, once open (it follows the active controller).
     client: Option<AdminClient>,
+    /// mTLS of the connections (`None`: PLAINTEXT).
+    tls: Option<AdminTls>,
     timeout: Duration,
     change_timeout_ms: i32,
 }
@@ -78,7 +81,7 @@ impl AdminQuorumSession {
                 return Err(last);
             };
             let addr = addr.to_string();
-            match AdminClient::connect(&addr, self.timeout).await {
+            match AdminClient::connect_with_tls(&addr, self.timeout, self.tls.clone()).await {
                 Ok(c) => self.client = Some(c),
                 Err(e) => last = map_error(&addr, e),
             }

@@ -30,7 +30,7 @@ pub struct FakeQuorum {
 
 impl QuorumClient for Arc<FakeQuorum> {
     type Session = FakeSession;
-    fn session(&self, bootstrap: Vec<SocketAddr>) -> FakeSession {
+    fn session(&self, bootstrap: Vec<SocketAddr>, _tls: Option<super::AdminTls>) -> FakeSession {
         FakeSession {
             quorum: self.clone(),
             remaining: bootstrap.iter().map(ToString::to_string).collect(),

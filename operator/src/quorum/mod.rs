@@ -133,6 +133,9 @@ pub enum QuorumError {
     },
 }
 
+/// The TLS client of the operator's admin connections to one quorum.
+pub type AdminTls = std::sync::Arc<kraft_controller::wire::tls::TlsClient>;
+
 /// Opens admin sessions to a quorum's controllers.
 pub trait QuorumClient: Send + Sync + 'static {
     /// The session type, one per reconcile pass.
@@ -141,8 +144,9 @@ pub trait QuorumClient: Send + Sync + 'static {
     /// A session bootstrapped from `bootstrap` (the pods' `ip:port`, in the
     /// order to try them: the last known leader first). No I/O until the
     /// first call; the session connects to the first controller that
-    /// answers and keeps that connection.
-    fn session(&self, bootstrap: Vec<SocketAddr>) -> Self::Session;
+    /// answers and keeps that connection, over mTLS with `tls` when set
+    /// (`spec.tls.enabled`: the operator's admin client certificate).
+    fn session(&self, bootstrap: Vec<SocketAddr>, tls: Option<AdminTls>) -> Self::Session;
 }
 
 /// The admin RPCs the reconciler needs, over one connection to the quorum.
