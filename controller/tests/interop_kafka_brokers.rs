@@ -366,11 +366,12 @@ fn all_steps(root: &Path, version: &'static str, quorum: Quorum, baseline: Optio
     let needle = format!("(id: {new} ");
     for b in &mut c.brokers {
         b.wait_log_where(
-            &format!("its heartbeats going to controller {new}"),
+            &format!("that it uses controller {new}"),
             Duration::from_secs(30),
             |l| {
-                l.contains("heartbeat-channel-manager]: Recorded new KRaft controller")
-                    && l.contains(&needle)
+                // 4.1 names the channel ("…-heartbeat-channel-manager]: "),
+                // 4.4 does not: any channel of the broker will do.
+                l.contains("Recorded new KRaft controller") && l.contains(&needle)
             },
         );
     }

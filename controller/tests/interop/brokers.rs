@@ -430,9 +430,15 @@ pub fn kafka_list_endpoints(
 /// Kafka's `DumpLogSegments --cluster-metadata-decoder` of `file` with the
 /// jars of `version`: its whole output, after checking it has no error.
 pub fn kafka_dump(version: &'static str, file: &Path) -> String {
+    // 4.1 has it in kafka_2.13 (Scala), 4.4 in kafka-tools (Java).
+    let class = if version.starts_with("4.1") {
+        "kafka.tools.DumpLogSegments"
+    } else {
+        "org.apache.kafka.tools.DumpLogSegments"
+    };
     let out = kafka_at(
         Some(version),
-        "kafka.tools.DumpLogSegments",
+        class,
         &[
             "--cluster-metadata-decoder",
             "--files",
