@@ -529,6 +529,11 @@ fn kafka_counts_of(version: &'static str, file: &Path) -> (usize, usize) {
 fn on_our_controllers(version: &'static str) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let baseline = kafka_baseline(version);
+    eprintln!(
+        "[{version}] step 1: Kafka controller: brokers RUNNING after {:.1} s (slowest; each {})",
+        slowest(&baseline).as_secs_f64(),
+        show(&baseline)
+    );
     let root = KeptDir::new("interop-brokers-ours-");
     let quorum = Quorum::ours(root.path(), CONTROLLER_EXTRA);
     all_steps(root.path(), version, quorum, Some(&baseline));

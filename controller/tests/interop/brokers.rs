@@ -70,14 +70,14 @@ impl KeptDir {
 
 impl Drop for KeptDir {
     fn drop(&mut self) {
-        if let Some(dir) = self.0.take() {
-            if std::thread::panicking() {
-                let path = dir.keep();
-                eprintln!(
-                    "----- the test's files and logs are kept in {} -----",
-                    path.display()
-                );
-            }
+        if let Some(dir) = self.0.take()
+            && std::thread::panicking()
+        {
+            let path = dir.keep();
+            eprintln!(
+                "----- the test's files and logs are kept in {} -----",
+                path.display()
+            );
         }
     }
 }
@@ -303,12 +303,20 @@ impl KafkaServer {
             if let Some(line) = self.log_text().lines().find(|l| matches(l)) {
                 return Some(line.to_owned());
             }
-            assert!(
-                self.is_running(),
-                "{} exited while waiting for it to log {what}; its last lines:\n{}",
-                self.name(),
-                tail(&self.log_text(), 30)
-            );
+            if !self.is_running() {
+                let text = self.log_text();
+                let errors: Vec<&str> = text
+                    .lines()
+                    .filter(|l| l.contains(" ERROR "))
+                    .take(4)
+                    .collect();
+                panic!(
+                    "{} exited while waiting for it to log {what}; its first errors:\n{}\n...its last lines:\n{}",
+                    self.name(),
+                    errors.join("\n"),
+                    tail(&text, 20)
+                );
+            }
             None
         })
     }
