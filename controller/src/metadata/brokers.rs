@@ -127,11 +127,11 @@ pub fn is_broker_record(api_key: u32, version: u32) -> bool {
     }
 }
 
-fn registered<'a>(
-    brokers: &'a mut BTreeMap<i32, BrokerRegistration>,
+fn registered(
+    brokers: &mut BTreeMap<i32, BrokerRegistration>,
     broker_id: i32,
     epoch: i64,
-) -> Result<&'a mut BrokerRegistration, BrokerRecordError> {
+) -> Result<&mut BrokerRegistration, BrokerRecordError> {
     let b = brokers
         .get_mut(&broker_id)
         .ok_or(BrokerRecordError::NotRegistered(broker_id))?;
