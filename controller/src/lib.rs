@@ -19,6 +19,7 @@ pub mod cli;
 pub mod config;
 pub mod log;
 pub mod metadata;
+pub mod quorum_controller;
 pub mod raft;
 pub mod record;
 pub mod server;
