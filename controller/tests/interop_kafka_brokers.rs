@@ -56,6 +56,9 @@ const START_TIMEOUT: Duration = Duration::from_secs(90);
 const ACTIVE_BROKERS: &str = "kafka_controller_kafkacontroller_activebrokercount";
 /// Kafka's `kafka.controller:type=KafkaController,name=FencedBrokerCount`.
 const FENCED_BROKERS: &str = "kafka_controller_kafkacontroller_fencedbrokercount";
+/// A metric every one of our nodes has (to tell a missing metric from a
+/// node that does not answer).
+const HIGH_WATERMARK: &str = "kafka_server_raft_metrics_high_watermark";
 /// Given to both quorums: snapshots every 4 KiB of records, NoOpRecords
 /// every 100 ms (so that step 6 has snapshots to restart from).
 const CONTROLLER_EXTRA: &str = "metadata.log.max.record.bytes.between.snapshots=4096\n\
@@ -80,6 +83,8 @@ struct Cluster {
     quorum: Quorum,
     brokers: Vec<KafkaServer>,
     admin: PathBuf,
+    /// Mismatches of our `/metrics`, reported at the end of the test.
+    failures: Vec<String>,
 }
 
 impl Cluster {
@@ -118,6 +123,7 @@ impl Cluster {
             quorum,
             brokers,
             admin,
+            failures: Vec::new(),
         };
         (cluster, times)
     }
@@ -153,21 +159,42 @@ impl Cluster {
 
     /// Our leader's `/metrics` shows `active` unfenced and `fenced` fenced
     /// brokers within `timeout`; nothing to check on Kafka's controllers.
-    fn wait_counts(&mut self, active: i64, fenced: i64, timeout: Duration) {
+    /// A mismatch is printed and kept in `failures`, and fails the test at
+    /// its end, so that one run tells every step the brokers judge; a
+    /// leader whose `/metrics` lacks the metric is a mismatch at once.
+    fn wait_counts(&mut self, step: &str, active: i64, fenced: i64, timeout: Duration) {
         if matches!(self.quorum, Quorum::Kafka(_)) {
             return;
         }
-        let mut last = (None, None);
-        let what =
-            format!("our leader's /metrics to show {active} active, {fenced} fenced brokers");
-        wait_for(timeout, &what, || {
-            let (leader, _) = self.quorum.leader()?;
-            last = (
-                self.quorum.metric(leader, ACTIVE_BROKERS),
-                self.quorum.metric(leader, FENCED_BROKERS),
-            );
-            (last == (Some(active as f64), Some(fenced as f64))).then_some(())
-        });
+        let want = (Some(active as f64), Some(fenced as f64));
+        let deadline = Instant::now() + timeout;
+        let mut last = (None, None, None);
+        loop {
+            if let Some((leader, _)) = self.quorum.leader() {
+                let got = (
+                    self.quorum.metric(leader, ACTIVE_BROKERS),
+                    self.quorum.metric(leader, FENCED_BROKERS),
+                );
+                last = (Some(leader), got.0, got.1);
+                if got == want {
+                    return;
+                }
+                let answers = self.quorum.metric(leader, HIGH_WATERMARK).is_some();
+                if answers && (got.0.is_none() || got.1.is_none()) {
+                    break;
+                }
+            }
+            if Instant::now() >= deadline {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let failure = format!(
+            "{step}: leader {:?}'s /metrics has {ACTIVE_BROKERS} {:?} and {FENCED_BROKERS} {:?}, not {active} and {fenced}",
+            last.0, last.1, last.2
+        );
+        eprintln!("[{}] FAILED {failure}", self.version);
+        self.failures.push(failure);
     }
 
     /// Watches for `window`: every broker process alive and unfenced in
@@ -288,7 +315,7 @@ fn all_steps(root: &Path, version: &'static str, quorum: Quorum, baseline: Optio
         "{listed:?}"
     );
     assert!(listed.values().all(|s| s == "unfenced"), "{listed:?}");
-    c.wait_counts(3, 0, Duration::from_secs(15));
+    c.wait_counts("step 2", 3, 0, Duration::from_secs(15));
 
     // 3. SIGTERM: controlled shutdown, fenced; restarted: RUNNING again.
     let epoch_before = broker_epoch(&c.broker(13).wait_log(REGISTERED, Duration::from_secs(1)));
@@ -315,7 +342,12 @@ fn all_steps(root: &Path, version: &'static str, quorum: Quorum, baseline: Optio
         "[{version}] step 3: broker 13 exited ({exit}) after a controlled shutdown; fenced {:.1} s later",
         took.as_secs_f64()
     );
-    c.wait_counts(2, 1, Duration::from_secs(15));
+    c.wait_counts(
+        "step 3 (after the controlled shutdown)",
+        2,
+        1,
+        Duration::from_secs(15),
+    );
     c.broker(13).start();
     let running = c.broker(13).wait_log(RUNNING, START_TIMEOUT);
     let epoch_after = broker_epoch(&c.broker(13).wait_log(REGISTERED, Duration::from_secs(1)));
@@ -327,7 +359,7 @@ fn all_steps(root: &Path, version: &'static str, quorum: Quorum, baseline: Optio
         "[{version}] step 3: broker 13 registered again with epoch {epoch_after} (was {epoch_before}): {running}"
     );
     c.wait_all_unfenced(Duration::from_secs(15));
-    c.wait_counts(3, 0, Duration::from_secs(15));
+    c.wait_counts("step 3 (after the restart)", 3, 0, Duration::from_secs(15));
 
     // 4. kill -9: fenced within the session timeout plus the margin.
     c.broker(12).kill();
@@ -347,11 +379,11 @@ fn all_steps(root: &Path, version: &'static str, quorum: Quorum, baseline: Optio
         took >= Duration::from_secs(3),
         "step 4: broker 12 fenced after only {took:?}"
     );
-    c.wait_counts(2, 1, Duration::from_secs(15));
+    c.wait_counts("step 4 (after kill -9)", 2, 1, Duration::from_secs(15));
     c.broker(12).start();
     c.broker(12).wait_log(RUNNING, START_TIMEOUT);
     c.wait_all_unfenced(Duration::from_secs(15));
-    c.wait_counts(3, 0, Duration::from_secs(15));
+    c.wait_counts("step 4 (after the restart)", 3, 0, Duration::from_secs(15));
 
     // 5. kill -9 the active controller: the brokers follow the new one.
     let (old, _) = c.quorum.wait_for_leader(Duration::from_secs(30), None);
@@ -379,7 +411,7 @@ fn all_steps(root: &Path, version: &'static str, quorum: Quorum, baseline: Optio
         SESSION_TIMEOUT + Duration::from_secs(3),
         "after the leader was killed",
     );
-    c.wait_counts(3, 0, Duration::from_secs(15));
+    c.wait_counts("step 5", 3, 0, Duration::from_secs(15));
     assert_eq!(
         c.registrations(),
         registered,
@@ -416,7 +448,7 @@ fn all_steps(root: &Path, version: &'static str, quorum: Quorum, baseline: Optio
         SESSION_TIMEOUT + Duration::from_secs(3),
         "after all controllers restarted",
     );
-    c.wait_counts(3, 0, Duration::from_secs(15));
+    c.wait_counts("step 6", 3, 0, Duration::from_secs(15));
     assert_eq!(
         c.registrations(),
         registered,
@@ -429,6 +461,11 @@ fn all_steps(root: &Path, version: &'static str, quorum: Quorum, baseline: Optio
         c.quorum.kill(id);
     }
     check_dumps(version, &partition, matches!(c.quorum, Quorum::Ours(_)));
+    assert!(
+        c.failures.is_empty(),
+        "our /metrics disagreed with the brokers:\n{}",
+        c.failures.join("\n")
+    );
     eprintln!(
         "[{version}] all steps passed on {who} controllers in {:.0} s",
         wall.elapsed().as_secs_f64()
