@@ -441,6 +441,18 @@ fn all_steps(root: &Path, version: &'static str, quorum: Quorum, baseline: Optio
         c.quorum.start(id);
     }
     let (leader, _) = c.quorum.wait_for_leader(Duration::from_secs(60), None);
+    if matches!(c.quorum, Quorum::Ours(_)) {
+        for &id in &ids {
+            let offset = wait_for(
+                Duration::from_secs(30),
+                &format!("controller {id} to load a snapshot at or after {hw}"),
+                || c.quorum.loaded_snapshot(id).filter(|o| *o >= hw),
+            );
+            eprintln!(
+                "[{version}] step 6: controller {id} loaded its image from snapshot {offset}"
+            );
+        }
+    }
     eprintln!(
         "[{version}] step 6: all controllers restarted from snapshots at or after {hw}; leader {leader}"
     );

@@ -530,10 +530,10 @@ impl Quorum {
         Self::Kafka(servers)
     }
 
-    /// "ours" or "Kafka 4.1.2's".
+    /// "our" or "Kafka 4.1.2's" (as in "… controllers").
     pub fn name(&self) -> String {
         match self {
-            Self::Ours(_) => "ours".into(),
+            Self::Ours(_) => "our".into(),
             Self::Kafka(s) => format!("Kafka {}'s", s.first().map_or("?", |s| s.version)),
         }
     }
@@ -632,6 +632,25 @@ impl Quorum {
         wait_for(timeout, "a controller leader with a high watermark", || {
             self.leader().filter(|(l, _)| Some(*l) != not)
         })
+    }
+
+    /// The offset of the snapshot that controller `id`'s last run loaded
+    /// its metadata image from (our log's `metadata image loaded from the
+    /// latest snapshot snapshot=(offset N, epoch E)`); always `None` for
+    /// Kafka's controllers.
+    pub fn loaded_snapshot(&self, id: i32) -> Option<i64> {
+        let Self::Ours(n) = self else {
+            return None;
+        };
+        let text = n[self.index(id)].log_text();
+        let line = text
+            .lines()
+            .rfind(|l| l.contains("metadata image loaded from the latest snapshot"))?;
+        let rest = &line[line.find("(offset ")? + "(offset ".len()..];
+        rest.split(|c: char| !c.is_ascii_digit())
+            .next()?
+            .parse()
+            .ok()
     }
 
     /// A metric of controller `id`'s `/metrics`; always `None` for Kafka's
