@@ -294,11 +294,12 @@ impl Listener<FileLog> for MetadataListener {
                     client.voters(),
                     &self.config.listener_name,
                 );
-                let body = cluster::describe_cluster(
+                let body = cluster::describe_cluster_with_brokers(
                     &request,
                     &self.config.cluster_id,
                     client.leader_id(),
                     controllers,
+                    &self.image,
                 );
                 client.reply(handle, Some(ResponseKind::DescribeCluster(body)));
             }
