@@ -96,6 +96,8 @@ pub struct MetadataConfig {
     /// `broker.session.timeout.ms` (9000): brokers not heard from for this
     /// long are fenced.
     pub broker_session_timeout_ms: u64,
+    /// Kafka's ActiveBrokerCount and FencedBrokerCount, set from the image.
+    pub broker_gauges: crate::server::metrics::BrokerGauges,
 }
 
 /// What the listener's background work hands back to it.
@@ -182,8 +184,12 @@ impl MetadataListener {
         Ok(())
     }
 
-    /// Publishes the image view for `GET /metadata`.
+    /// Publishes the image view for `GET /metadata` and the broker gauges.
     fn publish_view(&self, client: &RaftClient<'_, FileLog>) {
+        let fenced = self.image.brokers().values().filter(|b| b.fenced).count();
+        self.config
+            .broker_gauges
+            .set(self.image.brokers().len() - fenced, fenced);
         let view = ImageView::of(
             &self.image,
             &[("kraft.version", client.status().kraft_version)],
@@ -201,9 +207,10 @@ impl MetadataListener {
 /// lines mean equal images.
 fn image_summary(image: &MetadataImage) -> String {
     format!(
-        "features={:?} controllers={:?} unknown_records={}",
+        "features={:?} controllers={:?} brokers={:?} unknown_records={}",
         image.features(),
         image.controllers().keys().collect::<Vec<_>>(),
+        image.brokers().keys().collect::<Vec<_>>(),
         image.unknown_records().len()
     )
 }
@@ -287,11 +294,12 @@ impl Listener<FileLog> for MetadataListener {
                     client.voters(),
                     &self.config.listener_name,
                 );
-                let body = cluster::describe_cluster(
+                let body = cluster::describe_cluster_with_brokers(
                     &request,
                     &self.config.cluster_id,
                     client.leader_id(),
                     controllers,
+                    &self.image,
                 );
                 client.reply(handle, Some(ResponseKind::DescribeCluster(body)));
             }
