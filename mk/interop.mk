@@ -1,7 +1,9 @@
-# Interop with Apache Kafka's own tools (issue 10, docs/interop.md): the tests
-# of controller/tests/interop_kafka*.rs, built with the `interop` feature, run
-# Kafka 4.1's kafka-metadata-quorum, kafka-storage and kafka-dump-log classes
-# (jars from `make kafka-jars`) against real kraft-controller processes.
+# Interop with Apache Kafka's own tools and brokers (issues 10 and 16,
+# docs/interop.md): the tests of controller/tests/interop_kafka*.rs, built
+# with the `interop` feature, run Kafka 4.1's kafka-metadata-quorum,
+# kafka-storage and kafka-dump-log classes, and Kafka 4.1.2's and 4.4.0's
+# brokers (interop_kafka_brokers, ~6 min), with the jars of `make kafka-jars`,
+# against real kraft-controller processes.
 # Without a JDK they are skipped with a loud message, never silently.
 
 TEST_TARGETS += test-interop
