@@ -198,8 +198,11 @@ impl Cluster {
     }
 
     /// Watches for `window`: every broker process alive and unfenced in
-    /// broker 11's view at every look (4 a second).
+    /// broker 11's view at every look (4 a second), while the quorum
+    /// commits (its high watermark grows, so a leader that could fence
+    /// did not).
     fn hold_unfenced(&mut self, window: Duration, during: &str) {
+        let (_, hw_before) = self.quorum.wait_for_leader(Duration::from_secs(30), None);
         let end = Instant::now() + window;
         let mut looks = 0;
         while Instant::now() < end {
@@ -226,6 +229,11 @@ impl Cluster {
         assert!(
             looks > 0,
             "broker 11 never answered DescribeCluster {during}"
+        );
+        let (_, hw_after) = self.quorum.wait_for_leader(Duration::from_secs(30), None);
+        assert!(
+            hw_after > hw_before,
+            "the quorum committed nothing {during} (high watermark {hw_before} then {hw_after})"
         );
     }
 
