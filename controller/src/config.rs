@@ -527,6 +527,24 @@ mod tests {
     }
 
     #[test]
+    fn broker_session_keys_have_kafkas_names_and_defaults() {
+        let c = ControllerConfig::from_properties(props(MINIMAL)).expect("valid");
+        assert_eq!(
+            (c.broker_session_timeout_ms, c.broker_heartbeat_interval_ms),
+            (9_000, 2_000)
+        );
+        let c = ControllerConfig::from_properties(props(&format!(
+            "{MINIMAL}broker.session.timeout.ms=18000\nbroker.heartbeat.interval.ms=3000\n"
+        )))
+        .expect("valid");
+        assert_eq!(
+            (c.broker_session_timeout_ms, c.broker_heartbeat_interval_ms),
+            (18_000, 3_000)
+        );
+        assert!(c.unknown_keys.is_empty(), "{:?}", c.unknown_keys);
+    }
+
+    #[test]
     fn unknown_keys_are_reported_not_fatal() {
         let c = ControllerConfig::from_properties(props(&format!("{MINIMAL}foo.bar=1\n")))
             .expect("valid");

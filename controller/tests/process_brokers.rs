@@ -76,19 +76,31 @@ fn registration(cluster_id: &str, broker_id: i32) -> BrokerRegistrationRequest {
 }
 
 fn register(quorum: &Quorum, request: BrokerRegistrationRequest) -> BrokerRegistrationResponse {
-    match call(quorum, 1, 4, RequestKind::BrokerRegistration(request)) {
+    register_at(quorum, 1, request)
+}
+
+fn register_at(
+    quorum: &Quorum,
+    node: i32,
+    request: BrokerRegistrationRequest,
+) -> BrokerRegistrationResponse {
+    match call(quorum, node, 4, RequestKind::BrokerRegistration(request)) {
         ResponseKind::BrokerRegistration(r) => r,
         other => panic!("not a BrokerRegistration answer: {other:?}"),
     }
 }
 
 fn heartbeat(quorum: &Quorum, epoch: i64, offset: i64) -> BrokerHeartbeatResponse {
+    heartbeat_at(quorum, 1, epoch, offset)
+}
+
+fn heartbeat_at(quorum: &Quorum, node: i32, epoch: i64, offset: i64) -> BrokerHeartbeatResponse {
     let request = BrokerHeartbeatRequest::default()
         .with_broker_id(BROKER.into())
         .with_broker_epoch(epoch)
         .with_current_metadata_offset(offset)
         .with_want_fence(false);
-    match call(quorum, 1, 1, RequestKind::BrokerHeartbeat(request)) {
+    match call(quorum, node, 1, RequestKind::BrokerHeartbeat(request)) {
         ResponseKind::BrokerHeartbeat(r) => r,
         other => panic!("not a BrokerHeartbeat answer: {other:?}"),
     }
@@ -96,7 +108,12 @@ fn heartbeat(quorum: &Quorum, epoch: i64, offset: i64) -> BrokerHeartbeatRespons
 
 /// Broker [`BROKER`] in node 1's `/metadata`, `None` while not there.
 fn broker(quorum: &Quorum) -> Option<Value> {
-    let (status, body) = quorum.node(1).http_get("/metadata")?;
+    broker_in(quorum, 1)
+}
+
+/// Broker [`BROKER`] in node `node`'s `/metadata`.
+fn broker_in(quorum: &Quorum, node: i32) -> Option<Value> {
+    let (status, body) = quorum.node(node).http_get("/metadata")?;
     let image: Value = (status == 200).then(|| serde_json::from_str(&body).ok())??;
     image["brokers"]
         .as_array()?
@@ -224,4 +241,65 @@ fn a_broker_registers_is_unfenced_by_heartbeats_fenced_without_them_and_survives
         },
     );
     assert!(r.is_caught_up && !r.is_fenced, "{r:?}");
+}
+
+#[test]
+fn followers_answer_not_controller_and_a_failover_fences_no_broker_that_keeps_heartbeating() {
+    let mut quorum = QuorumBuilder::new(3, support::Mode::Dynamic)
+        .property("broker.session.timeout.ms", SESSION_TIMEOUT_MS)
+        .format();
+    quorum.start_all();
+    let ids = quorum.ids();
+    let (leader, _) = quorum.wait_for_leader(&ids, TIMEOUT);
+    let follower = ids
+        .iter()
+        .copied()
+        .find(|&i| i != leader)
+        .expect("a follower");
+    let epoch = wait_for(TIMEOUT, "the registration to be accepted", || {
+        let r = register_at(&quorum, leader, registration(CLUSTER_ID, BROKER));
+        (r.error_code == 0).then_some(r.broker_epoch)
+    });
+    let not_controller = ResponseError::NotController.code();
+    let r = register_at(&quorum, follower, registration(CLUSTER_ID, BROKER));
+    assert_eq!(r.error_code, not_controller);
+    let r = heartbeat_at(&quorum, follower, epoch, i64::MAX / 2);
+    assert_eq!(r.error_code, not_controller);
+    let r = heartbeat_at(&quorum, leader, epoch, i64::MAX / 2);
+    assert_eq!((r.error_code, r.is_fenced), (0, false));
+
+    // Kill the active controller; the broker heartbeats whichever node
+    // answers, every 500 ms (a Kafka broker's retry is faster), for three
+    // session timeouts: the new active controller never fences it.
+    quorum.kill(leader);
+    let others: Vec<i32> = ids.iter().copied().filter(|&i| i != leader).collect();
+    let deadline = std::time::Instant::now() + Duration::from_millis(3 * SESSION_TIMEOUT_MS);
+    let mut answered = 0;
+    while std::time::Instant::now() < deadline {
+        for &node in &others {
+            let r = heartbeat_at(&quorum, node, epoch, i64::MAX / 2);
+            if r.error_code == 0 {
+                assert!(
+                    !r.is_fenced,
+                    "node {node} fenced the broker after the failover"
+                );
+                answered += 1;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    assert!(
+        answered > 0,
+        "no node answered a heartbeat after the failover"
+    );
+    for &node in &others {
+        let b = wait_for(TIMEOUT, "the broker in the image", || {
+            broker_in(&quorum, node)
+        });
+        assert_eq!(
+            (b["epoch"].as_i64(), b["fenced"].as_bool()),
+            (Some(epoch), Some(false)),
+            "node {node}"
+        );
+    }
 }

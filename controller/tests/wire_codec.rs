@@ -171,7 +171,10 @@ fn every_supported_request_round_trips_at_every_version_of_the_table() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 15 + 5 + 3 + 2 + 2 + 3 + 2 + 3 + 1 + 1 + 1 + 1 + 5 + 2 + 1);
+    assert_eq!(
+        checked,
+        15 + 5 + 3 + 2 + 2 + 3 + 2 + 3 + 1 + 1 + 1 + 1 + 5 + 2 + 1
+    );
 }
 
 #[test]
