@@ -271,9 +271,13 @@ impl QuorumController {
                     .ids()
                     .chain(image.controllers().keys().copied())
                     .collect();
+                // Kafka's QuorumController.registerBroker adds the raft
+                // layer's kraft.version to the image's finalized features.
+                let mut finalized = image.features().clone();
+                finalized.insert("kraft.version".to_owned(), client.status().kraft_version);
                 active
                     .cluster
-                    .register_broker(&r, &controllers, image.features(), next_offset, now_ms)
+                    .register_broker(&r, &controllers, &finalized, next_offset, now_ms)
                     .map(|d| Decision {
                         records: d.records,
                         answer: ResponseKind::BrokerRegistration(
