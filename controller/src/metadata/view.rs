@@ -223,5 +223,38 @@ mod tests {
             json["controllers"][0]["endpoints"][0]["security_protocol"],
             "SSL"
         );
+        assert_eq!(json["brokers"], serde_json::json!([]));
+    }
+
+    #[test]
+    fn the_view_lists_brokers_with_epoch_fencing_and_endpoints() {
+        use crate::metadata::records::{BrokerEndpoint, RegisterBrokerRecord};
+        let mut image = MetadataImage::default();
+        let r = RegisterBrokerRecord {
+            broker_id: 11,
+            is_migrating_zk_broker: false,
+            incarnation_id: uuid::Uuid::nil(),
+            broker_epoch: 5,
+            endpoints: vec![BrokerEndpoint {
+                name: "PLAINTEXT".into(),
+                host: "b-11".into(),
+                port: 9092,
+                security_protocol: 0,
+            }],
+            features: vec![],
+            rack: Some("r1".into()),
+            fenced: true,
+            in_controlled_shutdown: false,
+            log_dirs: vec![uuid::Uuid::from_u128(200)],
+            cordoned_log_dirs: None,
+        };
+        image.apply_record(5, &r.encode_framed(3)).expect("applies");
+        let json = serde_json::to_value(ImageView::of(&image, &[])).expect("serializes");
+        let b = &json["brokers"][0];
+        assert_eq!((b["id"].as_i64(), b["epoch"].as_i64()), (Some(11), Some(5)));
+        assert_eq!(b["fenced"], true);
+        assert_eq!(b["rack"], "r1");
+        assert_eq!(b["log_dirs"], 1);
+        assert_eq!(b["endpoints"][0]["security_protocol"], "PLAINTEXT");
     }
 }
