@@ -92,6 +92,11 @@ pub const ANNOTATION_INITIAL_VOTERS: &str = "kraft.krabka.io/initial-voters";
 /// StatefulSet annotation: `"true"` once the quorum was bootstrapped (a copy
 /// of `status.bootstrapped`).
 pub const ANNOTATION_BOOTSTRAPPED: &str = "kraft.krabka.io/bootstrapped";
+/// StatefulSet annotation: the controller listener's security protocol the
+/// quorum runs (`SSL` or `PLAINTEXT`), kept across operator upgrades: a
+/// running quorum is never rolled from one to the other (a listener speaks
+/// one protocol, so a half-rolled quorum has no majority).
+pub const ANNOTATION_LISTENER_SECURITY: &str = "kraft.krabka.io/listener-security-protocol";
 
 /// What happens to a controller's volume when its pod goes away for good.
 /// Maps onto the StatefulSet's `persistentVolumeClaimRetentionPolicy`.

@@ -316,6 +316,30 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
         }
     };
 
+    // A running quorum keeps the listener protocol it was created with.
+    let recorded_tls = existing.as_ref().and_then(|s| {
+        let mounts_tls = s
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.template.spec.as_ref()?.volumes.as_ref())
+            .is_some_and(|v| {
+                v.iter()
+                    .any(|v| v.name == crate::build::statefulset::TLS_VOLUME)
+            });
+        identity::recorded_tls(
+            s.metadata
+                .annotations
+                .as_ref()
+                .unwrap_or(&Default::default()),
+            mounts_tls,
+        )
+    });
+    if let Some(why) = identity::keep_tls_mode(&mut q.tls_enabled, recorded_tls) {
+        warn!(message = %why, "listener protocol kept");
+        let event = EventSpec::new(EventType::Warning, "ListenerProtocolKept", "Validate", why);
+        publish(&ctx.recorder, &kq, event).await;
+    }
+
     // 4. Certificates, then the children.
     q.operator_peer = ctx.operator_peer.clone();
     let admin_tls = if q.tls_enabled {

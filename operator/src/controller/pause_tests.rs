@@ -108,8 +108,12 @@ async fn with_tls_the_certificates_come_first_then_the_network_policy_and_the_ch
     let mut kq = kq_json(3, true, bootstrapped_status(3));
     kq["spec"]["tls"] = json!({});
     kq["spec"]["networkPolicy"] = json!({"brokerPodLabels": {"app": "broker"}});
+    // A quorum created with TLS (recorded on its StatefulSet).
+    let mut tls_sts = sts_json(3);
+    tls_sts["metadata"]["annotations"] =
+        json!({"kraft.krabka.io/listener-security-protocol": "SSL"});
     let mut steps = vec![
-        step("GET", STS, Reply::Json(sts_json(3))),
+        step("GET", STS, Reply::Json(tls_sts)),
         step("GET", PODS, Reply::Json(pods_json(3))),
     ];
     for name in ["kq-ca", "kq-tls", "kq-operator-tls", "kq-client-tls"] {
