@@ -428,7 +428,7 @@ fn with_tls_the_listener_is_ssl_with_required_client_certificates_and_the_operat
         "ssl.truststore.location=/etc/kraft-tls/ca.crt",
         "ssl.client.auth=required",
         "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        "super.users=User:CN=kraft-controller;User:CN=kraft-operator;User:CN=kraft-broker",
+        "super.users=User:CN=kraft-controller;User:CN=kraft-operator",
     ] {
         assert!(
             props.lines().any(|l| l == line),
@@ -578,7 +578,6 @@ fn with_an_issuer_ref_three_cert_manager_certificates_name_the_pods_and_the_prin
     assert_eq!(names, ["kq-tls", "kq-operator-tls", "kq-client-tls"]);
     let server = &certs[0]["spec"];
     assert_eq!(server["secretName"], "kq-tls");
-    assert_eq!(server["commonName"], "kraft-controller");
     assert_eq!(
         server["issuerRef"],
         serde_json::json!({"name": "corp-ca", "kind": "Issuer", "group": "cert-manager.io"})
@@ -594,9 +593,26 @@ fn with_an_issuer_ref_three_cert_manager_certificates_name_the_pods_and_the_prin
         "{dns}"
     );
     assert!(server["usages"].to_string().contains("server auth"));
-    assert_eq!(certs[1]["spec"]["commonName"], "kraft-operator");
+    // The quorum is in every common name and in super.users (a shared
+    // issuer signs for other quorums too); the brokers are no super user.
+    assert_eq!(
+        server["commonName"],
+        format!("kraft-controller.{}.{}", q.namespace, q.name)
+    );
+    assert_eq!(
+        certs[1]["spec"]["commonName"],
+        format!("kraft-operator.{}.{}", q.namespace, q.name)
+    );
     assert!(certs[1]["spec"]["dnsNames"].is_null());
-    assert_eq!(certs[2]["spec"]["commonName"], "kraft-broker");
+    assert_eq!(
+        certs[2]["spec"]["commonName"],
+        format!("kraft-broker.{}.{}", q.namespace, q.name)
+    );
+    assert!(server_properties(&q).contains(&format!(
+        "super.users=User:CN=kraft-controller.{ns}.{n};User:CN=kraft-operator.{ns}.{n}\n",
+        ns = q.namespace,
+        n = q.name
+    )));
     assert_eq!(
         certs[0]["metadata"]["ownerReferences"][0]["kind"],
         "KraftQuorum"
