@@ -43,7 +43,7 @@ use k8s_openapi::{
 };
 use kube::{
     Api, Client, Resource, ResourceExt,
-    api::ListParams,
+    api::{ListParams, Patch, PatchParams},
     runtime::{
         Controller,
         controller::Action,
@@ -57,7 +57,10 @@ use tracing::{info, instrument, warn};
 use uuid::Uuid;
 
 use crate::{
-    crd::{ANNOTATION_PAUSE, FINALIZER, KraftQuorum, LABEL_INSTANCE, LABEL_MANAGED_BY},
+    crd::{
+        ANNOTATION_BOOTSTRAPPED, ANNOTATION_PAUSE, FINALIZER, KraftQuorum, LABEL_INSTANCE,
+        LABEL_MANAGED_BY,
+    },
     metrics::Metrics,
     planner,
     quorum::QuorumClient,
@@ -411,6 +414,17 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
             message: "the initial voters elected a first leader".into(),
         };
         status.conditions = status::conditions(&status.conditions, &outcome, generation, now);
+        // The copy on the StatefulSet first, in this same pass: a status lost
+        // right after this pass still reads back bootstrapped (never the
+        // bootstrap flags again). An annotation only: no pod restarts.
+        let mark =
+            serde_json::json!({"metadata": {"annotations": {ANNOTATION_BOOTSTRAPPED: "true"}}});
+        sts_api
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&mark))
+            .await
+            .map_err(kube_err(format!(
+                "mark statefulset {ns}/{name} bootstrapped"
+            )))?;
         write_status(client, &kq, &status).await?;
         let note = format!(
             "quorum bootstrapped; leader is node {}",
