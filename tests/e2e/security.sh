@@ -243,7 +243,7 @@ peers = listener["from"]
 assert peers[0] == {"podSelector": {"matchLabels": own}}, peers
 assert peers[1]["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": "kraft-system"}, peers
 assert peers[1]["podSelector"]["matchLabels"]["app.kubernetes.io/name"] == "kraft-operator", peers
-assert peers[2] == {"namespaceSelector": {}, "podSelector": {"matchLabels": {"app": "kafka-broker"}}}, peers
+assert peers[2] == {"podSelector": {"matchLabels": {"app": "kafka-broker"}}}, peers
 assert metrics["ports"] == [{"port": 9100, "protocol": "TCP"}], metrics
 assert metrics["from"] == [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}}}], metrics
 '

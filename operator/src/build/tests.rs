@@ -544,7 +544,7 @@ fn the_network_policy_opens_9093_to_the_quorum_the_operator_and_brokers_and_9100
                 {"podSelector": {"matchLabels": {"app.kubernetes.io/instance": "kq", "app.kubernetes.io/name": "kraft-controller"}}},
                 {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kraft-system"}},
                  "podSelector": {"matchLabels": {"app.kubernetes.io/name": "kraft-operator"}}},
-                {"namespaceSelector": {}, "podSelector": {"matchLabels": {"app": "kafka-broker"}}},
+                {"podSelector": {"matchLabels": {"app": "kafka-broker"}}},
             ]},
             {"ports": [{"port": 9100, "protocol": "TCP"}], "from": [
                 {"namespaceSelector": {"matchLabels": {"team": "monitoring"}},
@@ -554,6 +554,16 @@ fn the_network_policy_opens_9093_to_the_quorum_the_operator_and_brokers_and_9100
     });
     assert_eq!(np["spec"], want);
     assert_eq!(np["metadata"]["ownerReferences"][0]["kind"], "KraftQuorum");
+    // Brokers of other namespaces only when asked for.
+    let mut other = q.clone();
+    other.network_policy.broker_namespace_labels =
+        Some(BTreeMap::from([("team".into(), "kafka".into())]));
+    let np = serde_json::to_value(build_networkpolicy(&other)).expect("json");
+    assert_eq!(
+        np["spec"]["ingress"][0]["from"][2],
+        serde_json::json!({"namespaceSelector": {"matchLabels": {"team": "kafka"}},
+                           "podSelector": {"matchLabels": {"app": "kafka-broker"}}})
+    );
     // Nothing given: 9093 from the quorum only, 9100 from nobody.
     let bare =
         serde_json::to_value(build_networkpolicy(&valid(SPEC3, &status(true)))).expect("json");

@@ -345,6 +345,19 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
 
     // 4. Certificates, then the children.
     q.operator_peer = ctx.operator_peer.clone();
+    if q.operator_peer.is_none() && crate::build::networkpolicy::enabled(&q) {
+        let why = "the NetworkPolicy has no rule for the operator (it runs without POD_NAMESPACE, \
+                   e.g. outside the cluster): where policies are enforced, its DescribeQuorum and \
+                   voter changes are refused; set POD_NAMESPACE or networkPolicy.enabled: false";
+        warn!(message = why, "network policy without the operator");
+        let event = EventSpec::new(
+            EventType::Warning,
+            "NoOperatorRule",
+            "Apply",
+            why.to_string(),
+        );
+        publish(&ctx.recorder, &kq, event).await;
+    }
     let admin_tls = if q.tls_enabled {
         if q.issuer_ref.is_some() {
             match cert_manager::ensure(client, &q).await? {

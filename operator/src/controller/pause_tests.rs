@@ -115,6 +115,8 @@ async fn with_tls_the_certificates_come_first_then_the_network_policy_and_the_ch
     let mut steps = vec![
         step("GET", STS, Reply::Json(tls_sts)),
         step("GET", PODS, Reply::Json(pods_json(3))),
+        // No operator peer in this context: the policy has no operator rule.
+        step("POST", EVENTS, Reply::Echo),
     ];
     for name in ["kq-ca", "kq-tls", "kq-operator-tls", "kq-client-tls"] {
         let path = format!("{SECRETS}/{name}");
@@ -122,21 +124,22 @@ async fn with_tls_the_certificates_come_first_then_the_network_policy_and_the_ch
         steps.push(step("PATCH", &path, Reply::Echo));
     }
     steps.extend(children_steps(3, 3).into_iter().skip(2).collect::<Vec<_>>());
-    steps.insert(10, step("PATCH", NP, Reply::Echo));
+    steps.insert(11, step("PATCH", NP, Reply::Echo));
     steps.push(step("PATCH", KQ_STATUS, Reply::KqWithStatus));
     let (result, seen) = pass(&kq, fake(Some(quorum(3, 0))), steps).await;
     result.expect("pass succeeds");
+    assert_eq!(seen[2].body["reason"], "NoOperatorRule");
     // The CA Secret holds the key; no other Secret does.
-    assert!(seen[3].body["data"]["ca.key"].is_string());
-    for s in [&seen[5], &seen[7], &seen[9]] {
+    assert!(seen[4].body["data"]["ca.key"].is_string());
+    for s in [&seen[6], &seen[8], &seen[10]] {
         assert!(s.body["data"]["ca.key"].is_null());
         assert!(s.body["data"]["keystore.pem"].is_string());
         assert!(s.body["metadata"]["annotations"]["kraft.krabka.io/renew-after"].is_string());
     }
-    assert!(seen[9].body["data"]["client.properties"].is_string());
+    assert!(seen[10].body["data"]["client.properties"].is_string());
     // The NetworkPolicy before the pods; the pods trust the CA.
-    assert_eq!(seen[10].body["kind"], "NetworkPolicy");
-    let sts = seen[13].body.to_string();
+    assert_eq!(seen[11].body["kind"], "NetworkPolicy");
+    let sts = seen[14].body.to_string();
     assert!(sts.contains("kraft.krabka.io/ca-hash"), "{sts}");
-    assert!(seen[12].body.to_string().contains("CONTROLLER:SSL"));
+    assert!(seen[13].body.to_string().contains("CONTROLLER:SSL"));
 }
