@@ -249,20 +249,37 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
     let now = (ctx.clock)();
     let generation = kq.metadata.generation;
 
-    // 0. Paused: change nothing, say so.
+    // 0. Paused: change nothing, say so. Observing stays on (read-only):
+    // the pods' readiness keeps status.readyReplicas true.
     if is_paused(kq) {
         let mut status = kq.status.clone().unwrap_or_default();
+        let pods_api: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        let selector = format!("app.kubernetes.io/name=kraft-controller,{LABEL_INSTANCE}={name}");
+        let ready = pods_api
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(kube_err(format!("list pods of {ns}/{name}")))?
+            .items;
+        let ready = observe::pod_states(&ready, None)
+            .iter()
+            .filter(|p| p.ready)
+            .count();
+        let ready = i32::try_from(ready).unwrap_or(i32::MAX);
         let paused = status::paused_condition(&status.conditions, generation, now);
-        if status.conditions.contains(&paused) {
-            return Ok(Action::await_change());
+        let was_paused = status.conditions.contains(&paused);
+        if was_paused && status.ready_replicas == ready {
+            return Ok(Action::requeue(STEADY_REQUEUE));
         }
+        status.ready_replicas = ready;
         status.conditions.retain(|c| c.type_ != status::PAUSED);
         status.conditions.push(paused);
         write_status(client, kq, &status).await?;
-        let note = format!("{ANNOTATION_PAUSE} is true: nothing is changed until it goes");
-        let event = EventSpec::new(EventType::Normal, "Paused", "Pause", note);
-        publish(&ctx.recorder, kq, event).await;
-        return Ok(Action::await_change());
+        if !was_paused {
+            let note = format!("{ANNOTATION_PAUSE} is true: nothing is changed until it goes");
+            let event = EventSpec::new(EventType::Normal, "Paused", "Pause", note);
+            publish(&ctx.recorder, kq, event).await;
+        }
+        return Ok(Action::requeue(STEADY_REQUEUE));
     }
 
     // 1. Identity, written before anything uses it; the copy on the

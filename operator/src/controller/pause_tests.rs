@@ -17,13 +17,17 @@ async fn a_paused_quorum_gets_the_paused_condition_and_nothing_else() {
     // applied, no voter is added.
     let kq = paused(kq_json(5, true, bootstrapped_status(3)));
     let steps = vec![
+        step("GET", PODS, Reply::Json(pods_json(3))),
         step("PATCH", KQ_STATUS, Reply::KqWithStatus),
         step("POST", EVENTS, Reply::Echo),
     ];
     let quorum = fake(Some(quorum(3, 0)));
     let (result, seen) = pass(&kq, quorum.clone(), steps).await;
-    assert_eq!(result.expect("pass succeeds"), Action::await_change());
-    let status = status_of(&seen[0]);
+    assert_eq!(
+        result.expect("pass succeeds"),
+        Action::requeue(STEADY_REQUEUE)
+    );
+    let status = status_of(&seen[1]);
     assert_eq!(
         condition(status, "Paused"),
         ("True", "ReconciliationPaused")
@@ -36,11 +40,30 @@ async fn a_paused_quorum_gets_the_paused_condition_and_nothing_else() {
         "the quorum was not asked"
     );
 
-    // Already marked paused: the next pass makes no call at all.
+    // Already marked paused, pods as they were: the next pass only reads.
     let mut again = kq.clone();
     again["status"] = status.clone();
-    let (result, _) = pass(&again, fake(Some(quorum_desc())), vec![]).await;
-    assert_eq!(result.expect("pass succeeds"), Action::await_change());
+    let read = vec![step("GET", PODS, Reply::Json(pods_json(3)))];
+    let (result, seen) = pass(&again, fake(Some(quorum_desc())), read).await;
+    assert_eq!(
+        result.expect("pass succeeds"),
+        Action::requeue(STEADY_REQUEUE)
+    );
+    assert!(
+        seen.iter().all(|s| s.method == "GET"),
+        "read-only while paused"
+    );
+    // A pod went unready while paused: status says so, nothing else moves.
+    let mut pods = pods_json(3);
+    pods["items"][0]["status"]["conditions"] = json!([{"type": "Ready", "status": "False"}]);
+    let steps = vec![
+        step("GET", PODS, Reply::Json(pods)),
+        step("PATCH", KQ_STATUS, Reply::KqWithStatus),
+    ];
+    let (result, seen) = pass(&again, fake(Some(quorum_desc())), steps).await;
+    result.expect("pass succeeds");
+    assert_eq!(status_of(&seen[1])["readyReplicas"], 2);
+    assert_eq!(condition(status_of(&seen[1]), "Paused").0, "True");
 }
 
 fn quorum_desc() -> QuorumDescription {
