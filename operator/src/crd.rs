@@ -92,6 +92,11 @@ pub const ANNOTATION_INITIAL_VOTERS: &str = "kraft.krabka.io/initial-voters";
 /// StatefulSet annotation: `"true"` once the quorum was bootstrapped (a copy
 /// of `status.bootstrapped`).
 pub const ANNOTATION_BOOTSTRAPPED: &str = "kraft.krabka.io/bootstrapped";
+/// StatefulSet annotation: the controller listener's security protocol the
+/// quorum runs (`SSL` or `PLAINTEXT`), kept across operator upgrades: a
+/// running quorum is never rolled from one to the other (a listener speaks
+/// one protocol, so a half-rolled quorum has no majority).
+pub const ANNOTATION_LISTENER_SECURITY: &str = "kraft.krabka.io/listener-security-protocol";
 
 /// What happens to a controller's volume when its pod goes away for good.
 /// Maps onto the StatefulSet's `persistentVolumeClaimRetentionPolicy`.
@@ -210,10 +215,15 @@ pub struct NetworkPolicySpec {
     /// Write the NetworkPolicy (default `true`).
     #[serde(default = "default_true_opt", skip_serializing_if = "Option::is_none")]
     pub enabled: Option<bool>,
-    /// Labels of the broker pods (any namespace) allowed to the controller
-    /// listener; none when empty.
+    /// Labels of the broker pods allowed to the controller listener; none
+    /// when empty. Pods of the quorum's namespace only, unless
+    /// `brokerNamespaceLabels` is set.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub broker_pod_labels: BTreeMap<String, String>,
+    /// Namespace labels where `brokerPodLabels` pods may be (default: the
+    /// quorum's namespace only); `{}` means every namespace.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broker_namespace_labels: Option<BTreeMap<String, String>>,
     /// Namespace labels of the monitoring pods allowed to port 9100
     /// (`/metrics`); with `monitoringPodLabels`, both must match.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -36,14 +36,37 @@ pub const OPERATOR_CN: &str = "kraft-operator";
 /// Common name (and principal) of the client certificate brokers mount.
 pub const BROKER_CN: &str = "kraft-broker";
 
-/// The `super.users` of a quorum with the operator's CA: the controllers
-/// (they send each other CLUSTER_ACTION requests), the operator (voter
-/// changes) and the brokers' client identity (metadata fetches), as Kafka's
-/// `DEFAULT` principal mapping names them.
-pub fn super_users() -> String {
-    [CONTROLLER_CN, OPERATOR_CN, BROKER_CN]
+/// The quorum a certificate subject names, `(namespace, name)`, when the
+/// certificates come from a cert-manager issuer (`spec.tls.issuerRef`): a
+/// shared issuer signs for many quorums, so the common names carry the
+/// quorum ([`common_name`]) and one quorum's certificates are nobody on
+/// another. `None` with the operator's own CA, which is per quorum already.
+pub fn cn_scope(q: &ValidatedQuorum) -> Option<(&str, &str)> {
+    q.issuer_ref
+        .as_ref()
+        .map(|_| (q.namespace.as_str(), q.name.as_str()))
+}
+
+/// The common name of identity `base` ([`CONTROLLER_CN`], [`OPERATOR_CN`],
+/// [`BROKER_CN`]): `base` itself, or `base.<namespace>.<name>` with a
+/// [`cn_scope`].
+pub fn common_name(base: &str, scope: Option<(&str, &str)>) -> String {
+    match scope {
+        Some((ns, name)) => format!("{base}.{ns}.{name}"),
+        None => base.to_string(),
+    }
+}
+
+/// The `super.users` of a quorum: the controllers (they send each other
+/// Raft RPCs and CLUSTER_ACTION requests) and the operator (voter changes,
+/// ALTER), as Kafka's `DEFAULT` principal mapping names them
+/// (`User:CN=…`). Not the brokers' client identity: in Kafka a broker holds
+/// CLUSTER_ACTION on the cluster, never ALTER, and a super user may add and
+/// remove voters; brokers get their rights from ACLs (docs/operations.md).
+pub fn super_users(scope: Option<(&str, &str)>) -> String {
+    [CONTROLLER_CN, OPERATOR_CN]
         .iter()
-        .map(|cn| format!("User:CN={cn}"))
+        .map(|cn| format!("User:CN={}", common_name(cn, scope)))
         .collect::<Vec<_>>()
         .join(";")
 }
@@ -185,7 +208,7 @@ pub fn controller_leaf(q: &ValidatedQuorum) -> Leaf {
     dns_names.push(format!("{svc}.{ns}"));
     dns_names.push(svc.clone());
     Leaf {
-        common_name: CONTROLLER_CN.into(),
+        common_name: common_name(CONTROLLER_CN, cn_scope(q)),
         dns_names,
     }
 }

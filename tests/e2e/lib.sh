@@ -61,9 +61,10 @@ client_config() {
   local ns="$1" name="$2" dir k
   dir="$cache/e2e-tls/$ns-$name"
   mkdir -p "$dir"
-  if kubectl -n "$ns" get secret "$name-client-tls" >/dev/null 2>&1; then
+  # The operator's identity: a super user (the brokers' client Secret is not).
+  if kubectl -n "$ns" get secret "$name-operator-tls" >/dev/null 2>&1; then
     for k in ca.crt keystore.pem; do
-      kubectl -n "$ns" get secret "$name-client-tls" -o jsonpath="{.data.${k//./\\.}}" | base64 -d >"$dir/$k"
+      kubectl -n "$ns" get secret "$name-operator-tls" -o jsonpath="{.data.${k//./\\.}}" | base64 -d >"$dir/$k"
     done
     printf 'security.protocol=SSL\nssl.keystore.type=PEM\nssl.keystore.location=%s/keystore.pem\nssl.truststore.type=PEM\nssl.truststore.location=%s/ca.crt\nssl.endpoint.identification.algorithm=\n' \
       "$dir" "$dir" >"$dir/client.properties"

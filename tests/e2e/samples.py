@@ -199,6 +199,21 @@ def leader_of(sample):
     return named.pop() if len(named) == 1 else None
 
 
+def leader_before(samples, i, since):
+    """The leader just before the restart seen at sample i: the latest agreed
+    leader in samples[since:i], the stretch where every pod was up (the
+    previous restarted pod was back). The sample right before a restart may
+    already be inside it: the pod listing shows the pod not yet deleting,
+    then the scrape meets its controller shutting down (a leader resigning),
+    so the views disagree; an earlier sample of the same stretch says who
+    led when the restart began. None when no sample of it agreed."""
+    for s in reversed(samples[since:i]):
+        leader = leader_of(s)
+        if leader is not None:
+            return leader
+    return None
+
+
 def check_roll(path, replicas):
     samples = load(path)
     ordinals = [str(i) for i in range(replicas)]
@@ -211,7 +226,10 @@ def check_roll(path, replicas):
     restarts = []  # (sample index, ordinal, leader just before)
     seen_uids = {o: [first[o]["uid"]] for o in ordinals}
     started = set()
+    back = {}  # ordinal -> first sample where its new pod was ready
     for i, s in enumerate(samples):
+        # Restarts begin only once the previous restarted pod is back.
+        settled = max((back[o] for o in started if o in back), default=0)
         down = []
         for o in ordinals:
             p = s["pods"].get(o)
@@ -222,7 +240,9 @@ def check_roll(path, replicas):
             changed = p is None or p["deleting"] or p["uid"] != first[o]["uid"]
             if changed and o not in started:
                 started.add(o)
-                restarts.append((i, o, leader_of(samples[i - 1]) if i > 0 else None))
+                restarts.append((i, o, leader_before(samples, i, settled)))
+            if o in started and p is not None and p["ready"] and p["uid"] != first[o]["uid"]:
+                back.setdefault(o, i)
         if len(down) > 1:
             fail(f"sample {i}: pods {down} down at once (one at a time expected)")
         if replicas - len(down) < majority:
@@ -236,7 +256,7 @@ def check_roll(path, replicas):
         fail(f"pods end on revisions {revisions}, from {[first[o]['revision'] for o in ordinals]}")
     for n, (i, o, leader) in enumerate(restarts):
         if leader is None:
-            fail(f"no agreed leader just before pod {o} restarted (sample {i - 1})")
+            fail(f"no agreed leader in the samples before pod {o} restarted (sample {i})")
         is_last = n == len(restarts) - 1
         if is_last and int(o) != leader:
             fail(f"the last pod restarted was {o}, but the leader then was {leader}")

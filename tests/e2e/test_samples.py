@@ -37,8 +37,10 @@ def run(cmd, samples, *args):
     return out.returncode, out.stdout + out.stderr
 
 
-def roll(order, leader=2, overlap=False):
-    """A recording of a 3-pod roll restarting `order`, the leader `leader`."""
+def roll(order, leader=2, overlap=False, resigning=False):
+    """A recording of a 3-pod roll restarting `order`, the leader `leader`;
+    `resigning`: the sample just before the leader's restart already sees it
+    shutting down (no agreed leader)."""
     uids = {"0": "a0", "1": "a1", "2": "a2"}
     rev = {"0": "r1", "1": "r1", "2": "r1"}
 
@@ -50,6 +52,10 @@ def roll(order, leader=2, overlap=False):
 
     samples = [sample(), sample()]
     for n, o in enumerate(order):
+        if resigning and int(o) == leader:
+            shutdown = sample()
+            shutdown["views"] = {k: view(-1, 6) for k in shutdown["views"]}
+            samples.append(shutdown)
         gone = dict(sample(down=[o]))
         gone["pods"] = dict(gone["pods"])
         gone["pods"][o] = pod(uids[o], False, True, rev[o])
@@ -87,6 +93,12 @@ expect(True, run("check-roll", roll(["0", "1", "2"], leader=2), "3"),
        "a roll of followers then the leader passes")
 expect(False, run("check-roll", roll(["2", "0", "1"], leader=2), "3"),
        "a roll that restarts the leader first fails")
+expect(True, run("check-roll", roll(["0", "1", "2"], leader=2, resigning=True), "3"),
+       "a roll whose last sample before the leader's restart meets it resigning passes")
+expect(False, run("check-roll", roll(["2", "0", "1"], leader=2, resigning=True), "3"),
+       "a roll that restarts the leader first fails, even seen resigning")
+expect(False, run("check-roll", roll(["0", "2", "1"], leader=2, resigning=True), "3"),
+       "a roll that restarts the leader second fails, even seen resigning")
 expect(False, run("check-roll", roll(["0", "1", "2"], leader=2, overlap=True), "3"),
        "a roll with two pods down at once fails")
 expect(False, run("check-roll", roll(["0", "1"], leader=2), "3"),

@@ -1,6 +1,9 @@
 //! cert-manager `Certificate` objects (`cert-manager.io/v1`) of a quorum with
 //! `spec.tls.issuerRef`: the same three identities as the operator's own CA
-//! makes (controllers, operator, brokers) in the same Secrets, with
+//! makes (controllers, operator, brokers) in the same Secrets, their common
+//! names carrying the quorum (`kraft-operator.<namespace>.<name>`, see
+//! `pki::cn_scope`: a shared issuer does not make one quorum's certificates
+//! super users of another), with
 //! cert-manager's default lifetimes (90 days, renewed at 2/3) written out.
 //! Pure: JSON objects, applied as `DynamicObject`s (the operator does not
 //! depend on cert-manager's types, and works without its CRDs installed).
@@ -87,7 +90,7 @@ pub fn build_certificates(q: &ValidatedQuorum) -> Vec<Value> {
             q,
             r,
             &q.operator_secret(),
-            OPERATOR_CN,
+            &pki::common_name(OPERATOR_CN, pki::cn_scope(q)),
             &[],
             &["client auth", "digital signature", "key encipherment"],
         ),
@@ -95,7 +98,7 @@ pub fn build_certificates(q: &ValidatedQuorum) -> Vec<Value> {
             q,
             r,
             &q.client_secret(),
-            BROKER_CN,
+            &pki::common_name(BROKER_CN, pki::cn_scope(q)),
             &[],
             &["client auth", "digital signature", "key encipherment"],
         ),

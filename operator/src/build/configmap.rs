@@ -18,7 +18,7 @@ use crate::{
         CONTROLLER_LISTENER_NAME, DATA_DIR, FORMAT_MODE_KEY, SERVER_PROPERTIES_KEY, TLS_CA_KEY,
         TLS_DIR, TLS_KEYSTORE_KEY,
     },
-    pki::super_users,
+    pki::{cn_scope, super_users},
     validate::{FormatMode, ValidatedQuorum},
 };
 
@@ -67,8 +67,9 @@ pub fn server_properties(q: &ValidatedQuorum) -> String {
 /// PEM keystore (`keystore.pem` of the operator's CA, or cert-manager's
 /// `tls-combined.pem` with `issuerRef`) and truststore, client certificates
 /// required, and the
-/// `StandardAuthorizer` with the operator's principals as `super.users`
-/// (so a certificate of the CA that is not one of them may do nothing).
+/// `StandardAuthorizer` with the controllers' and the operator's principals
+/// as `super.users` (so a certificate of the CA that is not one of them, the
+/// brokers' included, may do only what ACLs allow).
 pub fn tls_properties(q: &ValidatedQuorum) -> Vec<(&'static str, String)> {
     let keystore = if q.issuer_ref.is_some() {
         super::certificate::COMBINED_PEM_KEY
@@ -85,7 +86,7 @@ pub fn tls_properties(q: &ValidatedQuorum) -> Vec<(&'static str, String)> {
             "authorizer.class.name",
             "org.apache.kafka.metadata.authorizer.StandardAuthorizer".to_string(),
         ),
-        ("super.users", super_users()),
+        ("super.users", super_users(cn_scope(q))),
     ]
 }
 

@@ -57,9 +57,10 @@ pub fn build_networkpolicy(q: &ValidatedQuorum) -> NetworkPolicy {
         });
     }
     if !np.broker_pod_labels.is_empty() {
-        // Brokers in any namespace carrying the labels.
+        // Brokers carrying the labels: in the quorum's namespace (a bare
+        // podSelector), or in the namespaces `brokerNamespaceLabels` selects.
         listener_from.push(NetworkPolicyPeer {
-            namespace_selector: Some(LabelSelector::default()),
+            namespace_selector: np.broker_namespace_labels.clone().map(selector),
             pod_selector: Some(selector(np.broker_pod_labels.clone())),
             ..NetworkPolicyPeer::default()
         });

@@ -55,8 +55,9 @@ use super::{child_meta, configmap::server_properties, fnv1a_hex};
 use crate::{
     crd::{
         ANNOTATION_BOOTSTRAPPED, ANNOTATION_CA_HASH, ANNOTATION_CLUSTER_ID, ANNOTATION_CONFIG_HASH,
-        ANNOTATION_INITIAL_VOTERS, CONFIG_DIR, CONTROLLER_HTTP_PORT, CONTROLLER_LISTENER_NAME,
-        FORMAT_MODE_ENV, FORMAT_MODE_KEY, LABEL_POD_INDEX, SERVER_PROPERTIES_KEY, TLS_DIR,
+        ANNOTATION_INITIAL_VOTERS, ANNOTATION_LISTENER_SECURITY, CONFIG_DIR, CONTROLLER_HTTP_PORT,
+        CONTROLLER_LISTENER_NAME, FORMAT_MODE_ENV, FORMAT_MODE_KEY, LABEL_POD_INDEX,
+        SERVER_PROPERTIES_KEY, TLS_DIR,
     },
     kafka_uuid,
     validate::ValidatedQuorum,
@@ -219,6 +220,10 @@ pub fn identity_annotations(q: &ValidatedQuorum) -> BTreeMap<String, String> {
         (
             ANNOTATION_BOOTSTRAPPED.to_string(),
             q.bootstrapped.to_string(),
+        ),
+        (
+            ANNOTATION_LISTENER_SECURITY.to_string(),
+            if q.tls_enabled { "SSL" } else { "PLAINTEXT" }.to_string(),
         ),
     ])
 }

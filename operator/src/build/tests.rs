@@ -428,7 +428,7 @@ fn with_tls_the_listener_is_ssl_with_required_client_certificates_and_the_operat
         "ssl.truststore.location=/etc/kraft-tls/ca.crt",
         "ssl.client.auth=required",
         "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        "super.users=User:CN=kraft-controller;User:CN=kraft-operator;User:CN=kraft-broker",
+        "super.users=User:CN=kraft-controller;User:CN=kraft-operator",
     ] {
         assert!(
             props.lines().any(|l| l == line),
@@ -544,7 +544,7 @@ fn the_network_policy_opens_9093_to_the_quorum_the_operator_and_brokers_and_9100
                 {"podSelector": {"matchLabels": {"app.kubernetes.io/instance": "kq", "app.kubernetes.io/name": "kraft-controller"}}},
                 {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "kraft-system"}},
                  "podSelector": {"matchLabels": {"app.kubernetes.io/name": "kraft-operator"}}},
-                {"namespaceSelector": {}, "podSelector": {"matchLabels": {"app": "kafka-broker"}}},
+                {"podSelector": {"matchLabels": {"app": "kafka-broker"}}},
             ]},
             {"ports": [{"port": 9100, "protocol": "TCP"}], "from": [
                 {"namespaceSelector": {"matchLabels": {"team": "monitoring"}},
@@ -554,6 +554,16 @@ fn the_network_policy_opens_9093_to_the_quorum_the_operator_and_brokers_and_9100
     });
     assert_eq!(np["spec"], want);
     assert_eq!(np["metadata"]["ownerReferences"][0]["kind"], "KraftQuorum");
+    // Brokers of other namespaces only when asked for.
+    let mut other = q.clone();
+    other.network_policy.broker_namespace_labels =
+        Some(BTreeMap::from([("team".into(), "kafka".into())]));
+    let np = serde_json::to_value(build_networkpolicy(&other)).expect("json");
+    assert_eq!(
+        np["spec"]["ingress"][0]["from"][2],
+        serde_json::json!({"namespaceSelector": {"matchLabels": {"team": "kafka"}},
+                           "podSelector": {"matchLabels": {"app": "kafka-broker"}}})
+    );
     // Nothing given: 9093 from the quorum only, 9100 from nobody.
     let bare =
         serde_json::to_value(build_networkpolicy(&valid(SPEC3, &status(true)))).expect("json");
@@ -578,7 +588,6 @@ fn with_an_issuer_ref_three_cert_manager_certificates_name_the_pods_and_the_prin
     assert_eq!(names, ["kq-tls", "kq-operator-tls", "kq-client-tls"]);
     let server = &certs[0]["spec"];
     assert_eq!(server["secretName"], "kq-tls");
-    assert_eq!(server["commonName"], "kraft-controller");
     assert_eq!(
         server["issuerRef"],
         serde_json::json!({"name": "corp-ca", "kind": "Issuer", "group": "cert-manager.io"})
@@ -594,9 +603,26 @@ fn with_an_issuer_ref_three_cert_manager_certificates_name_the_pods_and_the_prin
         "{dns}"
     );
     assert!(server["usages"].to_string().contains("server auth"));
-    assert_eq!(certs[1]["spec"]["commonName"], "kraft-operator");
+    // The quorum is in every common name and in super.users (a shared
+    // issuer signs for other quorums too); the brokers are no super user.
+    assert_eq!(
+        server["commonName"],
+        format!("kraft-controller.{}.{}", q.namespace, q.name)
+    );
+    assert_eq!(
+        certs[1]["spec"]["commonName"],
+        format!("kraft-operator.{}.{}", q.namespace, q.name)
+    );
     assert!(certs[1]["spec"]["dnsNames"].is_null());
-    assert_eq!(certs[2]["spec"]["commonName"], "kraft-broker");
+    assert_eq!(
+        certs[2]["spec"]["commonName"],
+        format!("kraft-broker.{}.{}", q.namespace, q.name)
+    );
+    assert!(server_properties(&q).contains(&format!(
+        "super.users=User:CN=kraft-controller.{ns}.{n};User:CN=kraft-operator.{ns}.{n}\n",
+        ns = q.namespace,
+        n = q.name
+    )));
     assert_eq!(
         certs[0]["metadata"]["ownerReferences"][0]["kind"],
         "KraftQuorum"

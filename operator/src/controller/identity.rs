@@ -13,8 +13,8 @@ use uuid::Uuid;
 
 use crate::{
     crd::{
-        ANNOTATION_BOOTSTRAPPED, ANNOTATION_CLUSTER_ID, ANNOTATION_INITIAL_VOTERS, InitialVoter,
-        KraftQuorum, KraftQuorumStatus, MAX_REPLICAS,
+        ANNOTATION_BOOTSTRAPPED, ANNOTATION_CLUSTER_ID, ANNOTATION_INITIAL_VOTERS,
+        ANNOTATION_LISTENER_SECURITY, InitialVoter, KraftQuorum, KraftQuorumStatus, MAX_REPLICAS,
     },
     kafka_uuid,
 };
@@ -58,6 +58,51 @@ pub fn recorded(annotations: &BTreeMap<String, String>) -> Option<Recorded> {
         initial_voters,
         bootstrapped: annotations.get(ANNOTATION_BOOTSTRAPPED).map(String::as_str) == Some("true"),
     })
+}
+
+/// Whether the quorum behind an existing StatefulSet runs TLS on its
+/// controller listener: its [`ANNOTATION_LISTENER_SECURITY`] (`SSL` /
+/// `PLAINTEXT`), else, for a StatefulSet written by an operator that did not
+/// record it, whether its pod template mounts the TLS volume (operators
+/// before TLS mounted none: PLAINTEXT). `None` for an unknown annotation
+/// value (the spec then decides, as for a new quorum).
+pub fn recorded_tls(
+    annotations: &BTreeMap<String, String>,
+    mounts_tls_volume: bool,
+) -> Option<bool> {
+    match annotations
+        .get(ANNOTATION_LISTENER_SECURITY)
+        .map(String::as_str)
+    {
+        Some("SSL") => Some(true),
+        Some("PLAINTEXT") => Some(false),
+        Some(_) => None,
+        None => Some(mounts_tls_volume),
+    }
+}
+
+/// Keeps the listener protocol a running quorum was created with: TLS on
+/// by default only for new quorums (`recorded` is `None`). When the spec
+/// asks for the other protocol, `tls_enabled` is set to the recorded one
+/// and the returned message says why (for a Warning Event): switching a
+/// running quorum would roll pods one at a time onto a protocol the others
+/// do not speak, and it would lose its majority mid-roll.
+pub fn keep_tls_mode(tls_enabled: &mut bool, recorded: Option<bool>) -> Option<String> {
+    let recorded = recorded?;
+    if *tls_enabled == recorded {
+        return None;
+    }
+    let (runs, asked) = if recorded {
+        ("SSL", "PLAINTEXT")
+    } else {
+        ("PLAINTEXT", "SSL")
+    };
+    *tls_enabled = recorded;
+    Some(format!(
+        "the quorum runs its controller listener {runs} and stays {runs}: the spec asks for \
+         {asked}, but rolling a running quorum from one to the other would lose its majority \
+         mid-roll (a listener speaks one protocol); create a new quorum for {asked}"
+    ))
 }
 
 /// The status to write when `kq` has no identity yet, or `None` when it has
@@ -219,6 +264,50 @@ mod tests {
         // A status that has its identity keeps it.
         q.status = Some(back);
         assert_eq!(missing_identity(&q, Some(&rec), &mut other), None);
+    }
+
+    #[test]
+    fn a_plaintext_quorum_of_an_older_operator_is_not_rolled_to_tls() {
+        // Created before TLS: no annotation, no TLS volume; the spec's
+        // default (`tls.enabled: true`) does not switch it.
+        let none = BTreeMap::new();
+        let mut tls = true;
+        let why = keep_tls_mode(&mut tls, recorded_tls(&none, false)).expect("kept");
+        assert!(!tls);
+        assert!(why.contains("stays PLAINTEXT"), "{why}");
+        // Recorded PLAINTEXT: the same, whatever the template.
+        let plain = BTreeMap::from([(
+            ANNOTATION_LISTENER_SECURITY.to_string(),
+            "PLAINTEXT".to_string(),
+        )]);
+        let mut tls = true;
+        assert!(keep_tls_mode(&mut tls, recorded_tls(&plain, true)).is_some());
+        assert!(!tls);
+    }
+
+    #[test]
+    fn a_tls_quorum_stays_tls_and_a_new_quorum_follows_the_spec() {
+        let ssl = BTreeMap::from([(ANNOTATION_LISTENER_SECURITY.to_string(), "SSL".to_string())]);
+        let mut tls = false;
+        let why = keep_tls_mode(&mut tls, recorded_tls(&ssl, true)).expect("kept");
+        assert!(tls && why.contains("stays SSL"), "{why}");
+        // A TLS StatefulSet of this branch before the annotation: the volume.
+        let mut tls = true;
+        assert_eq!(
+            keep_tls_mode(&mut tls, recorded_tls(&BTreeMap::new(), true)),
+            None
+        );
+        assert!(tls);
+        // No StatefulSet yet: the spec decides, TLS by default.
+        let mut tls = true;
+        assert_eq!(keep_tls_mode(&mut tls, None), None);
+        assert!(tls);
+        let mut tls = false;
+        assert_eq!(keep_tls_mode(&mut tls, None), None);
+        assert!(!tls);
+        // An unknown value is not trusted.
+        let odd = BTreeMap::from([(ANNOTATION_LISTENER_SECURITY.to_string(), "SASL".to_string())]);
+        assert_eq!(recorded_tls(&odd, true), None);
     }
 
     #[test]

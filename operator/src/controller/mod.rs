@@ -43,7 +43,7 @@ use k8s_openapi::{
 };
 use kube::{
     Api, Client, Resource, ResourceExt,
-    api::ListParams,
+    api::{ListParams, Patch, PatchParams},
     runtime::{
         Controller,
         controller::Action,
@@ -57,7 +57,10 @@ use tracing::{info, instrument, warn};
 use uuid::Uuid;
 
 use crate::{
-    crd::{ANNOTATION_PAUSE, FINALIZER, KraftQuorum, LABEL_INSTANCE, LABEL_MANAGED_BY},
+    crd::{
+        ANNOTATION_BOOTSTRAPPED, ANNOTATION_PAUSE, FINALIZER, KraftQuorum, LABEL_INSTANCE,
+        LABEL_MANAGED_BY,
+    },
     metrics::Metrics,
     planner,
     quorum::QuorumClient,
@@ -246,20 +249,37 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
     let now = (ctx.clock)();
     let generation = kq.metadata.generation;
 
-    // 0. Paused: change nothing, say so.
+    // 0. Paused: change nothing, say so. Observing stays on (read-only):
+    // the pods' readiness keeps status.readyReplicas true.
     if is_paused(kq) {
         let mut status = kq.status.clone().unwrap_or_default();
+        let pods_api: Api<Pod> = Api::namespaced(client.clone(), &ns);
+        let selector = format!("app.kubernetes.io/name=kraft-controller,{LABEL_INSTANCE}={name}");
+        let ready = pods_api
+            .list(&ListParams::default().labels(&selector))
+            .await
+            .map_err(kube_err(format!("list pods of {ns}/{name}")))?
+            .items;
+        let ready = observe::pod_states(&ready, None)
+            .iter()
+            .filter(|p| p.ready)
+            .count();
+        let ready = i32::try_from(ready).unwrap_or(i32::MAX);
         let paused = status::paused_condition(&status.conditions, generation, now);
-        if status.conditions.contains(&paused) {
-            return Ok(Action::await_change());
+        let was_paused = status.conditions.contains(&paused);
+        if was_paused && status.ready_replicas == ready {
+            return Ok(Action::requeue(STEADY_REQUEUE));
         }
+        status.ready_replicas = ready;
         status.conditions.retain(|c| c.type_ != status::PAUSED);
         status.conditions.push(paused);
         write_status(client, kq, &status).await?;
-        let note = format!("{ANNOTATION_PAUSE} is true: nothing is changed until it goes");
-        let event = EventSpec::new(EventType::Normal, "Paused", "Pause", note);
-        publish(&ctx.recorder, kq, event).await;
-        return Ok(Action::await_change());
+        if !was_paused {
+            let note = format!("{ANNOTATION_PAUSE} is true: nothing is changed until it goes");
+            let event = EventSpec::new(EventType::Normal, "Paused", "Pause", note);
+            publish(&ctx.recorder, kq, event).await;
+        }
+        return Ok(Action::requeue(STEADY_REQUEUE));
     }
 
     // 1. Identity, written before anything uses it; the copy on the
@@ -316,8 +336,45 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
         }
     };
 
+    // A running quorum keeps the listener protocol it was created with.
+    let recorded_tls = existing.as_ref().and_then(|s| {
+        let mounts_tls = s
+            .spec
+            .as_ref()
+            .and_then(|spec| spec.template.spec.as_ref()?.volumes.as_ref())
+            .is_some_and(|v| {
+                v.iter()
+                    .any(|v| v.name == crate::build::statefulset::TLS_VOLUME)
+            });
+        identity::recorded_tls(
+            s.metadata
+                .annotations
+                .as_ref()
+                .unwrap_or(&Default::default()),
+            mounts_tls,
+        )
+    });
+    if let Some(why) = identity::keep_tls_mode(&mut q.tls_enabled, recorded_tls) {
+        warn!(message = %why, "listener protocol kept");
+        let event = EventSpec::new(EventType::Warning, "ListenerProtocolKept", "Validate", why);
+        publish(&ctx.recorder, &kq, event).await;
+    }
+
     // 4. Certificates, then the children.
     q.operator_peer = ctx.operator_peer.clone();
+    if q.operator_peer.is_none() && crate::build::networkpolicy::enabled(&q) {
+        let why = "the NetworkPolicy has no rule for the operator (it runs without POD_NAMESPACE, \
+                   e.g. outside the cluster): where policies are enforced, its DescribeQuorum and \
+                   voter changes are refused; set POD_NAMESPACE or networkPolicy.enabled: false";
+        warn!(message = why, "network policy without the operator");
+        let event = EventSpec::new(
+            EventType::Warning,
+            "NoOperatorRule",
+            "Apply",
+            why.to_string(),
+        );
+        publish(&ctx.recorder, &kq, event).await;
+    }
     let admin_tls = if q.tls_enabled {
         if q.issuer_ref.is_some() {
             match cert_manager::ensure(client, &q).await? {
@@ -387,6 +444,17 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
             message: "the initial voters elected a first leader".into(),
         };
         status.conditions = status::conditions(&status.conditions, &outcome, generation, now);
+        // The copy on the StatefulSet first, in this same pass: a status lost
+        // right after this pass still reads back bootstrapped (never the
+        // bootstrap flags again). An annotation only: no pod restarts.
+        let mark =
+            serde_json::json!({"metadata": {"annotations": {ANNOTATION_BOOTSTRAPPED: "true"}}});
+        sts_api
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&mark))
+            .await
+            .map_err(kube_err(format!(
+                "mark statefulset {ns}/{name} bootstrapped"
+            )))?;
         write_status(client, &kq, &status).await?;
         let note = format!(
             "quorum bootstrapped; leader is node {}",

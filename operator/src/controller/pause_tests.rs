@@ -17,13 +17,17 @@ async fn a_paused_quorum_gets_the_paused_condition_and_nothing_else() {
     // applied, no voter is added.
     let kq = paused(kq_json(5, true, bootstrapped_status(3)));
     let steps = vec![
+        step("GET", PODS, Reply::Json(pods_json(3))),
         step("PATCH", KQ_STATUS, Reply::KqWithStatus),
         step("POST", EVENTS, Reply::Echo),
     ];
     let quorum = fake(Some(quorum(3, 0)));
     let (result, seen) = pass(&kq, quorum.clone(), steps).await;
-    assert_eq!(result.expect("pass succeeds"), Action::await_change());
-    let status = status_of(&seen[0]);
+    assert_eq!(
+        result.expect("pass succeeds"),
+        Action::requeue(STEADY_REQUEUE)
+    );
+    let status = status_of(&seen[1]);
     assert_eq!(
         condition(status, "Paused"),
         ("True", "ReconciliationPaused")
@@ -36,11 +40,30 @@ async fn a_paused_quorum_gets_the_paused_condition_and_nothing_else() {
         "the quorum was not asked"
     );
 
-    // Already marked paused: the next pass makes no call at all.
+    // Already marked paused, pods as they were: the next pass only reads.
     let mut again = kq.clone();
     again["status"] = status.clone();
-    let (result, _) = pass(&again, fake(Some(quorum_desc())), vec![]).await;
-    assert_eq!(result.expect("pass succeeds"), Action::await_change());
+    let read = vec![step("GET", PODS, Reply::Json(pods_json(3)))];
+    let (result, seen) = pass(&again, fake(Some(quorum_desc())), read).await;
+    assert_eq!(
+        result.expect("pass succeeds"),
+        Action::requeue(STEADY_REQUEUE)
+    );
+    assert!(
+        seen.iter().all(|s| s.method == "GET"),
+        "read-only while paused"
+    );
+    // A pod went unready while paused: status says so, nothing else moves.
+    let mut pods = pods_json(3);
+    pods["items"][0]["status"]["conditions"] = json!([{"type": "Ready", "status": "False"}]);
+    let steps = vec![
+        step("GET", PODS, Reply::Json(pods)),
+        step("PATCH", KQ_STATUS, Reply::KqWithStatus),
+    ];
+    let (result, seen) = pass(&again, fake(Some(quorum_desc())), steps).await;
+    result.expect("pass succeeds");
+    assert_eq!(status_of(&seen[1])["readyReplicas"], 2);
+    assert_eq!(condition(status_of(&seen[1]), "Paused").0, "True");
 }
 
 fn quorum_desc() -> QuorumDescription {
@@ -108,9 +131,15 @@ async fn with_tls_the_certificates_come_first_then_the_network_policy_and_the_ch
     let mut kq = kq_json(3, true, bootstrapped_status(3));
     kq["spec"]["tls"] = json!({});
     kq["spec"]["networkPolicy"] = json!({"brokerPodLabels": {"app": "broker"}});
+    // A quorum created with TLS (recorded on its StatefulSet).
+    let mut tls_sts = sts_json(3);
+    tls_sts["metadata"]["annotations"] =
+        json!({"kraft.krabka.io/listener-security-protocol": "SSL"});
     let mut steps = vec![
-        step("GET", STS, Reply::Json(sts_json(3))),
+        step("GET", STS, Reply::Json(tls_sts)),
         step("GET", PODS, Reply::Json(pods_json(3))),
+        // No operator peer in this context: the policy has no operator rule.
+        step("POST", EVENTS, Reply::Echo),
     ];
     for name in ["kq-ca", "kq-tls", "kq-operator-tls", "kq-client-tls"] {
         let path = format!("{SECRETS}/{name}");
@@ -118,21 +147,22 @@ async fn with_tls_the_certificates_come_first_then_the_network_policy_and_the_ch
         steps.push(step("PATCH", &path, Reply::Echo));
     }
     steps.extend(children_steps(3, 3).into_iter().skip(2).collect::<Vec<_>>());
-    steps.insert(10, step("PATCH", NP, Reply::Echo));
+    steps.insert(11, step("PATCH", NP, Reply::Echo));
     steps.push(step("PATCH", KQ_STATUS, Reply::KqWithStatus));
     let (result, seen) = pass(&kq, fake(Some(quorum(3, 0))), steps).await;
     result.expect("pass succeeds");
+    assert_eq!(seen[2].body["reason"], "NoOperatorRule");
     // The CA Secret holds the key; no other Secret does.
-    assert!(seen[3].body["data"]["ca.key"].is_string());
-    for s in [&seen[5], &seen[7], &seen[9]] {
+    assert!(seen[4].body["data"]["ca.key"].is_string());
+    for s in [&seen[6], &seen[8], &seen[10]] {
         assert!(s.body["data"]["ca.key"].is_null());
         assert!(s.body["data"]["keystore.pem"].is_string());
         assert!(s.body["metadata"]["annotations"]["kraft.krabka.io/renew-after"].is_string());
     }
-    assert!(seen[9].body["data"]["client.properties"].is_string());
+    assert!(seen[10].body["data"]["client.properties"].is_string());
     // The NetworkPolicy before the pods; the pods trust the CA.
-    assert_eq!(seen[10].body["kind"], "NetworkPolicy");
-    let sts = seen[13].body.to_string();
+    assert_eq!(seen[11].body["kind"], "NetworkPolicy");
+    let sts = seen[14].body.to_string();
     assert!(sts.contains("kraft.krabka.io/ca-hash"), "{sts}");
-    assert!(seen[12].body.to_string().contains("CONTROLLER:SSL"));
+    assert!(seen[13].body.to_string().contains("CONTROLLER:SSL"));
 }

@@ -627,6 +627,7 @@ async fn the_first_leader_marks_the_quorum_bootstrapped() {
     let kq = kq_json(3, true, status);
     let mut steps = children_steps(3, 3);
     steps.extend([
+        step("PATCH", STS, Reply::Json(sts_json(3))),
         step("PATCH", KQ_STATUS, Reply::KqWithStatus),
         step("POST", EVENTS, Reply::Echo),
     ]);
@@ -638,8 +639,13 @@ async fn the_first_leader_marks_the_quorum_bootstrapped() {
     // This pass still applied the bootstrap mode; the next applies observers'.
     let mode = seen[3].body["data"]["format-mode"].to_string();
     assert!(mode.contains("--initial-controllers="), "{mode}");
-    assert_eq!(status_of(&seen[6])["bootstrapped"], true);
-    assert_eq!(seen[7].body["reason"], "Bootstrapped");
+    // The StatefulSet's copy is marked in this same pass, before status.
+    assert_eq!(
+        seen[6].body["metadata"]["annotations"]["kraft.krabka.io/bootstrapped"],
+        "true"
+    );
+    assert_eq!(status_of(&seen[7])["bootstrapped"], true);
+    assert_eq!(seen[8].body["reason"], "Bootstrapped");
 }
 
 #[tokio::test]

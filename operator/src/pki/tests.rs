@@ -87,20 +87,42 @@ fn the_controller_certificate_names_every_pod_and_the_service_and_loads_as_a_ser
 }
 
 #[test]
-fn the_principals_are_the_super_users() {
+fn the_controllers_and_the_operator_are_the_super_users_not_the_brokers() {
     let ca = new_ca("ns", "kq", NOW, CA_LIFETIME_SECS).expect("ca");
-    for cn in [CONTROLLER_CN, OPERATOR_CN, BROKER_CN] {
+    let principal = |cn: &str| {
         let issued = issue(&ca, "ns", "kq", &client_leaf(cn), NOW, 3600).expect("leaf");
-        let principal = format!("User:{}", subject_dn(&der(&issued.cert_pem)).expect("dn"));
-        assert!(
-            super_users().split(';').any(|u| u == principal),
-            "{principal}"
-        );
+        format!("User:{}", subject_dn(&der(&issued.cert_pem)).expect("dn"))
+    };
+    for cn in [CONTROLLER_CN, OPERATOR_CN] {
+        let p = principal(cn);
+        assert!(super_users(None).split(';').any(|u| u == p), "{p}");
     }
-    assert_eq!(
-        super_users(),
-        "User:CN=kraft-controller;User:CN=kraft-operator;User:CN=kraft-broker"
+    // A broker's certificate may not ALTER the voter set.
+    let broker = principal(BROKER_CN);
+    assert!(
+        !super_users(None).split(';').any(|u| u == broker),
+        "{broker}"
     );
+    assert_eq!(
+        super_users(None),
+        "User:CN=kraft-controller;User:CN=kraft-operator"
+    );
+}
+
+#[test]
+fn a_shared_issuer_gets_common_names_of_the_quorum() {
+    let scope = Some(("ns", "kq"));
+    assert_eq!(common_name(OPERATOR_CN, scope), "kraft-operator.ns.kq");
+    assert_eq!(
+        super_users(scope),
+        "User:CN=kraft-controller.ns.kq;User:CN=kraft-operator.ns.kq"
+    );
+    // Another quorum of the same issuer: none of these is its super user.
+    let other = super_users(Some(("ns", "other")));
+    for u in super_users(scope).split(';') {
+        assert!(!other.split(';').any(|o| o == u), "{u} in {other}");
+    }
+    assert_eq!(common_name(BROKER_CN, None), "kraft-broker");
 }
 
 #[test]
