@@ -193,6 +193,13 @@ pub struct ControllerConfig {
     pub max_retention_ms: u64,
     /// `metadata.max.idle.interval.ms` (500): a no-op record when idle this long.
     pub max_idle_interval_ms: u64,
+    /// `broker.session.timeout.ms` (9000): the active controller fences a
+    /// broker it has not heard from for this long (Kafka's `KRaftConfigs`).
+    pub broker_session_timeout_ms: u64,
+    /// `broker.heartbeat.interval.ms` (2000): how often brokers heartbeat (a
+    /// broker setting in Kafka; kept here so that a shared file parses and
+    /// the session timeout can be checked against it).
+    pub broker_heartbeat_interval_ms: u64,
     /// `kraftwerk.http.listener` (`0.0.0.0:9100`): `/healthz`, `/readyz`, `/metrics`.
     pub http_listener: SocketAddr,
     /// The security protocol and TLS settings of each listener, by name
@@ -424,6 +431,8 @@ impl ControllerConfig {
             max_retention_bytes: p.number("metadata.max.retention.bytes", 104_857_600)?,
             max_retention_ms: p.number("metadata.max.retention.ms", 604_800_000)?,
             max_idle_interval_ms: p.number("metadata.max.idle.interval.ms", 500)?,
+            broker_session_timeout_ms: p.number("broker.session.timeout.ms", 9_000)?,
+            broker_heartbeat_interval_ms: p.number("broker.heartbeat.interval.ms", 2_000)?,
             http_listener,
             security,
             authorizer,
@@ -515,6 +524,24 @@ mod tests {
         );
         assert_eq!(c.socket_request_max_bytes, 104_857_600);
         assert!(c.unknown_keys.is_empty());
+    }
+
+    #[test]
+    fn broker_session_keys_have_kafkas_names_and_defaults() {
+        let c = ControllerConfig::from_properties(props(MINIMAL)).expect("valid");
+        assert_eq!(
+            (c.broker_session_timeout_ms, c.broker_heartbeat_interval_ms),
+            (9_000, 2_000)
+        );
+        let c = ControllerConfig::from_properties(props(&format!(
+            "{MINIMAL}broker.session.timeout.ms=18000\nbroker.heartbeat.interval.ms=3000\n"
+        )))
+        .expect("valid");
+        assert_eq!(
+            (c.broker_session_timeout_ms, c.broker_heartbeat_interval_ms),
+            (18_000, 3_000)
+        );
+        assert!(c.unknown_keys.is_empty(), "{:?}", c.unknown_keys);
     }
 
     #[test]

@@ -8,6 +8,8 @@
 //! - [`log`]: the metadata log on disk in Kafka's layout;
 //! - [`raft`]: the sans-IO KIP-595 consensus engine;
 //! - [`metadata`]: the state machine over committed records;
+//! - [`quorum_controller`]: the broker half of Kafka's `QuorumController`
+//!   (broker registration, heartbeats, fencing) above the image;
 //! - [`wire`]: Kafka framing, headers and API version negotiation;
 //! - [`admin`]: a small Kafka admin client (DescribeQuorum, AddRaftVoter, …),
 //!   shared by the CLI and the operator;
@@ -19,6 +21,7 @@ pub mod cli;
 pub mod config;
 pub mod log;
 pub mod metadata;
+pub mod quorum_controller;
 pub mod raft;
 pub mod record;
 pub mod server;

@@ -171,7 +171,10 @@ fn every_supported_request_round_trips_at_every_version_of_the_table() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 15 + 5 + 3 + 2 + 2 + 3 + 2 + 3 + 1 + 1 + 1 + 1);
+    assert_eq!(
+        checked,
+        15 + 5 + 3 + 2 + 2 + 3 + 2 + 3 + 1 + 1 + 1 + 1 + 5 + 2 + 1
+    );
 }
 
 #[test]
@@ -225,6 +228,9 @@ fn api_versions_lists_our_table_and_kafka_4_1_controller_features() {
             (55, 0, 2),
             (59, 0, 1),
             (60, 0, 2),
+            (62, 0, 4),
+            (63, 0, 1),
+            (64, 0, 0),
             (70, 0, 0),
             (80, 0, 0),
             (81, 0, 0),

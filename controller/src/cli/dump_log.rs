@@ -187,6 +187,11 @@ fn data_text(record: &DataRecord) -> String {
                         ),
                     }
                 }
+                (key, version, Some(name))
+                    if crate::metadata::brokers::is_broker_record(key, version) =>
+                {
+                    broker_text(name, key, version, &framed.message)
+                }
                 (END_TRANSACTION_RECORD_API_KEY, 0, _) => {
                     "END_TRANSACTION_RECORD(24) version=0".to_owned()
                 }
@@ -209,6 +214,71 @@ fn data_text(record: &DataRecord) -> String {
             value.len(),
             hex(&value[..value.len().min(16)]) + if value.len() > 16 { "…" } else { "" }
         ),
+    }
+}
+
+/// A broker record (0, 1, 7, 8, 17) by field, or its bytes when it does
+/// not decode.
+fn broker_text(name: &str, key: u32, version: u32, message: &[u8]) -> String {
+    use crate::metadata::records::{
+        BROKER_REGISTRATION_CHANGE_RECORD_API_KEY, BrokerEpochRecord,
+        BrokerRegistrationChangeRecord, REGISTER_BROKER_RECORD_API_KEY, RegisterBrokerRecord,
+    };
+    let uuids = |ids: &[uuid::Uuid]| {
+        ids.iter()
+            .map(|u| kraft_common::kafka_uuid::to_string(*u))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let text = match key {
+        REGISTER_BROKER_RECORD_API_KEY => {
+            RegisterBrokerRecord::decode_message(message, version).map(|r| {
+                format!(
+                    "broker_id={} incarnation_id={} broker_epoch={} endpoints=[{}] features=[{}] rack={} fenced={} in_controlled_shutdown={} log_dirs=[{}]",
+                    r.broker_id,
+                    kraft_common::kafka_uuid::to_string(r.incarnation_id),
+                    r.broker_epoch,
+                    r.endpoints
+                        .iter()
+                        .map(|e| format!(
+                            "{}://{}:{} (security_protocol={})",
+                            e.name, e.host, e.port, e.security_protocol
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    r.features
+                        .iter()
+                        .map(|f| format!(
+                            "{}:{}-{}",
+                            f.name, f.min_supported_version, f.max_supported_version
+                        ))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    r.rack.as_deref().unwrap_or("null"),
+                    r.fenced,
+                    r.in_controlled_shutdown,
+                    uuids(&r.log_dirs)
+                )
+            })
+        }
+        BROKER_REGISTRATION_CHANGE_RECORD_API_KEY => {
+            BrokerRegistrationChangeRecord::decode_message(message, version).map(|r| {
+                format!(
+                    "broker_id={} broker_epoch={} fenced={} in_controlled_shutdown={} log_dirs=[{}]",
+                    r.broker_id,
+                    r.broker_epoch,
+                    r.fenced,
+                    r.in_controlled_shutdown,
+                    uuids(&r.log_dirs)
+                )
+            })
+        }
+        _ => BrokerEpochRecord::decode_message(message)
+            .map(|r| format!("broker_id={} broker_epoch={}", r.broker_id, r.broker_epoch)),
+    };
+    match text {
+        Ok(t) => format!("{name}({key}) version={version} {t}"),
+        Err(e) => format!("{name}({key}) undecodable ({e}) bytes={}", hex(message)),
     }
 }
 
@@ -356,5 +426,29 @@ pub fn run(args: &DumpLogArgs) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+#[cfg(test)]
+mod broker_record_tests {
+    use super::*;
+    use crate::metadata::records::{BrokerRegistrationChangeRecord, FramedRecord};
+
+    #[test]
+    fn broker_records_are_decoded_by_name() {
+        let value = BrokerRegistrationChangeRecord {
+            broker_id: 4,
+            broker_epoch: 17,
+            fenced: -1,
+            ..Default::default()
+        }
+        .encode_framed(0);
+        let framed = FramedRecord::decode(&value).expect("frame");
+        assert_eq!(
+            broker_text("BROKER_REGISTRATION_CHANGE_RECORD", 17, 0, &framed.message),
+            "BROKER_REGISTRATION_CHANGE_RECORD(17) version=0 broker_id=4 broker_epoch=17 \
+             fenced=-1 in_controlled_shutdown=0 log_dirs=[]"
+        );
+        assert!(broker_text("FENCE_BROKER_RECORD", 7, 0, &[0, 0]).contains("undecodable"));
     }
 }

@@ -6,6 +6,7 @@
 //! |---|---|
 //! | FeatureLevelRecord (12) | sets a finalized feature level; level 0 removes it (Kafka's `FeatureControlManager`) |
 //! | RegisterControllerRecord (27) | replaces the registration of its controller id (KIP-919) |
+//! | broker records (0, 1, 7, 8, 17) | broker registrations, fencing, controlled shutdown (`metadata::brokers`) |
 //! | NoOpRecord (20) | counted |
 //! | Begin/End/AbortTransactionRecord (23/24/25) | counted, not state (see below) |
 //! | any other type or version | kept untouched, with its offset, so a newer writer's records survive an older reader (and its snapshots) |
@@ -25,11 +26,15 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 
+use super::brokers::{
+    BrokerRecordError, BrokerRegistration, apply_broker_record, is_broker_record,
+};
 use super::records::{
     ABORT_TRANSACTION_RECORD_API_KEY, BEGIN_TRANSACTION_RECORD_API_KEY, ControllerEndpoint,
     ControllerFeature, END_TRANSACTION_RECORD_API_KEY, FEATURE_LEVEL_RECORD_API_KEY,
     FeatureLevelRecord, FramedRecord, METADATA_VERSION_FEATURE, NO_OP_RECORD_API_KEY,
     REGISTER_CONTROLLER_RECORD_API_KEY, RecordsError, RegisterControllerRecord,
+    register_broker_record_version,
 };
 use crate::{
     log::{LogError, ReplicatedLog},
@@ -49,6 +54,14 @@ pub enum ImageError {
         offset: i64,
         /// What was wrong.
         source: RecordsError,
+    },
+    /// A broker record that does not fit the image (Kafka's replay throws).
+    #[error("broker record at offset {offset}: {source}")]
+    Broker {
+        /// Offset of the record.
+        offset: i64,
+        /// What was wrong.
+        source: BrokerRecordError,
     },
     /// A data record without a value.
     #[error("metadata record at offset {offset} has no value")]
@@ -93,6 +106,7 @@ pub struct UnknownRecord {
 pub struct MetadataImage {
     features: BTreeMap<String, i16>,
     controllers: BTreeMap<i32, ControllerRegistration>,
+    brokers: BTreeMap<i32, BrokerRegistration>,
     no_op_records: u64,
     transaction_markers: u64,
     unknown: Vec<UnknownRecord>,
@@ -123,6 +137,19 @@ impl MetadataImage {
     /// Registered controllers by id.
     pub fn controllers(&self) -> &BTreeMap<i32, ControllerRegistration> {
         &self.controllers
+    }
+
+    /// Registered brokers by id.
+    pub fn brokers(&self) -> &BTreeMap<i32, BrokerRegistration> {
+        &self.brokers
+    }
+
+    /// Sets every broker's record offset to `offset` (a loaded snapshot's
+    /// last contained offset, as Kafka's replay of a snapshot passes it).
+    pub(crate) fn set_broker_record_offsets(&mut self, offset: i64) {
+        for b in self.brokers.values_mut() {
+            b.record_offset = offset;
+        }
     }
 
     /// NoOpRecords applied (only since the image started: a snapshot does not
@@ -193,6 +220,10 @@ impl MetadataImage {
                         supported_features: r.features,
                     },
                 );
+            }
+            (key, version) if is_broker_record(key, version) => {
+                apply_broker_record(&mut self.brokers, offset, &framed)
+                    .map_err(|source| ImageError::Broker { offset, source })?;
             }
             (NO_OP_RECORD_API_KEY, _) => self.no_op_records += 1,
             (
@@ -281,7 +312,9 @@ impl MetadataImage {
 /// The framed record values an image is made of, in a canonical order:
 /// feature levels (`metadata.version` first, as Kafka's `FeaturesImage`
 /// writes it: a reader needs it before anything else), the others by name,
-/// controller registrations by id, then unknown records in offset order
+/// controller registrations by id, broker registrations by id (at the
+/// RegisterBrokerRecord version of the image's `metadata.version`, as
+/// Kafka's `ClusterImage` writes them), then unknown records in offset order
 /// (no-ops and transaction markers are not state). Applying them to an empty
 /// image gives an image equal to this one but for the no-op count and the
 /// offsets: what a snapshot of the image holds.
@@ -317,6 +350,11 @@ pub fn image_records(image: &MetadataImage) -> Vec<Bytes> {
             }
             .encode_framed(),
         );
+    }
+    let broker_version =
+        register_broker_record_version(image.feature_level(METADATA_VERSION_FEATURE).unwrap_or(0));
+    for (id, b) in &image.brokers {
+        out.push(b.to_record(*id).encode_framed(broker_version));
     }
     for u in &image.unknown {
         out.push(u.record.encode());

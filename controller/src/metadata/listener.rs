@@ -11,7 +11,11 @@
 //! - `handleLeaderChange`: fails the registrations of an epoch this node no
 //!   longer leads.
 //! - Requests: ApiVersions (finalized features), DescribeCluster (KIP-919),
-//!   ControllerRegistration (API 70, `registration.rs`).
+//!   ControllerRegistration (API 70, `registration.rs`); BrokerRegistration,
+//!   BrokerHeartbeat and UnregisterBroker go to the quorum controller
+//!   (`crate::quorum_controller`), which also answers after commits, drops
+//!   its speculative state on leader changes and fences expired sessions
+//!   at its deadline.
 //! - Deadlines: the idle no-op record (`metadata.max.idle.interval.ms`) and
 //!   the registration backoff.
 //!
@@ -39,6 +43,7 @@ use super::{
 };
 use crate::{
     log::{FileLog, LogError, OffsetAndEpoch},
+    quorum_controller::{QuorumController, QuorumControllerConfig},
     raft::{
         RaftError, ReplyHandle,
         listener::{LeaderChange, Listener, RaftClient, SnapshotSource},
@@ -88,6 +93,11 @@ pub struct MetadataConfig {
     /// (`metadata.log.max.record.bytes.between.snapshots`,
     /// `metadata.log.max.snapshot.interval.ms`).
     pub snapshot_policy: SnapshotPolicy,
+    /// `broker.session.timeout.ms` (9000): brokers not heard from for this
+    /// long are fenced.
+    pub broker_session_timeout_ms: u64,
+    /// Kafka's ActiveBrokerCount and FencedBrokerCount, set from the image.
+    pub broker_gauges: crate::server::metrics::BrokerGauges,
 }
 
 /// What the listener's background work hands back to it.
@@ -108,6 +118,7 @@ pub struct MetadataListener {
     image: MetadataImage,
     snapshots: Snapshots,
     registration: Registration,
+    quorum: QuorumController,
 }
 
 /// The api keys the metadata listener answers.
@@ -115,6 +126,9 @@ const API_KEYS: &[ApiKey] = &[
     ApiKey::ApiVersions,
     ApiKey::DescribeCluster,
     ApiKey::ControllerRegistration,
+    ApiKey::BrokerRegistration,
+    ApiKey::BrokerHeartbeat,
+    ApiKey::UnregisterBroker,
 ];
 
 impl MetadataListener {
@@ -123,6 +137,10 @@ impl MetadataListener {
     pub fn new(config: MetadataConfig, log_start_offset: i64, now_ms: u64) -> Self {
         Self {
             registration: Registration::new(&config),
+            quorum: QuorumController::new(QuorumControllerConfig {
+                cluster_id: config.cluster_id.clone(),
+                session_timeout_ms: config.broker_session_timeout_ms,
+            }),
             snapshots: Snapshots::new(now_ms),
             image: MetadataImage::starting_at(log_start_offset),
             config,
@@ -166,8 +184,12 @@ impl MetadataListener {
         Ok(())
     }
 
-    /// Publishes the image view for `GET /metadata`.
+    /// Publishes the image view for `GET /metadata` and the broker gauges.
     fn publish_view(&self, client: &RaftClient<'_, FileLog>) {
+        let fenced = self.image.brokers().values().filter(|b| b.fenced).count();
+        self.config
+            .broker_gauges
+            .set(self.image.brokers().len() - fenced, fenced);
         let view = ImageView::of(
             &self.image,
             &[("kraft.version", client.status().kraft_version)],
@@ -185,9 +207,10 @@ impl MetadataListener {
 /// lines mean equal images.
 fn image_summary(image: &MetadataImage) -> String {
     format!(
-        "features={:?} controllers={:?} unknown_records={}",
+        "features={:?} controllers={:?} brokers={:?} unknown_records={}",
         image.features(),
         image.controllers().keys().collect::<Vec<_>>(),
+        image.brokers().keys().collect::<Vec<_>>(),
         image.unknown_records().len()
     )
 }
@@ -211,6 +234,7 @@ impl Listener<FileLog> for MetadataListener {
             &self.config.bootstrap,
             high_watermark,
         )?;
+        self.quorum.on_commit(client, &self.image, high_watermark);
         self.publish_view(client);
         self.registration.drive(client, &self.image, &self.config);
         Ok(())
@@ -243,6 +267,7 @@ impl Listener<FileLog> for MetadataListener {
         change: LeaderChange,
     ) -> Result<(), MetadataError> {
         self.registration.on_leader_change(client, change);
+        self.quorum.on_leader_change(client, change);
         Ok(())
     }
 
@@ -269,16 +294,23 @@ impl Listener<FileLog> for MetadataListener {
                     client.voters(),
                     &self.config.listener_name,
                 );
-                let body = cluster::describe_cluster(
+                let body = cluster::describe_cluster_with_brokers(
                     &request,
                     &self.config.cluster_id,
                     client.leader_id(),
                     controllers,
+                    &self.image,
                 );
                 client.reply(handle, Some(ResponseKind::DescribeCluster(body)));
             }
             RequestKind::ControllerRegistration(request) => {
                 self.registration
+                    .on_request(client, &self.image, request, handle)?;
+            }
+            request @ (RequestKind::BrokerRegistration(_)
+            | RequestKind::BrokerHeartbeat(_)
+            | RequestKind::UnregisterBroker(_)) => {
+                self.quorum
                     .on_request(client, &self.image, request, handle)?;
             }
             _ => client.reply(handle, None),
@@ -289,14 +321,15 @@ impl Listener<FileLog> for MetadataListener {
     fn next_deadline_ms(&self, client: &RaftClient<'_, FileLog>) -> Option<u64> {
         let idle = cluster::idle_deadline_ms(client, self.config.max_idle_interval_ms);
         let backoff = self.registration.deadline(client.now_ms());
-        match (idle, backoff) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [idle, backoff, self.quorum.deadline()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     fn handle_wakeup(&mut self, client: &mut RaftClient<'_, FileLog>) -> Result<(), MetadataError> {
         cluster::maybe_propose_no_op(client, self.config.max_idle_interval_ms)?;
+        self.quorum.on_wakeup(client)?;
         self.registration.drive(client, &self.image, &self.config);
         Ok(())
     }

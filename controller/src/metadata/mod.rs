@@ -11,6 +11,7 @@
 //! the server drives. It must not make consensus decisions.
 
 pub mod bootstrap;
+pub mod brokers;
 pub mod cluster;
 pub mod http;
 pub mod image;

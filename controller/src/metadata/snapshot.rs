@@ -106,6 +106,7 @@ pub fn load_image_snapshot(id: OffsetAndEpoch, bytes: &[u8]) -> Result<MetadataI
         loaded.apply_record(0, &value)?;
     }
     loaded.set_position(id.offset, id.epoch);
+    loaded.set_broker_record_offsets(id.offset - 1);
     Ok(loaded)
 }
 
@@ -172,6 +173,59 @@ mod tests {
             image.unknown_records()[0].record
         );
         assert_eq!((loaded.next_offset(), loaded.last_epoch()), (42, 3));
+    }
+
+    #[test]
+    fn brokers_survive_a_snapshot_with_their_epoch_fencing_and_shutdown_state() {
+        use crate::metadata::records::{
+            BrokerEndpoint, BrokerRegistrationChangeRecord, RegisterBrokerRecord,
+        };
+        let mut image = sample_image();
+        let register = |id: i32, epoch: i64| RegisterBrokerRecord {
+            broker_id: id,
+            is_migrating_zk_broker: false,
+            incarnation_id: uuid::Uuid::from_u128(id as u128),
+            broker_epoch: epoch,
+            endpoints: vec![BrokerEndpoint {
+                name: "PLAINTEXT".into(),
+                host: format!("b-{id}"),
+                port: 9092,
+                security_protocol: 0,
+            }],
+            features: vec![],
+            rack: Some("r".into()),
+            fenced: true,
+            in_controlled_shutdown: false,
+            log_dirs: vec![uuid::Uuid::from_u128(5)],
+            cordoned_log_dirs: None,
+        };
+        image
+            .apply_record(42, &register(1, 42).encode_framed(3))
+            .expect("applies");
+        image
+            .apply_record(43, &register(2, 43).encode_framed(3))
+            .expect("applies");
+        let unfence = BrokerRegistrationChangeRecord {
+            broker_id: 2,
+            broker_epoch: 43,
+            fenced: -1,
+            ..Default::default()
+        };
+        image
+            .apply_record(44, &unfence.encode_framed(0))
+            .expect("applies");
+        let id = image_snapshot_id(&image);
+        let bytes =
+            encode_image_snapshot(&image, 1, VotersRecord::default(), 1_000).expect("encodes");
+        let loaded = load_image_snapshot(id, &bytes).expect("loads");
+        assert_eq!(loaded.brokers().len(), 2);
+        for (bid, b) in loaded.brokers() {
+            let mut original = image.brokers()[bid].clone();
+            original.record_offset = id.offset - 1;
+            assert_eq!(b, &original);
+        }
+        assert!(loaded.brokers()[&1].fenced && !loaded.brokers()[&2].fenced);
+        assert_eq!(loaded.brokers()[&2].epoch, 43);
     }
 
     #[test]

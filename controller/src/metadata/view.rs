@@ -9,6 +9,9 @@
 //!    "endpoints": [{"name": "CONTROLLER", "host": "kq-1", "port": 9093,
 //!                   "security_protocol": "PLAINTEXT"}],
 //!    "supported_features": [{"name": "kraft.version", "min_version": 0, "max_version": 1}]}],
+//!  "brokers": [{"id": 1, "incarnation_id": "...", "epoch": 57, "fenced": false,
+//!    "in_controlled_shutdown": false, "rack": null,
+//!    "endpoints": [{"name": "PLAINTEXT", ...}], "log_dirs": 1}],
 //!  "no_op_records": 80, "unknown_records": 1}
 //! ```
 //!
@@ -34,6 +37,8 @@ pub struct ImageView {
     pub features: BTreeMap<String, i16>,
     /// Registered controllers (KIP-919), by id.
     pub controllers: Vec<ControllerView>,
+    /// Registered brokers, by id.
+    pub brokers: Vec<BrokerView>,
     /// NoOpRecords applied since this node started (or loaded its snapshot).
     pub no_op_records: u64,
     /// Records kept without being interpreted.
@@ -55,7 +60,38 @@ pub struct ControllerView {
     pub supported_features: Vec<FeatureRangeView>,
 }
 
-/// One listener of a registered controller.
+/// One registered broker.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BrokerView {
+    /// Broker id.
+    pub id: i32,
+    /// Incarnation id (Kafka's text form).
+    pub incarnation_id: String,
+    /// Broker epoch (offset of its RegisterBrokerRecord).
+    pub epoch: i64,
+    /// Fenced.
+    pub fenced: bool,
+    /// In controlled shutdown.
+    pub in_controlled_shutdown: bool,
+    /// Rack.
+    pub rack: Option<String>,
+    /// Listeners.
+    pub endpoints: Vec<EndpointView>,
+    /// Number of online log directories.
+    pub log_dirs: usize,
+}
+
+fn endpoint_view(name: &str, host: &str, port: u16, security_protocol: i16) -> EndpointView {
+    EndpointView {
+        name: name.to_owned(),
+        host: host.to_owned(),
+        port,
+        security_protocol: security_protocol_name(security_protocol)
+            .map_or_else(|| security_protocol.to_string(), str::to_owned),
+    }
+}
+
+/// One listener of a registered controller or broker.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EndpointView {
     /// Listener name.
@@ -106,13 +142,7 @@ impl ImageView {
                     endpoints: c
                         .endpoints
                         .iter()
-                        .map(|e| EndpointView {
-                            name: e.name.clone(),
-                            host: e.host.clone(),
-                            port: e.port,
-                            security_protocol: security_protocol_name(e.security_protocol)
-                                .map_or_else(|| e.security_protocol.to_string(), str::to_owned),
-                        })
+                        .map(|e| endpoint_view(&e.name, &e.host, e.port, e.security_protocol))
                         .collect(),
                     supported_features: c
                         .supported_features
@@ -123,6 +153,24 @@ impl ImageView {
                             max_version: f.max_supported_version,
                         })
                         .collect(),
+                })
+                .collect(),
+            brokers: image
+                .brokers()
+                .iter()
+                .map(|(id, b)| BrokerView {
+                    id: *id,
+                    incarnation_id: uuid_to_kafka_string(b.incarnation_id),
+                    epoch: b.epoch,
+                    fenced: b.fenced,
+                    in_controlled_shutdown: b.in_controlled_shutdown,
+                    rack: b.rack.clone(),
+                    endpoints: b
+                        .endpoints
+                        .iter()
+                        .map(|e| endpoint_view(&e.name, &e.host, e.port, e.security_protocol))
+                        .collect(),
+                    log_dirs: b.log_dirs.len(),
                 })
                 .collect(),
             no_op_records: image.no_op_records(),
@@ -175,5 +223,38 @@ mod tests {
             json["controllers"][0]["endpoints"][0]["security_protocol"],
             "SSL"
         );
+        assert_eq!(json["brokers"], serde_json::json!([]));
+    }
+
+    #[test]
+    fn the_view_lists_brokers_with_epoch_fencing_and_endpoints() {
+        use crate::metadata::records::{BrokerEndpoint, RegisterBrokerRecord};
+        let mut image = MetadataImage::default();
+        let r = RegisterBrokerRecord {
+            broker_id: 11,
+            is_migrating_zk_broker: false,
+            incarnation_id: uuid::Uuid::nil(),
+            broker_epoch: 5,
+            endpoints: vec![BrokerEndpoint {
+                name: "PLAINTEXT".into(),
+                host: "b-11".into(),
+                port: 9092,
+                security_protocol: 0,
+            }],
+            features: vec![],
+            rack: Some("r1".into()),
+            fenced: true,
+            in_controlled_shutdown: false,
+            log_dirs: vec![uuid::Uuid::from_u128(200)],
+            cordoned_log_dirs: None,
+        };
+        image.apply_record(5, &r.encode_framed(3)).expect("applies");
+        let json = serde_json::to_value(ImageView::of(&image, &[])).expect("serializes");
+        let b = &json["brokers"][0];
+        assert_eq!((b["id"].as_i64(), b["epoch"].as_i64()), (Some(11), Some(5)));
+        assert_eq!(b["fenced"], true);
+        assert_eq!(b["rack"], "r1");
+        assert_eq!(b["log_dirs"], 1);
+        assert_eq!(b["endpoints"][0]["security_protocol"], "PLAINTEXT");
     }
 }

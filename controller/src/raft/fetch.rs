@@ -132,7 +132,11 @@ impl<L: ReplicatedLog> FetchHandler<'_, L> {
         if leader.update_high_watermark(self.core, self.out) {
             leader.complete_parked(self.core, self.out)?;
         }
-        let max_bytes = usize::try_from(p.partition_max_bytes.max(1))
+        // Kafka's leader ignores the partition's max bytes (its raft client
+        // sends 0) and reads up to the request's `maxBytes`, capped by ours
+        // (`KafkaRaftClient.tryCompleteFetchRequest`); a request max of 0 or
+        // less reads at least one batch.
+        let max_bytes = usize::try_from(r.max_bytes.max(1))
             .unwrap_or(usize::MAX)
             .min(self.core.config.max_fetch_bytes);
         let info = self.core.log.read(p.fetch_offset, max_bytes)?;

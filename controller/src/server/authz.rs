@@ -6,8 +6,8 @@
 //!
 //! | api | operation |
 //! |---|---|
-//! | Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot, UpdateRaftVoter, ControllerRegistration | CLUSTER_ACTION |
-//! | AddRaftVoter, RemoveRaftVoter, DescribeCluster (ALTER on a controller, not DESCRIBE as on a broker) | ALTER |
+//! | Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot, UpdateRaftVoter, ControllerRegistration, BrokerRegistration, BrokerHeartbeat | CLUSTER_ACTION |
+//! | AddRaftVoter, RemoveRaftVoter, DescribeCluster (ALTER on a controller, not DESCRIBE as on a broker), UnregisterBroker | ALTER |
 //! | DescribeQuorum | DESCRIBE |
 //! | ApiVersions | none |
 //!
@@ -65,10 +65,13 @@ pub fn required_operation(api: ApiKey) -> Option<Operation> {
         | ApiKey::Fetch
         | ApiKey::FetchSnapshot
         | ApiKey::UpdateRaftVoter
-        | ApiKey::ControllerRegistration => Some(Operation::ClusterAction),
-        ApiKey::AddRaftVoter | ApiKey::RemoveRaftVoter | ApiKey::DescribeCluster => {
-            Some(Operation::Alter)
-        }
+        | ApiKey::ControllerRegistration
+        | ApiKey::BrokerRegistration
+        | ApiKey::BrokerHeartbeat => Some(Operation::ClusterAction),
+        ApiKey::AddRaftVoter
+        | ApiKey::RemoveRaftVoter
+        | ApiKey::DescribeCluster
+        | ApiKey::UnregisterBroker => Some(Operation::Alter),
         ApiKey::DescribeQuorum => Some(Operation::Describe),
         // ApiVersions, and anything else (which the event loop refuses).
         _ => None,
@@ -147,6 +150,17 @@ pub fn denied_response(api: ApiKey, api_version: i16, principal: &str) -> Option
             DescribeQuorumResponse::default()
                 .with_error_code(code)
                 .with_error_message(if api_version >= 2 { message } else { None }),
+        ),
+        ApiKey::BrokerRegistration => ResponseKind::BrokerRegistration(
+            kafka_protocol::messages::BrokerRegistrationResponse::default().with_error_code(code),
+        ),
+        ApiKey::BrokerHeartbeat => ResponseKind::BrokerHeartbeat(
+            kafka_protocol::messages::BrokerHeartbeatResponse::default().with_error_code(code),
+        ),
+        ApiKey::UnregisterBroker => ResponseKind::UnregisterBroker(
+            kafka_protocol::messages::UnregisterBrokerResponse::default()
+                .with_error_code(code)
+                .with_error_message(message),
         ),
         _ => return None,
     })

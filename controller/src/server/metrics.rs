@@ -22,6 +22,42 @@ use prometheus_client::{
 /// 30000 × 1 sample… Kafka keeps 2 samples of 30 s; one 30 s window here).
 pub const WINDOW_MS: u64 = 30_000;
 
+/// Kafka's controller broker gauges (`ControllerMetadataMetrics`), named
+/// as the JMX exporter names `kafka.controller:type=KafkaController,name=X`:
+/// `kafka_controller_kafkacontroller_activebrokercount` (registered brokers
+/// not fenced) and `kafka_controller_kafkacontroller_fencedbrokercount`,
+/// from the node's committed metadata image. Clones share the values.
+#[derive(Debug, Clone, Default)]
+pub struct BrokerGauges {
+    active: Gauge,
+    fenced: Gauge,
+}
+
+impl BrokerGauges {
+    /// Creates the gauges and registers them in `registry`.
+    pub fn new(registry: &mut Registry) -> Self {
+        let g = Self::default();
+        let r = registry.sub_registry_with_prefix("kafka_controller_kafkacontroller");
+        r.register(
+            "activebrokercount",
+            "Registered brokers that are not fenced (Kafka's ActiveBrokerCount)",
+            g.active.clone(),
+        );
+        r.register(
+            "fencedbrokercount",
+            "Registered brokers that are fenced (Kafka's FencedBrokerCount)",
+            g.fenced.clone(),
+        );
+        g
+    }
+
+    /// Sets the counts of unfenced and fenced brokers.
+    pub fn set(&self, active: usize, fenced: usize) {
+        self.active.set(i64::try_from(active).unwrap_or(i64::MAX));
+        self.fenced.set(i64::try_from(fenced).unwrap_or(i64::MAX));
+    }
+}
+
 /// Label of `current_state`.
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StateLabel {

@@ -156,6 +156,8 @@ pub struct NodeInfo<'a> {
     pub client_config: &'a ClientConfig,
     /// The log start offset when the node starts.
     pub log_start_offset: i64,
+    /// Kafka's controller broker gauges on `/metrics`, for the listener to set.
+    pub broker_gauges: metrics::BrokerGauges,
 }
 
 /// The error of a listener factory, reported as [`ServerError::Listener`].
@@ -311,6 +313,7 @@ where
 
     let mut registry = Registry::default();
     let metrics = Arc::new(metrics::RaftMetrics::new(&mut registry));
+    let broker_gauges = metrics::BrokerGauges::new(&mut registry);
     let open_files = limits::raise_open_file_limit();
     let limiter = Arc::new(limits::ConnectionLimiter::new(
         config.limits.clone(),
@@ -342,6 +345,7 @@ where
         cluster_id: &cluster_id,
         client_config: &client_config,
         log_start_offset: log::ReplicatedLog::start_offset(engine.log()),
+        broker_gauges,
     })
     .map_err(ServerError::Listener)?;
     let router = http::router(registry, readiness_rx).merge(routes);

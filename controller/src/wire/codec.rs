@@ -252,6 +252,9 @@ pub fn request_api_key(body: &RequestKind) -> Option<ApiKey> {
         RequestKind::RemoveRaftVoter(_) => ApiKey::RemoveRaftVoter,
         RequestKind::UpdateRaftVoter(_) => ApiKey::UpdateRaftVoter,
         RequestKind::ControllerRegistration(_) => ApiKey::ControllerRegistration,
+        RequestKind::BrokerRegistration(_) => ApiKey::BrokerRegistration,
+        RequestKind::BrokerHeartbeat(_) => ApiKey::BrokerHeartbeat,
+        RequestKind::UnregisterBroker(_) => ApiKey::UnregisterBroker,
         _ => return None,
     })
 }
@@ -272,6 +275,9 @@ fn response_api_key(body: &ResponseKind) -> ApiKey {
         ResponseKind::RemoveRaftVoter(_) => ApiKey::RemoveRaftVoter,
         ResponseKind::UpdateRaftVoter(_) => ApiKey::UpdateRaftVoter,
         ResponseKind::ControllerRegistration(_) => ApiKey::ControllerRegistration,
+        ResponseKind::BrokerRegistration(_) => ApiKey::BrokerRegistration,
+        ResponseKind::BrokerHeartbeat(_) => ApiKey::BrokerHeartbeat,
+        ResponseKind::UnregisterBroker(_) => ApiKey::UnregisterBroker,
         _ => ApiKey::Produce,
     }
 }

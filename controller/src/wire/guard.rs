@@ -29,6 +29,8 @@ enum Ty {
     Arr(&'static Schema),
     /// Array of INT32.
     I32Arr,
+    /// Array of UUID (16 bytes each).
+    UuidArr,
     /// An embedded struct.
     Struct(&'static Schema),
 }
@@ -361,6 +363,44 @@ static CONTROLLER_REGISTRATION: Schema = Schema {
     flexible_from: 0,
 };
 
+// ---- BrokerRegistration (62) v0-4, BrokerHeartbeat (63) v0-1 and
+// UnregisterBroker (64) v0, all flexible.
+static BROKER_REGISTRATION: Schema = Schema {
+    fields: &[
+        f(Ty::I32, 0, ALL),               // broker_id
+        f(Ty::Str, 0, ALL),               // cluster_id
+        f(Ty::Uuid, 0, ALL),              // incarnation_id
+        f(Ty::Arr(&CR_LISTENER), 0, ALL), // listeners (same layout)
+        f(Ty::Arr(&CR_FEATURE), 0, ALL),  // features (same layout)
+        f(Ty::Str, 0, ALL),               // rack
+        f(Ty::Bool, 1, ALL),              // is_migrating_zk_broker
+        f(Ty::UuidArr, 2, ALL),           // log_dirs
+        f(Ty::I64, 3, ALL),               // previous_broker_epoch
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 0,
+};
+static BROKER_HEARTBEAT: Schema = Schema {
+    fields: &[
+        f(Ty::I32, 0, ALL),  // broker_id
+        f(Ty::I64, 0, ALL),  // broker_epoch
+        f(Ty::I64, 0, ALL),  // current_metadata_offset
+        f(Ty::Bool, 0, ALL), // want_fence
+        f(Ty::Bool, 0, ALL), // want_shut_down
+    ],
+    tagged: &[Tagged {
+        tag: 0,
+        min: 1,
+        ty: Ty::UuidArr, // offline_log_dirs
+    }],
+    flexible_from: 0,
+};
+static UNREGISTER_BROKER: Schema = Schema {
+    fields: &[f(Ty::I32, 0, ALL)], // broker_id
+    tagged: NO_TAGS,
+    flexible_from: 0,
+};
+
 // ---- DescribeCluster (60) v0-2 and ApiVersions (18) v0-4: no arrays.
 static DESCRIBE_CLUSTER: Schema = Schema {
     fields: &[f(Ty::Bool, 0, ALL), f(Ty::I8, 1, ALL), f(Ty::Bool, 2, ALL)],
@@ -387,6 +427,9 @@ fn schema(api_key: ApiKey) -> Option<&'static Schema> {
         ApiKey::DescribeCluster => &DESCRIBE_CLUSTER,
         ApiKey::ApiVersions => &API_VERSIONS,
         ApiKey::ControllerRegistration => &CONTROLLER_REGISTRATION,
+        ApiKey::BrokerRegistration => &BROKER_REGISTRATION,
+        ApiKey::BrokerHeartbeat => &BROKER_HEARTBEAT,
+        ApiKey::UnregisterBroker => &UNREGISTER_BROKER,
         _ => return None,
     })
 }
@@ -479,6 +522,10 @@ impl Walker<'_> {
             Ty::I32Arr => {
                 let n = self.count(flexible, 4)?.unwrap_or(0);
                 self.skip(n * 4, "int32 array")
+            }
+            Ty::UuidArr => {
+                let n = self.count(flexible, 16)?.unwrap_or(0);
+                self.skip(n * 16, "uuid array")
             }
             Ty::Arr(schema) => {
                 let n = self.count(flexible, 1)?.unwrap_or(0);

@@ -52,6 +52,11 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::UpdateRaftVoter, 0, 0),
     // KIP-919: a controller registers with the active controller.
     api(ApiKey::ControllerRegistration, 0, 0),
+    // Brokers register and heartbeat (Kafka's ControllerApis; 4.4 has
+    // BrokerHeartbeat v2, which kafka-protocol 0.18 does not decode).
+    api(ApiKey::BrokerRegistration, 0, 4),
+    api(ApiKey::BrokerHeartbeat, 0, 1),
+    api(ApiKey::UnregisterBroker, 0, 0),
 ];
 
 /// The supported row for `key`, or `None` when we do not answer that api.

@@ -643,6 +643,22 @@ impl Sim {
         }
     }
 
+    /// Proposes `records` as one batch on node `id` if it leads; returns the
+    /// last one's offset.
+    pub fn propose_records(&mut self, id: i32, records: &[Bytes]) -> Option<i64> {
+        let now = self.now;
+        let engine = self.nodes.get_mut(&id)?.engine.as_mut()?;
+        match engine.propose(records, now) {
+            Ok((proposed, commands)) => {
+                self.execute(id, commands);
+                self.check(id);
+                Some(proposed.last_offset)
+            }
+            Err(RaftError::NotLeader { .. }) => None,
+            Err(e) => self.fail(format!("propose on {id} failed: {e}")),
+        }
+    }
+
     // ---- the clock ------------------------------------------------------------
 
     /// Processes the next event or timer; returns false if none is due by `limit`.

@@ -286,6 +286,39 @@ pub fn request(key: ApiKey, v: i16) -> RequestKind {
                         .with_max_supported_version(1),
                 ]),
         ),
+        ApiKey::BrokerRegistration => RequestKind::BrokerRegistration(
+            kafka_protocol::messages::BrokerRegistrationRequest::default()
+                .with_broker_id(11.into())
+                .with_cluster_id(s("MkU3OEVBNTcwNTJENDM2Qg"))
+                .with_incarnation_id(DIR_B)
+                .with_listeners(vec![
+                    kafka_protocol::messages::broker_registration_request::Listener::default()
+                        .with_name(s("PLAINTEXT"))
+                        .with_host(s("b-11"))
+                        .with_port(9092),
+                ])
+                .with_features(vec![
+                    kafka_protocol::messages::broker_registration_request::Feature::default()
+                        .with_name(s("metadata.version"))
+                        .with_min_supported_version(7)
+                        .with_max_supported_version(27),
+                ])
+                .with_rack(Some(s("r1")))
+                .with_log_dirs(if v >= 2 { vec![DIR_B] } else { vec![] })
+                .with_previous_broker_epoch(if v >= 3 { 42 } else { -1 }),
+        ),
+        ApiKey::BrokerHeartbeat => RequestKind::BrokerHeartbeat(
+            kafka_protocol::messages::BrokerHeartbeatRequest::default()
+                .with_broker_id(11.into())
+                .with_broker_epoch(42)
+                .with_current_metadata_offset(100)
+                .with_want_fence(false)
+                .with_want_shut_down(true)
+                .with_offline_log_dirs(if v >= 1 { vec![DIR_B] } else { vec![] }),
+        ),
+        ApiKey::UnregisterBroker => RequestKind::UnregisterBroker(
+            kafka_protocol::messages::UnregisterBrokerRequest::default().with_broker_id(11.into()),
+        ),
         other => panic!("no sample request for {other:?}"),
     }
 }
@@ -558,6 +591,19 @@ pub fn response(key: ApiKey, v: i16) -> ResponseKind {
                 .with_throttle_time_ms(0)
                 .with_error_code(41)
                 .with_error_message(Some(s("not the active controller"))),
+        ),
+        ApiKey::BrokerRegistration => ResponseKind::BrokerRegistration(
+            kafka_protocol::messages::BrokerRegistrationResponse::default().with_broker_epoch(42),
+        ),
+        ApiKey::BrokerHeartbeat => ResponseKind::BrokerHeartbeat(
+            kafka_protocol::messages::BrokerHeartbeatResponse::default()
+                .with_is_caught_up(true)
+                .with_is_fenced(false),
+        ),
+        ApiKey::UnregisterBroker => ResponseKind::UnregisterBroker(
+            kafka_protocol::messages::UnregisterBrokerResponse::default()
+                .with_error_code(202)
+                .with_error_message(Some(s("Broker ID 11 is not currently registered"))),
         ),
         other => panic!("no sample response for {other:?}"),
     }

@@ -26,13 +26,14 @@
 //! (RegisterControllerRecord, KIP-919), [`config`] (ConfigRecord and the
 //! KIP-868 transaction markers).
 
+pub mod broker;
 pub mod config;
 pub mod feature;
 pub mod registration;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-pub use self::{config::*, feature::*, registration::*};
+pub use self::{broker::*, config::*, feature::*, registration::*};
 
 /// Frame version of `ApiMessageAndVersion` in the metadata log.
 pub const FRAME_VERSION: u32 = 1;

@@ -225,3 +225,49 @@ fn the_leader_repeats_begin_quorum_epoch_to_a_voter_that_does_not_fetch() {
     }
     assert_eq!(sent, ["send 3 begin_quorum_epoch epoch=1"]);
 }
+
+#[test]
+fn a_fetch_with_partition_max_bytes_0_reads_up_to_the_requests_max_bytes() {
+    // Kafka's raft client sends partitionMaxBytes=0 and maxBytes=8 MiB: the
+    // leader must answer with every batch it has, not one per round trip.
+    let mut e = leader(MemoryLog::new());
+    for i in 0..5u8 {
+        e.propose(&[Bytes::from(vec![i; 100])], 2_000)
+            .expect("propose");
+    }
+    e.handle(Event::Flush, 2_000).expect("flush");
+    let with = |max_bytes: i32| {
+        let Event::Request {
+            handle,
+            api_version,
+            request: RaftRequest::Fetch(mut f),
+        } = fetch(2, 1, 1, 1, 0)
+        else {
+            unreachable!("fetch() builds a Fetch request")
+        };
+        f.max_bytes = max_bytes;
+        f.topics[0].partitions[0].partition_max_bytes = 0;
+        Event::Request {
+            handle,
+            api_version,
+            request: RaftRequest::Fetch(f),
+        }
+    };
+    let commands = e.handle(with(8 << 20), 2_001).expect("fetch");
+    assert!(
+        render(&commands)
+            .iter()
+            .any(|c| c.starts_with("reply fetch") && c.ends_with("batches=5")),
+        "{:?}",
+        render(&commands)
+    );
+    // A request max of 0 still reads one batch (Kafka's minimum of one).
+    let commands = e.handle(with(0), 2_002).expect("fetch");
+    assert!(
+        render(&commands)
+            .iter()
+            .any(|c| c.starts_with("reply fetch") && c.ends_with("batches=1")),
+        "{:?}",
+        render(&commands)
+    );
+}

@@ -1,0 +1,403 @@
+//! The broker half of Kafka's `QuorumController`: a state machine above Raft
+//! that registers Kafka brokers, keeps their sessions, fences and unfences
+//! them, and runs their controlled shutdown.
+//!
+//! - [`cluster_control`] (Kafka's `ClusterControlManager`): the checks of
+//!   BrokerRegistration (62), BrokerHeartbeat (63), UnregisterBroker (64)
+//!   and session expiry, over the speculative cluster state.
+//! - [`heartbeat`] (Kafka's `BrokerHeartbeatManager`): sessions in memory.
+//! - This file: activation, the speculative state's life, and answering
+//!   each request only once the records it caused (and everything appended
+//!   before) are committed, as Kafka's controller event queue does.
+//!
+//! Speculative state (Kafka keeps timeline snapshots for this): when this
+//! node leads an epoch and its committed image has applied everything up to
+//! the high watermark, it becomes active with a copy of the image's brokers
+//! (sessions started afresh); every broker record it appends is applied to
+//! that copy at once, so the next decision sees it. When the node stops
+//! leading that epoch the copy is dropped, the waiting requests get
+//! NOT_CONTROLLER, and a later activation starts again from the committed
+//! image: what a lost leader appended but never committed is in no image.
+//! See docs/quorum-controller.md.
+//!
+//! It must not touch the engine except through [`RaftClient`] and must not
+//! block the loop.
+
+pub mod cluster_control;
+pub mod heartbeat;
+
+use std::collections::BTreeSet;
+
+use bytes::Bytes;
+use kafka_protocol::{
+    error::ResponseError,
+    messages::{
+        ApiKey, BrokerHeartbeatResponse, BrokerRegistrationResponse, RequestKind, ResponseKind,
+        UnregisterBrokerResponse,
+    },
+    protocol::StrBytes,
+};
+
+use self::cluster_control::{ClusterControl, Decision, Refusal};
+use crate::{
+    log::ReplicatedLog,
+    metadata::{image::MetadataImage, records::METADATA_VERSION_FEATURE},
+    raft::{
+        RaftError, ReplyHandle, Role,
+        listener::{LeaderChange, RaftClient},
+    },
+};
+
+/// `broker.session.timeout.ms` default (Kafka's `KRaftConfigs`): 9 s.
+pub const DEFAULT_BROKER_SESSION_TIMEOUT_MS: u64 = 9_000;
+/// `broker.heartbeat.interval.ms` default: 2 s (a broker setting; the
+/// controller only reports it).
+pub const DEFAULT_BROKER_HEARTBEAT_INTERVAL_MS: u64 = 2_000;
+
+/// The api keys the quorum controller answers.
+pub const API_KEYS: &[ApiKey] = &[
+    ApiKey::BrokerRegistration,
+    ApiKey::BrokerHeartbeat,
+    ApiKey::UnregisterBroker,
+];
+
+/// What the quorum controller needs from the node.
+#[derive(Debug, Clone)]
+pub struct QuorumControllerConfig {
+    /// The cluster id (Kafka text form) registrations must name.
+    pub cluster_id: String,
+    /// `broker.session.timeout.ms`: a broker not heard from for this long
+    /// is fenced.
+    pub session_timeout_ms: u64,
+}
+
+/// The active controller's state (see the module doc).
+#[derive(Debug)]
+struct Active {
+    epoch: i32,
+    cluster: ClusterControl,
+}
+
+/// An answer waiting for its records to commit.
+#[derive(Debug)]
+struct Pending {
+    /// Answered once the high watermark passes this offset.
+    last_offset: i64,
+    reply: ReplyHandle,
+    answer: ResponseKind,
+    api: ApiKey,
+}
+
+/// The broker half of the quorum controller (see the module doc).
+#[derive(Debug)]
+pub struct QuorumController {
+    config: QuorumControllerConfig,
+    active: Option<Active>,
+    pending: Vec<Pending>,
+}
+
+/// The NOT_CONTROLLER answer to a request of `api`.
+fn not_controller(api: ApiKey) -> ResponseKind {
+    refused(
+        api,
+        (
+            ResponseError::NotController,
+            "this node is not the active controller".into(),
+        ),
+    )
+}
+
+/// The answer refusing a request of `api` with `error`.
+fn refused(api: ApiKey, (error, message): Refusal) -> ResponseKind {
+    let code = error.code();
+    match api {
+        ApiKey::BrokerRegistration => ResponseKind::BrokerRegistration(
+            BrokerRegistrationResponse::default()
+                .with_error_code(code)
+                .with_broker_epoch(-1),
+        ),
+        ApiKey::BrokerHeartbeat => ResponseKind::BrokerHeartbeat(
+            BrokerHeartbeatResponse::default()
+                .with_error_code(code)
+                .with_is_fenced(true),
+        ),
+        _ => ResponseKind::UnregisterBroker(
+            UnregisterBrokerResponse::default()
+                .with_error_code(code)
+                .with_error_message(Some(StrBytes::from_string(message))),
+        ),
+    }
+}
+
+impl QuorumController {
+    /// An inactive controller.
+    pub fn new(config: QuorumControllerConfig) -> Self {
+        Self {
+            config,
+            active: None,
+            pending: Vec::new(),
+        }
+    }
+
+    /// The speculative cluster state while active in the current epoch.
+    pub fn cluster(&self) -> Option<&ClusterControl> {
+        self.active.as_ref().map(|a| &a.cluster)
+    }
+
+    /// Becomes active in the client's epoch if it leads it, is not shutting
+    /// down, and `image` holds everything committed (and a
+    /// `metadata.version`); drops a state of another epoch.
+    fn maybe_activate<L: ReplicatedLog>(
+        &mut self,
+        client: &mut RaftClient<'_, L>,
+        image: &MetadataImage,
+    ) {
+        let epoch = client.epoch();
+        let leading = client.role() == Role::Leader && !client.shutting_down();
+        if self
+            .active
+            .as_ref()
+            .is_some_and(|a| !leading || a.epoch != epoch)
+        {
+            self.deactivate(client);
+        }
+        if self.active.is_some() || !leading {
+            return;
+        }
+        let Some(hwm) = client.high_watermark() else {
+            return;
+        };
+        if image.next_offset() < hwm || image.feature_level(METADATA_VERSION_FEATURE).is_none() {
+            return;
+        }
+        tracing::info!(
+            epoch,
+            brokers = image.brokers().len(),
+            "quorum controller active: broker state rebuilt from the committed image"
+        );
+        self.active = Some(Active {
+            epoch,
+            cluster: ClusterControl::activate(
+                &self.config.cluster_id,
+                image,
+                self.config.session_timeout_ms,
+                client.now_ms(),
+            ),
+        });
+    }
+
+    /// Drops the speculative state and fails every waiting request with
+    /// NOT_CONTROLLER.
+    fn deactivate<L: ReplicatedLog>(&mut self, client: &mut RaftClient<'_, L>) {
+        if let Some(a) = self.active.take() {
+            tracing::info!(
+                epoch = a.epoch,
+                "quorum controller inactive: speculative broker state dropped"
+            );
+        }
+        for p in std::mem::take(&mut self.pending) {
+            client.reply(p.reply, Some(not_controller(p.api)));
+        }
+    }
+
+    /// After a commit to `high_watermark`: activation, then the answers
+    /// whose records are now committed.
+    pub fn on_commit<L: ReplicatedLog>(
+        &mut self,
+        client: &mut RaftClient<'_, L>,
+        image: &MetadataImage,
+        high_watermark: i64,
+    ) {
+        self.maybe_activate(client, image);
+        let pending = std::mem::take(&mut self.pending);
+        for p in pending {
+            if p.last_offset < high_watermark {
+                client.reply(p.reply, Some(p.answer));
+            } else {
+                self.pending.push(p);
+            }
+        }
+    }
+
+    /// A leadership change: a state of another epoch (or of a lost one) is
+    /// dropped.
+    pub fn on_leader_change<L: ReplicatedLog>(
+        &mut self,
+        client: &mut RaftClient<'_, L>,
+        change: LeaderChange,
+    ) {
+        let keep = change.role == Role::Leader
+            && self
+                .active
+                .as_ref()
+                .is_some_and(|a| a.epoch == change.epoch);
+        if !keep {
+            self.deactivate(client);
+        }
+    }
+
+    /// Handles BrokerRegistration, BrokerHeartbeat and UnregisterBroker:
+    /// NOT_CONTROLLER unless active; otherwise the decision's error at once,
+    /// or its records appended and its answer given once they commit.
+    ///
+    /// Errors: [`RaftError`] when the append failed (fatal).
+    pub fn on_request<L: ReplicatedLog>(
+        &mut self,
+        client: &mut RaftClient<'_, L>,
+        image: &MetadataImage,
+        request: RequestKind,
+        reply: ReplyHandle,
+    ) -> Result<(), RaftError> {
+        let api = match &request {
+            RequestKind::BrokerRegistration(_) => ApiKey::BrokerRegistration,
+            RequestKind::BrokerHeartbeat(_) => ApiKey::BrokerHeartbeat,
+            RequestKind::UnregisterBroker(_) => ApiKey::UnregisterBroker,
+            _ => {
+                client.reply(reply, None);
+                return Ok(());
+            }
+        };
+        self.maybe_activate(client, image);
+        let Some(active) = self.active.as_mut() else {
+            client.reply(reply, Some(not_controller(api)));
+            return Ok(());
+        };
+        let next_offset = client.log().end_offset().offset;
+        let now_ms = client.now_ms();
+        let decision: Result<Decision<ResponseKind>, Refusal> = match request {
+            RequestKind::BrokerRegistration(r) => {
+                let controllers: BTreeSet<i32> = client
+                    .voters()
+                    .ids()
+                    .chain(image.controllers().keys().copied())
+                    .collect();
+                active
+                    .cluster
+                    .register_broker(&r, &controllers, image.features(), next_offset, now_ms)
+                    .map(|d| Decision {
+                        records: d.records,
+                        answer: ResponseKind::BrokerRegistration(
+                            BrokerRegistrationResponse::default().with_broker_epoch(d.answer),
+                        ),
+                    })
+            }
+            RequestKind::BrokerHeartbeat(r) => active
+                .cluster
+                .heartbeat(&r, next_offset, now_ms)
+                .map(|d| Decision {
+                    records: d.records,
+                    answer: ResponseKind::BrokerHeartbeat(
+                        BrokerHeartbeatResponse::default()
+                            .with_is_caught_up(d.answer.is_caught_up)
+                            .with_is_fenced(d.answer.is_fenced)
+                            .with_should_shut_down(d.answer.should_shut_down),
+                    ),
+                }),
+            RequestKind::UnregisterBroker(r) => active
+                .cluster
+                .unregister_broker(r.broker_id.0, next_offset)
+                .map(|d| Decision {
+                    records: d.records,
+                    answer: ResponseKind::UnregisterBroker(UnregisterBrokerResponse::default()),
+                }),
+            _ => unreachable!("api keys matched above"),
+        };
+        match decision {
+            Err(refusal) => {
+                tracing::info!(api = ?api, error = ?refusal.0, message = %refusal.1, "broker request refused");
+                client.reply(reply, Some(refused(api, refusal)));
+                Ok(())
+            }
+            Ok(d) => self.submit(client, d.records, next_offset, reply, d.answer, api),
+        }
+    }
+
+    /// Appends `records` (expected at `next_offset`) and queues `answer`
+    /// until they, and everything before them, are committed.
+    fn submit<L: ReplicatedLog>(
+        &mut self,
+        client: &mut RaftClient<'_, L>,
+        records: Vec<Bytes>,
+        next_offset: i64,
+        reply: ReplyHandle,
+        answer: ResponseKind,
+        api: ApiKey,
+    ) -> Result<(), RaftError> {
+        let last_offset = if records.is_empty() {
+            next_offset - 1
+        } else {
+            match client.propose(&records)? {
+                Some(p) if p.last_offset == next_offset + records.len() as i64 - 1 => p.last_offset,
+                Some(p) => {
+                    // The records name offsets they did not get: drop the
+                    // speculative state rather than answer from it.
+                    tracing::error!(
+                        expected = next_offset,
+                        last_offset = p.last_offset,
+                        "broker records appended at an unexpected offset"
+                    );
+                    self.deactivate(client);
+                    client.reply(reply, Some(not_controller(api)));
+                    return Ok(());
+                }
+                None => {
+                    self.deactivate(client);
+                    client.reply(reply, Some(not_controller(api)));
+                    return Ok(());
+                }
+            }
+        };
+        if client.high_watermark().is_some_and(|hwm| last_offset < hwm) {
+            client.reply(reply, Some(answer));
+        } else {
+            self.pending.push(Pending {
+                last_offset,
+                reply,
+                answer,
+                api,
+            });
+        }
+        Ok(())
+    }
+
+    /// When the next broker session expires (engine ms), while active.
+    pub fn deadline(&self) -> Option<u64> {
+        self.active
+            .as_ref()
+            .and_then(|a| a.cluster.heartbeats().next_expiry_ms())
+    }
+
+    /// Fences the brokers whose session expired (one batch).
+    ///
+    /// Errors: [`RaftError`] when the append failed (fatal).
+    pub fn on_wakeup<L: ReplicatedLog>(
+        &mut self,
+        client: &mut RaftClient<'_, L>,
+    ) -> Result<(), RaftError> {
+        let Some(active) = self.active.as_mut() else {
+            return Ok(());
+        };
+        if active.epoch != client.epoch() || client.role() != Role::Leader {
+            self.deactivate(client);
+            return Ok(());
+        }
+        let next_offset = client.log().end_offset().offset;
+        let records = active
+            .cluster
+            .fence_stale_brokers(client.now_ms(), next_offset);
+        if !records.is_empty() && client.propose(&records)?.is_none() {
+            self.deactivate(client);
+        }
+        Ok(())
+    }
+
+    /// How many waiting answers there are (for tests).
+    pub fn pending_answers(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Epoch of the active state, if any.
+    pub fn active_epoch(&self) -> Option<i32> {
+        self.active.as_ref().map(|a| a.epoch)
+    }
+}
