@@ -75,10 +75,6 @@ fn registration(cluster_id: &str, broker_id: i32) -> BrokerRegistrationRequest {
         .with_previous_broker_epoch(-1)
 }
 
-fn register(quorum: &Quorum, request: BrokerRegistrationRequest) -> BrokerRegistrationResponse {
-    register_at(quorum, 1, request)
-}
-
 fn register_at(
     quorum: &Quorum,
     node: i32,
@@ -88,10 +84,6 @@ fn register_at(
         ResponseKind::BrokerRegistration(r) => r,
         other => panic!("not a BrokerRegistration answer: {other:?}"),
     }
-}
-
-fn heartbeat(quorum: &Quorum, epoch: i64, offset: i64) -> BrokerHeartbeatResponse {
-    heartbeat_at(quorum, 1, epoch, offset)
 }
 
 fn heartbeat_at(quorum: &Quorum, node: i32, epoch: i64, offset: i64) -> BrokerHeartbeatResponse {
@@ -106,12 +98,7 @@ fn heartbeat_at(quorum: &Quorum, node: i32, epoch: i64, offset: i64) -> BrokerHe
     }
 }
 
-/// Broker [`BROKER`] in node 1's `/metadata`, `None` while not there.
-fn broker(quorum: &Quorum) -> Option<Value> {
-    broker_in(quorum, 1)
-}
-
-/// Broker [`BROKER`] in node `node`'s `/metadata`.
+/// Broker [`BROKER`] in node `node`'s `/metadata`, `None` while not there.
 fn broker_in(quorum: &Quorum, node: i32) -> Option<Value> {
     let (status, body) = quorum.node(node).http_get("/metadata")?;
     let image: Value = (status == 200).then(|| serde_json::from_str(&body).ok())??;
@@ -133,11 +120,11 @@ fn a_broker_registers_is_unfenced_by_heartbeats_fenced_without_them_and_survives
 
     // Accepted once the controller is active and the record committed.
     let epoch = wait_for(TIMEOUT, "the registration to be accepted", || {
-        let r = register(&quorum, registration(CLUSTER_ID, BROKER));
+        let r = register_at(&quorum, 1, registration(CLUSTER_ID, BROKER));
         (r.error_code == 0).then_some(r.broker_epoch)
     });
     assert!(epoch > 0, "the epoch is the offset of its record");
-    let b = wait_for(TIMEOUT, "the broker in the image", || broker(&quorum));
+    let b = wait_for(TIMEOUT, "the broker in the image", || broker_in(&quorum, 1));
     assert_eq!(
         (b["epoch"].as_i64(), b["fenced"].as_bool()),
         (Some(epoch), Some(true))
@@ -145,9 +132,9 @@ fn a_broker_registers_is_unfenced_by_heartbeats_fenced_without_them_and_survives
 
     // Bad input gets Kafka's errors and changes nothing.
     let code = |e: ResponseError| e.code();
-    let r = register(&quorum, registration("another-cluster-id", BROKER));
+    let r = register_at(&quorum, 1, registration("another-cluster-id", BROKER));
     assert_eq!(r.error_code, code(ResponseError::InconsistentClusterId));
-    let r = register(&quorum, registration(CLUSTER_ID, 1));
+    let r = register_at(&quorum, 1, registration(CLUSTER_ID, 1));
     assert_eq!(
         r.error_code,
         code(ResponseError::InvalidRegistration),
@@ -156,33 +143,39 @@ fn a_broker_registers_is_unfenced_by_heartbeats_fenced_without_them_and_survives
     let dirs: Vec<uuid::Uuid> = (0..10_000u128)
         .map(|i| uuid::Uuid::from_u128(1_000 + i))
         .collect();
-    let r = register(&quorum, registration(CLUSTER_ID, 101).with_log_dirs(dirs));
+    let r = register_at(
+        &quorum,
+        1,
+        registration(CLUSTER_ID, 101).with_log_dirs(dirs),
+    );
     assert_eq!(
         r.error_code,
         code(ResponseError::InvalidRegistration),
         "10,000 log dirs"
     );
-    let r = heartbeat(&quorum, epoch + 1, epoch);
+    let r = heartbeat_at(&quorum, 1, epoch + 1, epoch);
     assert_eq!(r.error_code, code(ResponseError::StaleBrokerEpoch));
     // The same incarnation registering again keeps its epoch.
-    let r = register(&quorum, registration(CLUSTER_ID, BROKER));
+    let r = register_at(&quorum, 1, registration(CLUSTER_ID, BROKER));
     assert_eq!((r.error_code, r.broker_epoch), (0, epoch));
 
     // A heartbeat not caught up stays fenced; a caught-up one unfences.
-    let r = heartbeat(&quorum, epoch, epoch - 1);
+    let r = heartbeat_at(&quorum, 1, epoch, epoch - 1);
     assert_eq!(
         (r.error_code, r.is_caught_up, r.is_fenced),
         (0, false, true)
     );
     // Caught up at the high watermark: past the amended registration's record.
     let hwm = quorum.node(1).high_watermark().expect("a high watermark");
-    let r = heartbeat(&quorum, epoch, hwm);
+    let r = heartbeat_at(&quorum, 1, epoch, hwm);
     assert_eq!(
         (r.error_code, r.is_caught_up, r.is_fenced),
         (0, true, false)
     );
     wait_for(TIMEOUT, "the broker unfenced in the image", || {
-        broker(&quorum).filter(|b| b["fenced"] == false).map(drop)
+        broker_in(&quorum, 1)
+            .filter(|b| b["fenced"] == false)
+            .map(drop)
     });
     assert_eq!(
         quorum
@@ -196,7 +189,11 @@ fn a_broker_registers_is_unfenced_by_heartbeats_fenced_without_them_and_survives
     wait_for(
         TIMEOUT,
         "the broker fenced after its session expired",
-        || broker(&quorum).filter(|b| b["fenced"] == true).map(drop),
+        || {
+            broker_in(&quorum, 1)
+                .filter(|b| b["fenced"] == true)
+                .map(drop)
+        },
     );
     let took = stopped.elapsed();
     assert!(
@@ -217,7 +214,7 @@ fn a_broker_registers_is_unfenced_by_heartbeats_fenced_without_them_and_survives
     quorum.start(1);
     quorum.wait_for_leader(&[1], TIMEOUT);
     let b = wait_for(TIMEOUT, "the broker in the restarted image", || {
-        broker(&quorum)
+        broker_in(&quorum, 1)
     });
     assert_eq!(
         (b["epoch"].as_i64(), b["fenced"].as_bool()),
@@ -236,7 +233,7 @@ fn a_broker_registers_is_unfenced_by_heartbeats_fenced_without_them_and_survives
         TIMEOUT,
         "a heartbeat answered by the restarted controller",
         || {
-            let r = heartbeat(&quorum, epoch, i64::MAX / 2);
+            let r = heartbeat_at(&quorum, 1, epoch, i64::MAX / 2);
             (r.error_code == 0).then_some(r)
         },
     );
@@ -268,6 +265,16 @@ fn followers_answer_not_controller_and_a_failover_fences_no_broker_that_keeps_he
     let r = heartbeat_at(&quorum, leader, epoch, i64::MAX / 2);
     assert_eq!((r.error_code, r.is_fenced), (0, false));
 
+    // Every node's image has the broker unfenced before the kill, so a
+    // fenced count after it can only be a new fence.
+    for &node in &ids {
+        wait_for(TIMEOUT, "the broker unfenced in every image", || {
+            broker_in(&quorum, node)
+                .filter(|b| b["fenced"] == false)
+                .map(drop)
+        });
+    }
+
     // Kill the active controller; the broker heartbeats whichever node
     // answers, every 500 ms (a Kafka broker's retry is faster), for three
     // session timeouts: the new active controller never fences it.
@@ -285,13 +292,36 @@ fn followers_answer_not_controller_and_a_failover_fences_no_broker_that_keeps_he
                 );
                 answered += 1;
             }
+            // A fence followed by a re-unfence at the next heartbeat would
+            // leave the answers above unfenced: the gauge must never count
+            // the broker as fenced, at any poll.
+            let fenced = quorum
+                .node(node)
+                .metric("kafka_controller_kafkacontroller_fencedbrokercount");
+            assert!(
+                fenced.unwrap_or(0.0) == 0.0,
+                "node {node} counts {fenced:?} fenced brokers after the failover"
+            );
         }
+        // Heartbeat pacing (a broker's heartbeat interval), not a wait for
+        // a condition.
         std::thread::sleep(Duration::from_millis(500));
     }
     assert!(
         answered > 0,
         "no node answered a heartbeat after the failover"
     );
+    // And no surviving node ever wrote a fencing record for it: neither the
+    // session-expiry fence nor the re-unfence that would follow it.
+    for &node in &others {
+        for needle in [
+            "fencing broker because its session has timed out",
+            "the request of the broker to unfence has been granted",
+        ] {
+            let lines = quorum.node(node).output_lines(needle);
+            assert!(lines.is_empty(), "node {node}: {lines:?}");
+        }
+    }
     for &node in &others {
         let b = wait_for(TIMEOUT, "the broker in the image", || {
             broker_in(&quorum, node)
