@@ -58,6 +58,9 @@ fn registration(cluster_id: &str, broker_id: i32) -> BrokerRegistrationRequest {
                 .with_min_supported_version(7)
                 .with_max_supported_version(27),
             Feature::default()
+                .with_name(StrBytes::from_static_str("kraft.version"))
+                .with_max_supported_version(1),
+            Feature::default()
                 .with_name(StrBytes::from_static_str("group.version"))
                 .with_max_supported_version(1),
             Feature::default()

@@ -321,10 +321,20 @@ impl Listener<FileLog> for MetadataListener {
     fn next_deadline_ms(&self, client: &RaftClient<'_, FileLog>) -> Option<u64> {
         let idle = cluster::idle_deadline_ms(client, self.config.max_idle_interval_ms);
         let backoff = self.registration.deadline(client.now_ms());
-        [idle, backoff, self.quorum.deadline()]
-            .into_iter()
-            .flatten()
-            .min()
+        [
+            idle,
+            backoff,
+            // Broker sessions run on the monotonic clock; the runtime wants
+            // the deadline on `now_ms`'s.
+            self.quorum.deadline().map(|at| {
+                client
+                    .now_ms()
+                    .saturating_add(at.saturating_sub(client.monotonic_ms()))
+            }),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
     }
 
     fn handle_wakeup(&mut self, client: &mut RaftClient<'_, FileLog>) -> Result<(), MetadataError> {

@@ -181,7 +181,7 @@ impl QuorumController {
                 &self.config.cluster_id,
                 image,
                 self.config.session_timeout_ms,
-                client.now_ms(),
+                client.monotonic_ms(),
             ),
         });
     }
@@ -263,7 +263,7 @@ impl QuorumController {
             return Ok(());
         };
         let next_offset = client.log().end_offset().offset;
-        let now_ms = client.now_ms();
+        let now_ms = client.monotonic_ms();
         let decision: Result<Decision<ResponseKind>, Refusal> = match request {
             RequestKind::BrokerRegistration(r) => {
                 let controllers: BTreeSet<i32> = client
@@ -271,9 +271,13 @@ impl QuorumController {
                     .ids()
                     .chain(image.controllers().keys().copied())
                     .collect();
+                // Kafka's QuorumController.registerBroker adds the raft
+                // layer's kraft.version to the image's finalized features.
+                let mut finalized = image.features().clone();
+                finalized.insert("kraft.version".to_owned(), client.status().kraft_version);
                 active
                     .cluster
-                    .register_broker(&r, &controllers, image.features(), next_offset, now_ms)
+                    .register_broker(&r, &controllers, &finalized, next_offset, now_ms)
                     .map(|d| Decision {
                         records: d.records,
                         answer: ResponseKind::BrokerRegistration(
@@ -360,7 +364,8 @@ impl QuorumController {
         Ok(())
     }
 
-    /// When the next broker session expires (engine ms), while active.
+    /// When the next broker session expires (ms on the monotonic clock of
+    /// `RaftClient::monotonic_ms`), while active.
     pub fn deadline(&self) -> Option<u64> {
         self.active
             .as_ref()
@@ -384,7 +389,7 @@ impl QuorumController {
         let next_offset = client.log().end_offset().offset;
         let records = active
             .cluster
-            .fence_stale_brokers(client.now_ms(), next_offset);
+            .fence_stale_brokers(client.monotonic_ms(), next_offset);
         if !records.is_empty() && client.propose(&records)?.is_none() {
             self.deactivate(client);
         }

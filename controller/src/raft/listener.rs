@@ -177,6 +177,14 @@ pub struct ClientOutput {
     pub proposed: Vec<(Proposed, usize)>,
 }
 
+/// Milliseconds since the first call in this process, on `Instant`
+/// (monotonic: never jumps with the wall clock).
+pub fn process_monotonic_ms() -> u64 {
+    static START: std::sync::OnceLock<std::time::Instant> = std::sync::OnceLock::new();
+    let start = START.get_or_init(std::time::Instant::now);
+    u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
 /// The listener's handle on the engine for one callback (Kafka's
 /// `RaftClient`): reads of the Raft state and the log, proposals as the
 /// leader, replies, and snapshots.
@@ -184,6 +192,7 @@ pub struct ClientOutput {
 pub struct RaftClient<'a, L: ReplicatedLog> {
     engine: &'a mut RaftEngine<L>,
     now_ms: u64,
+    monotonic_ms: u64,
     shutting_down: bool,
     last_append_ms: u64,
     output: ClientOutput,
@@ -203,6 +212,7 @@ impl<'a, L: ReplicatedLog> RaftClient<'a, L> {
         Self {
             engine,
             now_ms,
+            monotonic_ms: process_monotonic_ms(),
             shutting_down,
             last_append_ms,
             output: ClientOutput::default(),
@@ -212,6 +222,21 @@ impl<'a, L: ReplicatedLog> RaftClient<'a, L> {
     /// The time of the callback (ms).
     pub fn now_ms(&self) -> u64 {
         self.now_ms
+    }
+
+    /// The time of the callback on a monotonic clock (ms since this process
+    /// first asked, from `Instant`; Kafka's `Time.nanoseconds()` that
+    /// `BrokerHeartbeatManager` runs on): for durations that a wall-clock
+    /// step must not change, such as broker sessions.
+    pub fn monotonic_ms(&self) -> u64 {
+        self.monotonic_ms
+    }
+
+    /// This client with its monotonic clock set to `monotonic_ms` (tests
+    /// drive both clocks).
+    pub fn with_monotonic_ms(mut self, monotonic_ms: u64) -> Self {
+        self.monotonic_ms = monotonic_ms;
+        self
     }
 
     /// The runtime is shutting down: propose nothing new.

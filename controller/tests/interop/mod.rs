@@ -40,7 +40,17 @@ fn text(output: &Output) -> String {
 
 /// Runs a Kafka tool class; returns stdout, panics with all output if it fails.
 pub fn kafka(class: &str, args: &[&str]) -> String {
-    let output = Command::new(kafka_run_class())
+    kafka_at(None, class, args)
+}
+
+/// [`kafka`] with the jars of Kafka `version` (one of `mk/kafka.mk`'s
+/// `KAFKA_VERSIONS`; `None`: the pom's default).
+pub fn kafka_at(version: Option<&str>, class: &str, args: &[&str]) -> String {
+    let mut command = Command::new(kafka_run_class());
+    if let Some(v) = version {
+        command.env("KAFKA_VERSION", v);
+    }
+    let output = command
         .arg(class)
         .args(args)
         .output()
@@ -93,6 +103,8 @@ pub fn free_port() -> u16 {
 mod wait;
 pub use wait::wait_for;
 
+pub mod brokers;
+
 /// One controller: its properties file, directory, and process when running.
 #[derive(Debug)]
 pub struct Node {
@@ -104,6 +116,8 @@ pub struct Node {
     pub dir: PathBuf,
     /// The properties file.
     pub config: PathBuf,
+    /// Port of the HTTP endpoint (`/metrics`, `/metadata`) on 127.0.0.1.
+    pub http: u16,
     log: PathBuf,
     child: Option<Child>,
 }
@@ -131,6 +145,7 @@ impl Node {
             port,
             dir,
             config,
+            http,
             log: root.join(format!("node{id}.log")),
             child: None,
         }
@@ -141,9 +156,24 @@ impl Node {
         format!("127.0.0.1:{}", self.port)
     }
 
-    /// Starts `kraft-controller run`.
+    /// Appends `lines` (`key=value` lines) to the properties file.
+    pub fn append_config(&self, lines: &str) {
+        use std::io::Write;
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&self.config)
+            .and_then(|mut f| f.write_all(lines.as_bytes()))
+            .expect("append to node properties");
+    }
+
+    /// Starts `kraft-controller run`; its stderr is appended to the node's
+    /// log, so the log of an earlier run stays.
     pub fn start(&mut self) {
-        let log = std::fs::File::create(&self.log).expect("create node log");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.log)
+            .expect("open node log");
         let child = Command::new(ours())
             .args(["run", "--config"])
             .arg(&self.config)
@@ -166,6 +196,32 @@ impl Node {
     pub fn log_text(&self) -> String {
         std::fs::read_to_string(&self.log).unwrap_or_default()
     }
+
+    /// Whether the process was started and has not exited.
+    pub fn is_running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+
+    /// `GET path` on the HTTP endpoint: `(status, body)`, `None` when
+    /// nothing answers.
+    pub fn http_get(&self, path: &str) -> Option<(u16, String)> {
+        http_get(self.http, path)
+    }
+
+    /// A gauge or counter of `/metrics` without labels (Prometheus text),
+    /// `None` when the node does not answer or has no such metric.
+    pub fn metric(&self, name: &str) -> Option<f64> {
+        let (code, body) = self.http_get("/metrics")?;
+        if code != 200 {
+            return None;
+        }
+        body.lines().find_map(|line| {
+            let (key, value) = line.split_once(' ')?;
+            (key == name).then(|| value.trim().parse().ok()).flatten()
+        })
+    }
 }
 
 impl Drop for Node {
@@ -175,6 +231,27 @@ impl Drop for Node {
             eprintln!("----- log of node {} -----\n{}", self.id, self.log_text());
         }
     }
+}
+
+/// `GET path` on `127.0.0.1:port` over HTTP/1.1: `(status, body)`, `None`
+/// when nothing answers within a second or two.
+pub fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+    use std::io::{Read, Write};
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+    let mut stream =
+        std::net::TcpStream::connect_timeout(&addr, Duration::from_millis(500)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+    stream
+        .write_all(
+            format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+                .as_bytes(),
+        )
+        .ok()?;
+    let mut text = String::new();
+    stream.read_to_string(&mut text).ok()?;
+    let status = text.get(9..12)?.parse().ok()?;
+    let body = text.split_once("\r\n\r\n")?.1.to_owned();
+    Some((status, body))
 }
 
 /// `n` nodes with ids 1..=n, all listing each other as bootstrap servers.
