@@ -282,7 +282,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
                     .iter()
                     .map(|v| l.replica_status(&v.key, self.core.local, &self.core.log, self.now_ms))
                     .collect(),
-                l.observer_statuses(self.core.voters()),
+                l.observer_statuses(self.core.voters(), self.now_ms),
             ),
             _ => (
                 self.core

@@ -101,6 +101,11 @@ pub(crate) struct ParkedFetch {
     pub(crate) deadline_ms: u64,
 }
 
+/// Kafka's `LeaderState.OBSERVER_SESSION_TIMEOUT_MS`: an observer (a
+/// replica that is not a voter) that has not fetched for 5 minutes is
+/// forgotten: DescribeQuorum stops listing it and its progress is dropped.
+pub(crate) const OBSERVER_SESSION_TIMEOUT_MS: u64 = 5 * 60 * 1000;
+
 /// State of the leader.
 #[derive(Debug)]
 pub(crate) struct LeaderState {
@@ -207,10 +212,12 @@ impl LeaderState {
             )
     }
 
-    pub(crate) fn observer_statuses(&self, voters: &VoterSet) -> Vec<ReplicaStatus> {
+    /// The observers that fetched within [`OBSERVER_SESSION_TIMEOUT_MS`] of
+    /// `now_ms` (Kafka's `LeaderState.clearInactiveObservers`).
+    pub(crate) fn observer_statuses(&self, voters: &VoterSet, now_ms: u64) -> Vec<ReplicaStatus> {
         self.replicas
             .values()
-            .filter(|p| !voters.contains_key(&p.key))
+            .filter(|p| !voters.contains_key(&p.key) && observer_active(p, now_ms))
             .map(ReplicaProgress::status)
             .collect()
     }
@@ -475,6 +482,13 @@ impl LeaderState {
         }
         self.note_voter_fetch(core, key, now_ms);
         let log_end = core.log.end_offset().offset;
+        if !self.replicas.contains_key(&key.id) {
+            // A new replica: first forget the observers whose session ended,
+            // so the map holds only replicas heard from in 5 minutes.
+            let voters = core.voters();
+            self.replicas
+                .retain(|_, p| voters.contains_key(&p.key) || observer_active(p, now_ms));
+        }
         let progress = self
             .replicas
             .entry(key.id)
@@ -732,4 +746,10 @@ pub(crate) fn fetch_response<L: ReplicatedLog>(
                 .with_partitions(vec![partition]),
         ])
         .with_node_endpoints(endpoints)
+}
+
+/// Whether an observer's last fetch is within [`OBSERVER_SESSION_TIMEOUT_MS`].
+fn observer_active(p: &ReplicaProgress, now_ms: u64) -> bool {
+    p.last_fetch_ms
+        .is_some_and(|t| now_ms.saturating_sub(t) < OBSERVER_SESSION_TIMEOUT_MS)
 }

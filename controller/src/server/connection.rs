@@ -14,7 +14,7 @@
 use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use futures::{SinkExt, StreamExt};
-use kafka_protocol::messages::ResponseKind;
+use kafka_protocol::messages::{ApiKey, ResponseKind};
 use tokio::{
     io::{AsyncRead, AsyncWrite},
     sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot},
@@ -45,37 +45,61 @@ pub struct ConnectionContext {
 }
 
 /// The pool of `queued.max.request.bytes`: one permit per byte of requests
-/// read and not yet answered.
+/// read and not yet answered, in two parts so that connections nobody has
+/// vouched for cannot stall Raft traffic (review S2): a connection that is
+/// not yet trusted (its principal may not send Raft RPCs, and none of its
+/// requests has passed authorization) takes its bytes from a small share of
+/// `min(kraftwerk.unauthenticated.max.frame.bytes, a quarter of the pool)`;
+/// trusted connections take theirs from the rest. The two never exceed
+/// `queued.max.request.bytes` together.
 #[derive(Debug)]
 pub struct RequestMemory {
-    permits: Arc<Semaphore>,
-    /// The pool's size in bytes (at most `u32::MAX`).
-    capacity: u32,
+    trusted: Arc<Semaphore>,
+    trusted_capacity: u32,
+    untrusted: Arc<Semaphore>,
+    untrusted_capacity: u32,
 }
 
 impl RequestMemory {
     /// A pool of `queued_max_request_bytes` (`None`: unbounded), capped at
-    /// `u32::MAX` bytes.
-    pub fn new(queued_max_request_bytes: Option<u64>) -> Option<Arc<Self>> {
+    /// `u32::MAX` bytes, of which at most `unauthenticated_max_frame_bytes`
+    /// (and at most a quarter, at least 1 byte of a non-empty pool) is the
+    /// untrusted share.
+    pub fn new(
+        queued_max_request_bytes: Option<u64>,
+        unauthenticated_max_frame_bytes: usize,
+    ) -> Option<Arc<Self>> {
         queued_max_request_bytes.map(|n| {
             let capacity = u32::try_from(n).unwrap_or(u32::MAX);
+            let share = (capacity / 4)
+                .min(u32::try_from(unauthenticated_max_frame_bytes).unwrap_or(u32::MAX))
+                .max(capacity.min(1));
+            let trusted_capacity = capacity - share;
             Arc::new(Self {
-                permits: Arc::new(Semaphore::new(capacity as usize)),
-                capacity,
+                trusted: Arc::new(Semaphore::new(trusted_capacity as usize)),
+                trusted_capacity,
+                untrusted: Arc::new(Semaphore::new(share as usize)),
+                untrusted_capacity: share,
             })
         })
     }
 
-    /// Bytes free now.
+    /// Bytes free now, both parts.
     pub fn available(&self) -> usize {
-        self.permits.available_permits()
+        self.trusted.available_permits() + self.untrusted.available_permits()
     }
 
-    /// Takes `size` bytes, waiting until they are free; a request larger than
-    /// the pool takes all of it (Kafka's pool also lets one through).
-    async fn reserve(&self, size: usize) -> Option<OwnedSemaphorePermit> {
-        let n = u32::try_from(size).unwrap_or(u32::MAX).min(self.capacity);
-        self.permits.clone().acquire_many_owned(n).await.ok()
+    /// Takes `size` bytes of the trusted part or of the untrusted share,
+    /// waiting until they are free; a request larger than its part takes all
+    /// of it (Kafka's pool also lets one through).
+    async fn reserve(&self, size: usize, trusted: bool) -> Option<OwnedSemaphorePermit> {
+        let (part, capacity) = if trusted {
+            (&self.trusted, self.trusted_capacity)
+        } else {
+            (&self.untrusted, self.untrusted_capacity)
+        };
+        let n = u32::try_from(size).unwrap_or(u32::MAX).min(capacity);
+        part.clone().acquire_many_owned(n).await.ok()
     }
 }
 
@@ -99,14 +123,18 @@ enum Next {
 /// arrives, and at most `kraftwerk.request.read.timeout.ms` from the first
 /// byte of a request to its last. `Framed::next` is cancel-safe (the bytes
 /// read so far stay in its buffer), so the wait can be cut into slices.
-/// Once a frame's size is known its bytes are taken from `pool`: while they
-/// are not free the connection is not read (the time waiting does not count
-/// against the read deadline).
+/// Once a frame's size is known its bytes are taken from `pool` (its trusted
+/// part if `trusted`, else the untrusted share): while they are not free the
+/// connection is not read, and a wait that outlasts the read deadline
+/// (counted from the first byte of the request) closes the connection as
+/// slow, freeing its place; once the bytes are taken, the rest of the frame
+/// gets a fresh read deadline.
 async fn next_frame<S>(
     framed: &mut Framed<S, AnnouncingFrameCodec>,
     idle: Duration,
     read: Duration,
     pool: Option<&Arc<RequestMemory>>,
+    trusted: bool,
 ) -> Next
 where
     S: AsyncRead + AsyncWrite + Unpin,
@@ -123,11 +151,12 @@ where
         match tokio::time::timeout_at(wake, framed.next()).await {
             Ok(None) => return Next::Closed,
             Ok(Some(Ok(Incoming::Announced(size)))) => {
-                memory = match pool {
-                    Some(pool) => pool.reserve(size).await,
-                    None => None,
-                };
-                if read_deadline.is_some() {
+                if let Some(pool) = pool {
+                    let until = *read_deadline.get_or_insert_with(|| Instant::now() + read);
+                    match tokio::time::timeout_at(until, pool.reserve(size, trusted)).await {
+                        Ok(taken) => memory = taken,
+                        Err(_) => return Next::Slow,
+                    }
                     read_deadline = Some(Instant::now() + read);
                 }
             }
@@ -190,6 +219,10 @@ pub async fn serve_connection<S>(
     let idle = Duration::from_millis(limits.idle_ms);
     let read = Duration::from_millis(limits.request_read_timeout_ms);
     let mut authorized_once = false;
+    // Whether this connection's requests take `queued.max.request.bytes`
+    // from the trusted part: its principal may send Raft RPCs (a voter's
+    // certificate, or no authorizer at all), or one of its requests passed.
+    let mut trusted = ctx.authorizer.allows(&principal, ApiKey::Fetch);
     let mut framed = Framed::new(
         stream,
         AnnouncingFrameCodec::new(
@@ -205,6 +238,7 @@ pub async fn serve_connection<S>(
             idle,
             read,
             ctx.request_memory.as_ref(),
+            trusted,
         )
         .await
         {
@@ -274,6 +308,7 @@ pub async fn serve_connection<S>(
         // must not lift the pre-authentication limit.
         if !authorized_once && authz::required_operation(api_key).is_some() {
             authorized_once = true;
+            trusted = true;
             framed.codec_mut().set_max_frame_bytes(ctx.max_frame_bytes);
         }
         let (reply, answer) = oneshot::channel();
@@ -401,7 +436,7 @@ mod tests {
     /// answered.
     #[tokio::test]
     async fn a_connection_waits_while_queued_max_request_bytes_are_taken() {
-        let memory = RequestMemory::new(Some(1000));
+        let memory = RequestMemory::new(Some(1000), 512 * 1024);
         let (requests, mut inbound) = mpsc::channel::<InboundRequest>(4);
         let limiter = Arc::new(ConnectionLimiter::new(
             ConnectionLimits::default(),
@@ -478,5 +513,101 @@ mod tests {
             .expect("the second request arrives once the first is answered")
             .expect("a request");
         assert_eq!(second.connection_id, 2);
+    }
+
+    /// Review S2: with an authorizer, anonymous connections that announce
+    /// big frames and send nothing more take only the small untrusted share
+    /// of `queued.max.request.bytes=1000` (250 bytes), so a voter's ~630-byte
+    /// request is served at once; and an anonymous connection waiting for
+    /// the share gives up at its read deadline instead of waiting forever.
+    /// (Before: the first anonymous frame took 900 of the 1000 bytes and the
+    /// voter waited for its read deadline.)
+    #[tokio::test]
+    async fn anonymous_connections_cannot_stall_a_voter_on_the_request_pool() {
+        let memory = RequestMemory::new(Some(1000), 512 * 1024);
+        let (requests, mut inbound) = mpsc::channel::<InboundRequest>(4);
+        let limiter = Arc::new(ConnectionLimiter::new(
+            ConnectionLimits {
+                request_read_timeout_ms: 2000,
+                ..ConnectionLimits::default()
+            },
+            None,
+            ListenerMetrics::default(),
+        ));
+        let ctx = ConnectionContext {
+            max_frame_bytes: 1 << 20,
+            requests,
+            authorizer: Arc::new(Authorizer::new(AuthorizerSettings {
+                enabled: true,
+                super_users: vec!["User:voter".to_owned()],
+                allow_everyone_if_no_acl_found: false,
+            })),
+            limiter: limiter.clone(),
+            request_memory: memory.clone(),
+        };
+        let peer: SocketAddr = "127.0.0.1:1".parse().expect("address");
+        let mut clients = Vec::new();
+        for (id, principal) in [
+            (1, authz::ANONYMOUS),
+            (2, authz::ANONYMOUS),
+            (3, "User:voter"),
+        ] {
+            let (client, server) = tokio::io::duplex(1 << 16);
+            let permit = limiter.try_acquire(peer.ip()).expect("a place");
+            tokio::spawn(serve_connection(
+                id,
+                server,
+                peer,
+                principal.to_owned(),
+                ctx.clone(),
+                permit,
+            ));
+            clients.push(client);
+        }
+        // Two anonymous connections announce 900 bytes each and stop.
+        for client in &mut clients[..2] {
+            client
+                .write_all(&900i32.to_be_bytes())
+                .await
+                .expect("write");
+        }
+        let pool = memory.as_ref().expect("a pool");
+        tokio::time::timeout(Duration::from_secs(5), async {
+            while pool.available() > 750 {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("the first anonymous connection takes the untrusted share");
+        let request = wire::encode_request(
+            ApiKey::ApiVersions,
+            3,
+            7,
+            Some("test"),
+            &RequestKind::ApiVersions(
+                ApiVersionsRequest::default()
+                    .with_client_software_name("x".repeat(600).into())
+                    .with_client_software_version("1".into()),
+            ),
+        )
+        .expect("encodes");
+        clients[2]
+            .write_all(&framed(&request))
+            .await
+            .expect("write");
+        let voter = tokio::time::timeout(Duration::from_secs(1), inbound.recv())
+            .await
+            .expect("the voter's request is not held up by anonymous connections")
+            .expect("a request");
+        assert_eq!(voter.connection_id, 3);
+        // Both anonymous connections are closed by their read deadline (the
+        // second while it still waits for the share).
+        for client in &mut clients[..2] {
+            let mut buf = [0u8; 1];
+            let read = tokio::time::timeout(Duration::from_secs(5), client.read(&mut buf))
+                .await
+                .expect("closed within the read deadline");
+            assert!(matches!(read, Ok(0)), "{read:?}");
+        }
     }
 }

@@ -373,7 +373,10 @@ where
             max_frame_bytes: config.socket_request_max_bytes,
             requests: request_tx,
             authorizer: Arc::new(authz::Authorizer::new(config.authorizer.clone())),
-            request_memory: connection::RequestMemory::new(config.limits.queued_max_request_bytes),
+            request_memory: connection::RequestMemory::new(
+                config.limits.queued_max_request_bytes,
+                config.limits.unauthenticated_max_frame_bytes,
+            ),
             limiter,
         },
     ));

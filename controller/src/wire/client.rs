@@ -31,7 +31,9 @@ use tokio_util::codec::{FramedRead, FramedWrite};
 
 use super::{
     KafkaFrameCodec, WireError, decode_response, encode_request, request_api_key,
-    response_correlation_id, tls::TlsClient,
+    response_correlation_id,
+    response_limit::{ResponseFrameCodec, SMALL_RESPONSE_MAX_BYTES, max_response_bytes},
+    tls::TlsClient,
 };
 
 /// Settings of outbound connections (names are Kafka's configs).
@@ -53,7 +55,10 @@ pub struct ClientConfig {
     pub retry_backoff: Duration,
     /// `reconnect.backoff.max.ms`: the cap of that backoff (default 1000 ms).
     pub reconnect_backoff_max: Duration,
-    /// Largest response frame accepted, bytes (default 104857600).
+    /// Ceiling of every response frame, bytes (default 104857600); each
+    /// response is further capped by what its request can need
+    /// (`wire::response_limit`: Fetch/FetchSnapshot their max bytes + 64 KiB,
+    /// others 1 MiB), and a larger one closes the connection.
     pub max_frame_bytes: usize,
     /// `client.id` sent in every request header.
     pub client_id: String,
@@ -149,6 +154,8 @@ impl From<WireError> for ClientError {
 struct Pending {
     api_key: ApiKey,
     api_version: i16,
+    /// Largest answer accepted, bytes ([`max_response_bytes`]).
+    max_response_bytes: usize,
     reply: oneshot::Sender<Result<ResponseKind, ClientError>>,
 }
 
@@ -179,6 +186,15 @@ impl Shared {
         match self.pending.lock() {
             Ok(mut map) => map.remove(&correlation_id),
             Err(poisoned) => poisoned.into_inner().remove(&correlation_id),
+        }
+    }
+
+    fn max_response_bytes(&self, correlation_id: i32) -> Option<usize> {
+        let limit =
+            |map: &HashMap<i32, Pending>| map.get(&correlation_id).map(|p| p.max_response_bytes);
+        match self.pending.lock() {
+            Ok(map) => limit(&map),
+            Err(poisoned) => limit(&poisoned.into_inner()),
         }
     }
 
@@ -276,7 +292,7 @@ impl Connection {
 
         let writer_shared = shared.clone();
         let codec = KafkaFrameCodec::new(config.max_frame_bytes);
-        let mut sink = FramedWrite::new(write_half, codec.clone());
+        let mut sink = FramedWrite::new(write_half, codec);
         let writer = tokio::spawn(async move {
             while let Some(frame) = outbound_rx.recv().await {
                 if let Err(e) = sink.send(frame).await {
@@ -287,7 +303,12 @@ impl Connection {
         });
 
         let reader_shared = shared.clone();
-        let mut frames = FramedRead::new(read_half, codec);
+        let limits = shared.clone();
+        let read_codec = ResponseFrameCodec::new(
+            move |id| limits.max_response_bytes(id),
+            SMALL_RESPONSE_MAX_BYTES.min(config.max_frame_bytes),
+        );
+        let mut frames = FramedRead::new(read_half, read_codec);
         let reader = tokio::spawn(async move {
             let reason = loop {
                 match frames.next().await {
@@ -422,6 +443,7 @@ impl Connection {
             Pending {
                 api_key,
                 api_version,
+                max_response_bytes: max_response_bytes(body, self.config.max_frame_bytes),
                 reply: tx,
             },
         );

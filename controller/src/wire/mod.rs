@@ -26,6 +26,7 @@ pub mod client;
 mod codec;
 mod frame;
 mod guard;
+pub mod response_limit;
 pub(crate) mod schema_guard;
 pub mod tls;
 mod versions;

@@ -1,8 +1,11 @@
 //! A pre-check of response bodies and KRaft control record values that
 //! rejects array counts no buffer could hold, before `kafka-protocol`
 //! decodes them, driven by Kafka's own message schemas (the JSON files of
-//! `clients/src/main/resources/common/message/`, Kafka 4.1.2, copied into
-//! `wire/schemas/`).
+//! `clients/src/main/resources/common/message/`, copied into `wire/schemas/`:
+//! Kafka 4.1.2 for the Raft and admin APIs, 4.4.0 (DESIGN.md's reference) for
+//! BrokerRegistration, BrokerHeartbeat and UnregisterBroker, whose response
+//! bodies are the same in both (4.4's ApiVersions response is 0-5, harmless
+//! while we advertise 0-4).
 //!
 //! Why: `kafka-protocol` 0.18 calls `Vec::with_capacity(n)` with the element
 //! count read from the bytes before it reads one element; a 12-byte response
@@ -26,6 +29,8 @@ const SCHEMAS: &[&str] = &[
     include_str!("schemas/AddRaftVoterResponse.json"),
     include_str!("schemas/ApiVersionsResponse.json"),
     include_str!("schemas/BeginQuorumEpochResponse.json"),
+    include_str!("schemas/BrokerHeartbeatResponse.json"),
+    include_str!("schemas/BrokerRegistrationResponse.json"),
     include_str!("schemas/ControllerRegistrationResponse.json"),
     include_str!("schemas/DescribeClusterResponse.json"),
     include_str!("schemas/DescribeQuorumResponse.json"),
@@ -33,6 +38,7 @@ const SCHEMAS: &[&str] = &[
     include_str!("schemas/FetchResponse.json"),
     include_str!("schemas/FetchSnapshotResponse.json"),
     include_str!("schemas/RemoveRaftVoterResponse.json"),
+    include_str!("schemas/UnregisterBrokerResponse.json"),
     include_str!("schemas/UpdateRaftVoterResponse.json"),
     include_str!("schemas/VoteResponse.json"),
     include_str!("schemas/KRaftVersionRecord.json"),

@@ -2,6 +2,7 @@
 //! AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter and DescribeQuorum.
 
 use super::*;
+use crate::raft::leader::OBSERVER_SESSION_TIMEOUT_MS;
 
 #[test]
 fn the_first_leader_writes_kraft_version_and_voters_with_its_leader_change() {
@@ -227,4 +228,53 @@ fn update_raft_voter_changes_a_voters_endpoints_once_committed() {
     e.handle(Event::Flush, 2_050).expect("flush");
     let commands = e.handle(fetch_from(2, 1, 4, 1), 2_060).expect("fetch");
     assert_eq!(code(&commands[2..]), 0, "{:?}", render(&commands));
+}
+
+/// Kafka's `LeaderState.OBSERVER_SESSION_TIMEOUT_MS`: an observer that has
+/// not fetched for 5 minutes is no longer listed by DescribeQuorum; one that
+/// keeps fetching is.
+#[test]
+fn describe_quorum_forgets_an_observer_after_five_minutes_without_a_fetch() {
+    let observers_at = |e: &mut RaftEngine<MemoryLog>, now_ms: u64| {
+        let commands = e
+            .handle(
+                Event::Request {
+                    handle: ReplyHandle(3),
+                    api_version: 2,
+                    request: RaftRequest::DescribeQuorum(Default::default()),
+                },
+                now_ms,
+            )
+            .expect("describe");
+        let [
+            Command::Reply {
+                response: RaftResponse::DescribeQuorum(r),
+                ..
+            },
+        ] = commands.as_slice()
+        else {
+            panic!("one DescribeQuorum reply: {commands:?}")
+        };
+        r.topics[0].partitions[0]
+            .observers
+            .iter()
+            .map(|v| v.replica_id.0)
+            .collect::<Vec<_>>()
+    };
+    let mut e = kip853_leader();
+    e.handle(fetch_from(4, 1, 2, 1), 2_010).expect("fetch");
+    e.handle(fetch_from(5, 1, 2, 1), 2_010).expect("fetch");
+    assert_eq!(observers_at(&mut e, 2_020), [4, 5]);
+    // Voter 2 and observer 5 keep fetching (the leader stays leader); 4
+    // goes quiet.
+    let later = 2_010 + OBSERVER_SESSION_TIMEOUT_MS;
+    for now_ms in (2_500..later).step_by(500) {
+        e.handle(fetch_from(2, 1, 3, 1), now_ms).expect("fetch");
+        e.handle(fetch_from(5, 1, 2, 1), now_ms).expect("fetch");
+    }
+    assert_eq!(observers_at(&mut e, later - 1), [4, 5]);
+    assert_eq!(observers_at(&mut e, later), [5]);
+    // A new observer's fetch drops 4's progress for good.
+    e.handle(fetch_from(6, 1, 2, 1), later + 10).expect("fetch");
+    assert_eq!(observers_at(&mut e, later + 20), [5, 6]);
 }
