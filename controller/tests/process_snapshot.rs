@@ -103,6 +103,36 @@ fn every_node_writes_snapshots_past_the_byte_threshold_and_loads_the_latest_on_r
     }
 }
 
+/// The leader keeps writing snapshots while two followers flush and fetch
+/// faster than its own append linger (25 ms): every commit then reaches the
+/// leader before its flush, and a snapshot may not pass the flushed end. Seen
+/// in the broker interop test as a leader that wrote no snapshot for 60 s
+/// while its followers wrote one every 6 s.
+#[test]
+fn the_leader_keeps_writing_snapshots_when_its_followers_commit_before_its_flush() {
+    let mut quorum = QuorumBuilder::new(3, Mode::Dynamic)
+        // A no-op every 100 ms: followers fetch and flush each well inside
+        // the leader's linger; ~15 batches per 1 KiB snapshot interval.
+        .property("metadata.log.max.record.bytes.between.snapshots", 1024)
+        .property("metadata.max.idle.interval.ms", 100)
+        .format();
+    quorum.start_all();
+    let ids = quorum.ids();
+    let (leader, _) = quorum.wait_for_leader(&ids, TIMEOUT);
+    let dir = quorum.node(leader).log_dir.clone();
+    // Let the followers catch up first, then count from there.
+    for &id in &ids {
+        let node_dir = quorum.node(id).log_dir.clone();
+        wait_for(TIMEOUT, "a first snapshot on every node", || {
+            (!snapshots(&node_dir).is_empty()).then_some(())
+        });
+    }
+    let before = snapshots(&dir).len();
+    wait_for(TIMEOUT, "three more snapshots on the leader", || {
+        (snapshots(&dir).len() >= before + 3).then_some(())
+    });
+}
+
 /// Base offsets of the log segments of a partition dir, ascending.
 fn segment_bases(log_dir: &Path) -> Vec<i64> {
     let partition = log_dir.join("__cluster_metadata-0");

@@ -344,6 +344,18 @@ impl Listener<FileLog> for MetadataListener {
         Ok(())
     }
 
+    /// Retries a due snapshot after every input, not only at a commit: on a
+    /// leader whose followers flush and fetch before its own flush (the
+    /// append linger), every commit arrives while the committed end is still
+    /// above the leader's flushed end, which a snapshot may not pass; the
+    /// flush that follows moves no high watermark, so without this retry the
+    /// leader could go without snapshots for as long as that race holds.
+    fn poll(&mut self, client: &mut RaftClient<'_, FileLog>) -> Result<(), MetadataError> {
+        self.snapshots
+            .maybe_snapshot(client, &self.image, &self.config.snapshot_policy);
+        Ok(())
+    }
+
     fn poll_input(&mut self, cx: &mut Context<'_>) -> Poll<MetadataInput> {
         if let Poll::Ready(Some(answer)) = self.registration.poll_answer(cx) {
             return Poll::Ready(MetadataInput::RegistrationAnswer(answer));
