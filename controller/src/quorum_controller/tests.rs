@@ -203,11 +203,16 @@ impl Node {
     /// Voter 2 fetches everything the leader has (and so commits what the
     /// leader flushed).
     fn follower_fetches_all(&mut self) {
-        let end = self.engine.log().end_offset();
+        self.follower_fetches(self.engine.log().end_offset().offset);
+    }
+
+    /// Voter 2 fetches at `offset` (it has everything below; all of it of
+    /// the current epoch).
+    fn follower_fetches(&mut self, offset: i64) {
         let mut partition = fetch_request::FetchPartition::default()
             .with_current_leader_epoch(self.engine.epoch())
-            .with_fetch_offset(end.offset)
-            .with_last_fetched_epoch(end.epoch)
+            .with_fetch_offset(offset)
+            .with_last_fetched_epoch(self.engine.epoch())
             .with_partition_max_bytes(1 << 20);
         if self.kraft_version >= 1 {
             partition.replica_directory_id = dir(2);
@@ -394,6 +399,26 @@ fn a_registration_is_answered_once_its_record_commits_with_its_offset_as_epoch()
         Some(offset),
         "the committed image has the broker at its record's offset"
     );
+}
+
+#[test]
+fn a_commit_answers_only_the_requests_whose_records_it_covers() {
+    let mut node = Node::active(0);
+    let first = node.end_offset();
+    let a = node.request(broker(11));
+    let b = node.request(broker(12));
+    assert_eq!(node.end_offset(), first + 2);
+    assert_eq!(node.qc.pending_answers(), 2);
+    node.handle(Event::Flush);
+    // The high watermark reaches broker 12's record (exclusive): 11 is
+    // committed, 12 is not.
+    node.follower_fetches(first + 1);
+    assert_eq!(node.engine.high_watermark(), Some(first + 1));
+    assert_eq!(node.registration_answer(a), (0, first));
+    assert!(node.answers(b).is_empty(), "its record is not committed");
+    assert_eq!(node.qc.pending_answers(), 1);
+    node.follower_fetches(first + 2);
+    assert_eq!(node.registration_answer(b), (0, first + 1));
 }
 
 #[test]
