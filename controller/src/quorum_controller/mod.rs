@@ -406,3 +406,6 @@ impl QuorumController {
         self.active.as_ref().map(|a| a.epoch)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -447,6 +447,13 @@ impl Sim {
 
     // ---- executing commands -------------------------------------------------
 
+    /// Executes `commands` that node `id`'s engine returned outside the
+    /// sim's own calls (a listener's proposals through `RaftClient`).
+    pub fn execute_commands(&mut self, id: i32, commands: Vec<Command>) {
+        self.execute(id, commands);
+        self.check(id);
+    }
+
     fn execute(&mut self, id: i32, commands: Vec<Command>) {
         let inc = self.nodes[&id].incarnation;
         let crash_at = if self.cfg.crash_mid_commands > 0.0
