@@ -14,6 +14,7 @@ pub mod accept;
 pub mod authz;
 pub mod connection;
 mod convert;
+pub mod envelope;
 pub mod event_loop;
 pub mod fit;
 pub mod http;

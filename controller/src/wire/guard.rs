@@ -401,6 +401,14 @@ static UNREGISTER_BROKER: Schema = Schema {
     flexible_from: 0,
 };
 
+// ---- Envelope (58) v0, flexible: request_data, request_principal (nullable),
+// client_host_address; compact bytes are laid out as compact strings.
+static ENVELOPE: Schema = Schema {
+    fields: &[f(Ty::Str, 0, ALL), f(Ty::Str, 0, ALL), f(Ty::Str, 0, ALL)],
+    tagged: NO_TAGS,
+    flexible_from: 0,
+};
+
 // ---- DescribeCluster (60) v0-2 and ApiVersions (18) v0-4: no arrays.
 static DESCRIBE_CLUSTER: Schema = Schema {
     fields: &[f(Ty::Bool, 0, ALL), f(Ty::I8, 1, ALL), f(Ty::Bool, 2, ALL)],
@@ -430,6 +438,7 @@ fn schema(api_key: ApiKey) -> Option<&'static Schema> {
         ApiKey::BrokerRegistration => &BROKER_REGISTRATION,
         ApiKey::BrokerHeartbeat => &BROKER_HEARTBEAT,
         ApiKey::UnregisterBroker => &UNREGISTER_BROKER,
+        ApiKey::Envelope => &ENVELOPE,
         _ => return None,
     })
 }

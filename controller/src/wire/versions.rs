@@ -57,6 +57,8 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::BrokerRegistration, 0, 4),
     api(ApiKey::BrokerHeartbeat, 0, 1),
     api(ApiKey::UnregisterBroker, 0, 0),
+    // KIP-590: brokers forward their clients' admin requests.
+    api(ApiKey::Envelope, 0, 0),
 ];
 
 /// The supported row for `key`, or `None` when we do not answer that api.

@@ -319,6 +319,14 @@ pub fn request(key: ApiKey, v: i16) -> RequestKind {
         ApiKey::UnregisterBroker => RequestKind::UnregisterBroker(
             kafka_protocol::messages::UnregisterBrokerRequest::default().with_broker_id(11.into()),
         ),
+        ApiKey::Envelope => RequestKind::Envelope(
+            kafka_protocol::messages::EnvelopeRequest::default()
+                .with_request_data(bytes::Bytes::from_static(b"\x00\x37\x00\x02inner"))
+                .with_request_principal(Some(bytes::Bytes::from_static(
+                    b"\x00\x00\x05User\x06alice\x00\x00",
+                )))
+                .with_client_host_address(bytes::Bytes::from_static(&[10, 0, 0, 7])),
+        ),
         other => panic!("no sample request for {other:?}"),
     }
 }
@@ -604,6 +612,11 @@ pub fn response(key: ApiKey, v: i16) -> ResponseKind {
             kafka_protocol::messages::UnregisterBrokerResponse::default()
                 .with_error_code(202)
                 .with_error_message(Some(s("Broker ID 11 is not currently registered"))),
+        ),
+        ApiKey::Envelope => ResponseKind::Envelope(
+            kafka_protocol::messages::EnvelopeResponse::default()
+                .with_response_data(Some(bytes::Bytes::from_static(b"\x00\x00\x00\x4d\x00")))
+                .with_error_code(0),
         ),
         other => panic!("no sample response for {other:?}"),
     }
