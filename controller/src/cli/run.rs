@@ -176,6 +176,7 @@ fn metadata_listener(
             max_idle_interval_ms: config.max_idle_interval_ms,
             broker_session_timeout_ms: config.broker_session_timeout_ms,
             broker_gauges: node.broker_gauges.clone(),
+            acls: node.acls.clone(),
             snapshot_policy: SnapshotPolicy {
                 max_bytes_between: config.max_bytes_between_snapshots,
                 max_interval_ms: config.max_snapshot_interval_ms,

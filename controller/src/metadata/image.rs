@@ -7,6 +7,7 @@
 //! | FeatureLevelRecord (12) | sets a finalized feature level; level 0 removes it (Kafka's `FeatureControlManager`) |
 //! | RegisterControllerRecord (27) | replaces the registration of its controller id (KIP-919) |
 //! | broker records (0, 1, 7, 8, 17) | broker registrations, fencing, controlled shutdown (`metadata::brokers`) |
+//! | AccessControlEntryRecord (18), RemoveAccessControlEntryRecord (19) | adds or removes an ACL by id (Kafka's `AclControlManager.replay`; removing an unknown id is an error) |
 //! | NoOpRecord (20) | counted |
 //! | Begin/End/AbortTransactionRecord (23/24/25) | counted, not state (see below) |
 //! | any other type or version | kept untouched, with its offset, so a newer writer's records survive an older reader (and its snapshots) |
@@ -30,11 +31,12 @@ use super::brokers::{
     BrokerRecordError, BrokerRegistration, apply_broker_record, is_broker_record,
 };
 use super::records::{
-    ABORT_TRANSACTION_RECORD_API_KEY, BEGIN_TRANSACTION_RECORD_API_KEY, ControllerEndpoint,
+    ABORT_TRANSACTION_RECORD_API_KEY, ACCESS_CONTROL_ENTRY_RECORD_API_KEY,
+    AccessControlEntryRecord, BEGIN_TRANSACTION_RECORD_API_KEY, ControllerEndpoint,
     ControllerFeature, END_TRANSACTION_RECORD_API_KEY, FEATURE_LEVEL_RECORD_API_KEY,
     FeatureLevelRecord, FramedRecord, METADATA_VERSION_FEATURE, NO_OP_RECORD_API_KEY,
-    REGISTER_CONTROLLER_RECORD_API_KEY, RecordsError, RegisterControllerRecord,
-    register_broker_record_version,
+    REGISTER_CONTROLLER_RECORD_API_KEY, REMOVE_ACCESS_CONTROL_ENTRY_RECORD_API_KEY, RecordsError,
+    RegisterControllerRecord, decode_remove_access_control_entry, register_broker_record_version,
 };
 use crate::{
     log::{LogError, ReplicatedLog},
@@ -62,6 +64,15 @@ pub enum ImageError {
         offset: i64,
         /// What was wrong.
         source: BrokerRecordError,
+    },
+    /// A RemoveAccessControlEntryRecord of an ACL the image does not hold
+    /// (Kafka's replay throws).
+    #[error("RemoveAccessControlEntryRecord at offset {offset}: no acl with id {id}")]
+    UnknownAcl {
+        /// Offset of the record.
+        offset: i64,
+        /// The id it names.
+        id: uuid::Uuid,
     },
     /// A data record without a value.
     #[error("metadata record at offset {offset} has no value")]
@@ -107,6 +118,7 @@ pub struct MetadataImage {
     features: BTreeMap<String, i16>,
     controllers: BTreeMap<i32, ControllerRegistration>,
     brokers: BTreeMap<i32, BrokerRegistration>,
+    acls: crate::acl::AclSet,
     no_op_records: u64,
     transaction_markers: u64,
     unknown: Vec<UnknownRecord>,
@@ -142,6 +154,11 @@ impl MetadataImage {
     /// Registered brokers by id.
     pub fn brokers(&self) -> &BTreeMap<i32, BrokerRegistration> {
         &self.brokers
+    }
+
+    /// The ACLs by id (`crate::acl`).
+    pub fn acls(&self) -> &crate::acl::AclSet {
+        &self.acls
     }
 
     /// Sets every broker's record offset to `offset` (a loaded snapshot's
@@ -224,6 +241,17 @@ impl MetadataImage {
             (key, version) if is_broker_record(key, version) => {
                 apply_broker_record(&mut self.brokers, offset, &framed)
                     .map_err(|source| ImageError::Broker { offset, source })?;
+            }
+            (ACCESS_CONTROL_ENTRY_RECORD_API_KEY, 0) => {
+                let r = AccessControlEntryRecord::decode_message(&framed.message).map_err(err)?;
+                self.acls
+                    .insert(r.id, crate::acl::StandardAcl::from_record(&r));
+            }
+            (REMOVE_ACCESS_CONTROL_ENTRY_RECORD_API_KEY, 0) => {
+                let id = decode_remove_access_control_entry(&framed.message).map_err(err)?;
+                if self.acls.remove(&id).is_none() {
+                    return Err(ImageError::UnknownAcl { offset, id });
+                }
             }
             (NO_OP_RECORD_API_KEY, _) => self.no_op_records += 1,
             (
@@ -314,7 +342,8 @@ impl MetadataImage {
 /// writes it: a reader needs it before anything else), the others by name,
 /// controller registrations by id, broker registrations by id (at the
 /// RegisterBrokerRecord version of the image's `metadata.version`, as
-/// Kafka's `ClusterImage` writes them), then unknown records in offset order
+/// Kafka's `ClusterImage` writes them), ACLs by id (Kafka's `AclsImage`),
+/// then unknown records in offset order
 /// (no-ops and transaction markers are not state). Applying them to an empty
 /// image gives an image equal to this one but for the no-op count and the
 /// offsets: what a snapshot of the image holds.
@@ -355,6 +384,9 @@ pub fn image_records(image: &MetadataImage) -> Vec<Bytes> {
         register_broker_record_version(image.feature_level(METADATA_VERSION_FEATURE).unwrap_or(0));
     for (id, b) in &image.brokers {
         out.push(b.to_record(*id).encode_framed(broker_version));
+    }
+    for (id, acl) in &image.acls {
+        out.push(acl.to_record(*id).encode_framed());
     }
     for u in &image.unknown {
         out.push(u.record.encode());
@@ -429,6 +461,43 @@ mod tests {
         assert_eq!(image.unknown_records()[0].offset, 3);
         assert_eq!(image.unknown_records()[0].record.encode(), unknown());
         assert_eq!(image.next_offset(), 8);
+    }
+
+    #[test]
+    fn acl_records_add_and_remove_acls_survive_a_rebuild_and_an_unknown_removal_fails() {
+        use crate::metadata::records::remove_access_control_entry_record;
+        let acl = crate::acl::StandardAcl {
+            resource_type: crate::acl::resource_type::CLUSTER,
+            resource_name: crate::acl::CLUSTER_NAME.into(),
+            pattern_type: crate::acl::pattern_type::LITERAL,
+            principal: "User:broker".into(),
+            host: "*".into(),
+            operation: crate::acl::operation::CLUSTER_ACTION,
+            permission_type: crate::acl::permission::ALLOW,
+        };
+        let (a, b) = (uuid::Uuid::from_u128(1), uuid::Uuid::from_u128(2));
+        let mut image = MetadataImage::default();
+        for (offset, v) in [
+            acl.to_record(a).encode_framed(),
+            acl.to_record(b).encode_framed(),
+            remove_access_control_entry_record(a),
+        ]
+        .iter()
+        .enumerate()
+        {
+            image.apply_record(offset as i64, v).expect("applies");
+        }
+        assert_eq!(image.acls().len(), 1);
+        assert_eq!(image.acls()[&b], acl);
+        let mut rebuilt = MetadataImage::default();
+        for v in image_records(&image) {
+            rebuilt.apply_record(0, &v).expect("applies");
+        }
+        assert_eq!(rebuilt.acls(), image.acls());
+        let err = image
+            .apply_record(9, &remove_access_control_entry_record(a))
+            .expect_err("no such acl");
+        assert!(err.to_string().contains("offset 9"), "{err}");
     }
 
     #[test]

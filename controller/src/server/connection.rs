@@ -223,7 +223,8 @@ pub async fn serve_connection<S>(
     // Whether this connection's requests take `queued.max.request.bytes`
     // from the trusted part: its principal may send Raft RPCs (a voter's
     // certificate, or no authorizer at all), or one of its requests passed.
-    let mut trusted = ctx.authorizer.allows(&principal, ApiKey::Fetch);
+    let host = peer.ip().to_string();
+    let mut trusted = ctx.authorizer.allows(&principal, &host, ApiKey::Fetch);
     let mut framed = Framed::new(
         stream,
         AnnouncingFrameCodec::new(
@@ -288,8 +289,8 @@ pub async fn serve_connection<S>(
         let correlation_id = request.correlation_id();
         let api_key = request.api_key;
         let api_version = request.api_version;
-        if !ctx.authorizer.allows(&principal, api_key) {
-            let Some(body) = authz::denied_response(api_key, api_version, &principal) else {
+        if !ctx.authorizer.allows(&principal, &host, api_key) {
+            let Some(body) = authz::denied_answer(&request, &principal) else {
                 return;
             };
             metrics.authorization_failures.inc();
@@ -393,7 +394,7 @@ async fn serve_envelope(
         (inner.correlation_id(), inner.api_key, inner.api_version);
     let principal = forwarded.principal;
     let client = forwarded.client_address;
-    let body = if authorizer.allows(&principal, api_key) {
+    let body = if authorizer.allows(&principal, &client.to_string(), api_key) {
         tracing::debug!(%peer, connection_id, %principal, %client, ?api_key, api_version,
             "forwarded request");
         dispatch(requests, connection_id, peer, inner).await?
@@ -401,7 +402,7 @@ async fn serve_envelope(
         metrics.authorization_failures.inc();
         tracing::warn!(%peer, connection_id, %principal, %client, ?api_key,
             "forwarded request refused: CLUSTER_AUTHORIZATION_FAILED");
-        match authz::denied_response(api_key, api_version, &principal) {
+        match authz::denied_answer(&inner, &principal) {
             Some(body) => body,
             None => {
                 return Some(envelope::refused_response(

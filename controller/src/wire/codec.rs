@@ -256,6 +256,9 @@ pub fn request_api_key(body: &RequestKind) -> Option<ApiKey> {
         RequestKind::BrokerHeartbeat(_) => ApiKey::BrokerHeartbeat,
         RequestKind::UnregisterBroker(_) => ApiKey::UnregisterBroker,
         RequestKind::Envelope(_) => ApiKey::Envelope,
+        RequestKind::DescribeAcls(_) => ApiKey::DescribeAcls,
+        RequestKind::CreateAcls(_) => ApiKey::CreateAcls,
+        RequestKind::DeleteAcls(_) => ApiKey::DeleteAcls,
         _ => return None,
     })
 }
@@ -280,6 +283,9 @@ fn response_api_key(body: &ResponseKind) -> ApiKey {
         ResponseKind::BrokerHeartbeat(_) => ApiKey::BrokerHeartbeat,
         ResponseKind::UnregisterBroker(_) => ApiKey::UnregisterBroker,
         ResponseKind::Envelope(_) => ApiKey::Envelope,
+        ResponseKind::DescribeAcls(_) => ApiKey::DescribeAcls,
+        ResponseKind::CreateAcls(_) => ApiKey::CreateAcls,
+        ResponseKind::DeleteAcls(_) => ApiKey::DeleteAcls,
         _ => ApiKey::Produce,
     }
 }

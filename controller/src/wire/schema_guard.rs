@@ -3,7 +3,7 @@
 //! decodes them, driven by Kafka's own message schemas (the JSON files of
 //! `clients/src/main/resources/common/message/`, copied into `wire/schemas/`:
 //! Kafka 4.1.2 for the Raft and admin APIs, 4.4.0 (DESIGN.md's reference) for
-//! BrokerRegistration, BrokerHeartbeat, UnregisterBroker and Envelope, whose response
+//! BrokerRegistration, BrokerHeartbeat, UnregisterBroker, Envelope and the ACL apis, whose response
 //! bodies are the same in both (4.4's ApiVersions response is 0-5, harmless
 //! while we advertise 0-4).
 //!
@@ -36,6 +36,9 @@ const SCHEMAS: &[&str] = &[
     include_str!("schemas/DescribeQuorumResponse.json"),
     include_str!("schemas/EndQuorumEpochResponse.json"),
     include_str!("schemas/EnvelopeResponse.json"),
+    include_str!("schemas/CreateAclsResponse.json"),
+    include_str!("schemas/DeleteAclsResponse.json"),
+    include_str!("schemas/DescribeAclsResponse.json"),
     include_str!("schemas/FetchResponse.json"),
     include_str!("schemas/FetchSnapshotResponse.json"),
     include_str!("schemas/RemoveRaftVoterResponse.json"),

@@ -142,7 +142,7 @@ impl Reader<'_> {
         a.copy_from_slice(b);
         Ok(i64::from_be_bytes(a))
     }
-    fn uuid(&mut self) -> Result<Uuid, RecordsError> {
+    pub(super) fn uuid(&mut self) -> Result<Uuid, RecordsError> {
         let mut id = [0u8; 16];
         id.copy_from_slice(self.take(16)?);
         Ok(Uuid::from_bytes(id))

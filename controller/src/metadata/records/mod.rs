@@ -26,6 +26,7 @@
 //! (RegisterControllerRecord, KIP-919), [`config`] (ConfigRecord and the
 //! KIP-868 transaction markers).
 
+pub mod acl;
 pub mod broker;
 pub mod config;
 pub mod feature;
@@ -33,7 +34,7 @@ pub mod registration;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-pub use self::{broker::*, config::*, feature::*, registration::*};
+pub use self::{acl::*, broker::*, config::*, feature::*, registration::*};
 
 /// Frame version of `ApiMessageAndVersion` in the metadata log.
 pub const FRAME_VERSION: u32 = 1;
