@@ -12,7 +12,12 @@
 //!   garbage inside (UNSUPPORTED_VERSION), a bad principal
 //!   (PRINCIPAL_DESERIALIZATION_FAILURE); a direct request on the same
 //!   connection is still served afterwards;
-//! - a sender without CLUSTER_ACTION gets CLUSTER_AUTHORIZATION_FAILED.
+//! - a sender without CLUSTER_ACTION gets CLUSTER_AUTHORIZATION_FAILED;
+//! - ACLs: once a super user's CreateAcls grants the broker's certificate
+//!   CLUSTER_ACTION on the cluster, its envelopes are served (its CreateAcls,
+//!   ALTER, still is not); DescribeAcls lists the ACL; after kill -9 and a
+//!   restart (from a snapshot: one is due after every batch) the ACL still
+//!   holds; dump-log names the record.
 
 mod support;
 
@@ -20,8 +25,8 @@ use std::{net::IpAddr, path::Path, sync::Arc, time::Duration};
 
 use bytes::Bytes;
 use kafka_protocol::messages::{
-    ApiKey, DescribeClusterRequest, DescribeQuorumRequest, EnvelopeRequest, RequestKind,
-    ResponseKind,
+    ApiKey, CreateAclsRequest, DescribeAclsRequest, DescribeClusterRequest, DescribeQuorumRequest,
+    EnvelopeRequest, RequestKind, ResponseKind, create_acls_request::AclCreation,
 };
 use kraft_controller::{
     config::security::{ClientAuth, KeyMaterial, SslSettings, TlsVersion, TrustMaterial},
@@ -211,4 +216,134 @@ fn envelopes_are_unwrapped_authorized_twice_answered_wrapped_and_refusals_close_
     assert_eq!(answers, [(CLUSTER_AUTHORIZATION_FAILED, None)]);
     assert!(open, "the refusal closed the connection");
     quorum.node(leader).assert_alive();
+}
+
+/// What one envelope of a forwarded DescribeQuorum gets, sent with
+/// `config`: its error code.
+fn envelope_code(address: &str, config: ClientConfig) -> i16 {
+    let (answers, _) = send(address, config, vec![wrap(describe_quorum(77), CONTROLLER)]);
+    answers[0].0
+}
+
+/// One request over a fresh connection with `config`.
+fn call(address: &str, config: ClientConfig, version: i16, body: RequestKind) -> ResponseKind {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    runtime.block_on(async move {
+        let connection = Connection::connect(address, config)
+            .await
+            .expect("a TLS connection");
+        connection.call(version, body).await.expect("an answer")
+    })
+}
+
+fn cluster_acl(principal: &'static str, operation: i8, name: &'static str) -> AclCreation {
+    AclCreation::default()
+        .with_resource_type(4) // CLUSTER
+        .with_resource_name(name.into())
+        .with_resource_pattern_type(3) // LITERAL
+        .with_principal(principal.into())
+        .with_host("*".into())
+        .with_operation(operation)
+        .with_permission_type(3) // ALLOW
+}
+
+#[test]
+fn a_cluster_action_acl_lets_a_broker_forward_and_survives_a_restart() {
+    const BROKER: &str = "User:CN=broker,O=kraftwerk";
+    let pki_dir = tempfile::tempdir().expect("a pki dir");
+    let ca = pki::Ca::new(pki_dir.path(), "test-ca");
+    let keystore = ca.issue("controller", "/O=kraftwerk/CN=controller");
+    let broker = ca.issue("broker", "/O=kraftwerk/CN=broker");
+    let mut builder = QuorumBuilder::standalone()
+        .property(
+            "authorizer.class.name",
+            "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        )
+        .property("super.users", CONTROLLER)
+        .property("metadata.log.max.record.bytes.between.snapshots", 1);
+    for (k, v) in pki::mtls_properties(&keystore, &ca.cert) {
+        builder = builder.property(&k, v);
+    }
+    let mut quorum = builder.format();
+    quorum.start_all();
+    let (leader, _) = quorum.wait_for_leader(&quorum.ids(), ELECTION);
+    wait_for(ELECTION, "a first commit", || {
+        quorum.node(leader).high_watermark().filter(|hw| *hw > 0)
+    });
+    let address = quorum.node(leader).address();
+    let as_broker = || client_tls(&broker, &ca.cert);
+    let as_controller = || client_tls(&keystore, &ca.cert);
+    assert_eq!(
+        envelope_code(&address, as_broker()),
+        CLUSTER_AUTHORIZATION_FAILED
+    );
+
+    let create =
+        |creations| RequestKind::CreateAcls(CreateAclsRequest::default().with_creations(creations));
+    match call(
+        &address,
+        as_controller(),
+        3,
+        create(vec![
+            cluster_acl(BROKER, 9, "kafka-cluster"), // CLUSTER_ACTION
+            cluster_acl(BROKER, 9, "not-the-cluster"),
+        ]),
+    ) {
+        ResponseKind::CreateAcls(r) => {
+            let codes: Vec<i16> = r.results.iter().map(|x| x.error_code).collect();
+            assert_eq!(codes, [0, INVALID_REQUEST]);
+        }
+        other => panic!("{other:?}"),
+    }
+    // Answered once committed, and published before the answer.
+    assert_eq!(envelope_code(&address, as_broker()), 0);
+    match call(
+        &address,
+        as_broker(),
+        3,
+        create(vec![cluster_acl(BROKER, 2, "kafka-cluster")]), // ALL
+    ) {
+        ResponseKind::CreateAcls(r) => {
+            assert_eq!(r.results[0].error_code, CLUSTER_AUTHORIZATION_FAILED)
+        }
+        other => panic!("{other:?}"),
+    }
+    let describe = RequestKind::DescribeAcls(
+        DescribeAclsRequest::default()
+            .with_resource_type_filter(1) // ANY
+            .with_resource_name_filter(None)
+            .with_pattern_type_filter(1)
+            .with_principal_filter(None)
+            .with_host_filter(None)
+            .with_operation(1)
+            .with_permission_type(1),
+    );
+    match call(&address, as_controller(), 3, describe) {
+        ResponseKind::DescribeAcls(r) => {
+            assert_eq!(r.error_code, 0);
+            assert_eq!(r.resources.len(), 1, "{r:?}");
+            assert_eq!(r.resources[0].acls[0].principal.as_str(), BROKER);
+            assert_eq!(r.resources[0].acls[0].operation, 9);
+        }
+        other => panic!("{other:?}"),
+    }
+
+    quorum.kill(leader);
+    let dump = quorum.dump_log(leader);
+    assert!(dump.contains("ACCESS_CONTROL_ENTRY_RECORD(18)"), "{dump}");
+    quorum.start(leader);
+    quorum.wait_for_leader(&[leader], ELECTION);
+    wait_for(ELECTION, "the ACL to hold after the restart", || {
+        (envelope_code(&address, as_broker()) == 0).then_some(())
+    });
+    assert!(
+        !quorum
+            .node(leader)
+            .output_lines("metadata image loaded from the latest snapshot")
+            .is_empty(),
+        "the restart did not load a snapshot"
+    );
 }
