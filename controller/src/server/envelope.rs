@@ -28,17 +28,15 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use bytes::{Buf, Bytes, BytesMut};
 use kafka_protocol::{
+    ResponseError,
     messages::{ApiKey, DefaultPrincipalData, EnvelopeRequest, EnvelopeResponse, ResponseKind},
     protocol::{Decodable, Encodable, StrBytes},
 };
 
 use crate::wire::{self, DecodedRequest, INVALID_REQUEST, UNSUPPORTED_VERSION};
 
-/// Kafka's `PRINCIPAL_DESERIALIZATION_FAILURE`.
+/// Kafka's `PRINCIPAL_DESERIALIZATION_FAILURE` (97).
 pub const PRINCIPAL_DESERIALIZATION_FAILURE: i16 = 97;
-
-/// Kafka's `UNKNOWN_SERVER_ERROR`.
-pub const UNKNOWN_SERVER_ERROR: i16 = -1;
 
 /// Whether a broker may forward `api` inside an Envelope: Kafka 4.4's
 /// `ApiKeys` with `forwardable = true`.
@@ -111,8 +109,12 @@ pub fn encode_principal(principal: &str) -> Result<Bytes, Refused> {
         .with_name(StrBytes::from_string(name.to_owned()));
     let mut buf = BytesMut::new();
     buf.extend_from_slice(&0i16.to_be_bytes());
-    data.encode(&mut buf, 0)
-        .map_err(|e| refused(UNKNOWN_SERVER_ERROR, format!("encoding the principal: {e}")))?;
+    data.encode(&mut buf, 0).map_err(|e| {
+        refused(
+            ResponseError::UnknownServerError.code(),
+            format!("encoding the principal: {e}"),
+        )
+    })?;
     Ok(buf.freeze())
 }
 
@@ -246,7 +248,7 @@ pub fn wrap_response(
     body: &ResponseKind,
 ) -> Result<ResponseKind, Refused> {
     let bytes = wire::encode_response(correlation_id, api_key, api_version, body)
-        .map_err(|e| refused(UNKNOWN_SERVER_ERROR, e.to_string()))?;
+        .map_err(|e| refused(ResponseError::UnknownServerError.code(), e.to_string()))?;
     Ok(ResponseKind::Envelope(
         EnvelopeResponse::default()
             .with_error_code(0)
