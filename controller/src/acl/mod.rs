@@ -17,7 +17,11 @@
 //! The committed ACLs are published to the connection layer as an immutable
 //! [`AclSet`] behind an [`Arc`] swap ([`SharedAcls`]): the metadata listener
 //! replaces it when the image's ACLs change; each request reads the current
-//! one. [`control`] answers CreateAcls/DeleteAcls/DescribeAcls. It owns the
+//! one. A decision is linear in the number of ACLs (Kafka indexes them by
+//! resource; a controller holds few). Until a restarted node has replayed
+//! its log (or snapshot) the published set is empty, so only super users
+//! pass: Kafka's authorizer answers AUTHORIZER_NOT_READY then instead.
+//! [`control`] answers CreateAcls/DeleteAcls/DescribeAcls. It owns the
 //! meaning of ACLs; it must not know about connections or the log.
 
 pub mod control;
