@@ -122,7 +122,9 @@ pub fn encode_principal(principal: &str) -> Result<Bytes, Refused> {
 /// `DefaultKafkaPrincipalBuilder.serialize`) into `Type:name`.
 ///
 /// Errors: [`Refused`] with PRINCIPAL_DESERIALIZATION_FAILURE for missing
-/// bytes, a version other than 0, bytes that do not parse, or trailing bytes.
+/// bytes, a version other than 0, or bytes that do not parse. Bytes after
+/// the data are ignored, as Kafka's `DefaultKafkaPrincipalBuilder` does (a
+/// newer writer may add fields).
 pub fn decode_principal(bytes: Option<&Bytes>) -> Result<String, Refused> {
     let bad = |reason: String| {
         refused(
@@ -142,9 +144,6 @@ pub fn decode_principal(bytes: Option<&Bytes>) -> Result<String, Refused> {
         return Err(bad(format!("version {version}, expected 0")));
     }
     let data = DefaultPrincipalData::decode(&mut buf, 0).map_err(|e| bad(e.to_string()))?;
-    if buf.has_remaining() {
-        return Err(bad(format!("{} bytes left over", buf.remaining())));
-    }
     Ok(format!("{}:{}", data._type.as_str(), data.name.as_str()))
 }
 
@@ -324,10 +323,13 @@ mod tests {
             let err = decode_principal(bytes.as_ref()).expect_err("refused");
             assert_eq!(err.code, PRINCIPAL_DESERIALIZATION_FAILURE, "{bytes:?}");
         }
+        // Kafka ignores what follows the data.
         let mut golden = encode_principal("User:a").expect("encodes").to_vec();
         golden.push(0);
-        let err = decode_principal(Some(&Bytes::from(golden))).expect_err("trailing byte");
-        assert_eq!(err.code, PRINCIPAL_DESERIALIZATION_FAILURE);
+        assert_eq!(
+            decode_principal(Some(&Bytes::from(golden))).expect("decodes"),
+            "User:a"
+        );
     }
 
     #[test]
