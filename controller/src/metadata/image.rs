@@ -7,6 +7,7 @@
 //! | FeatureLevelRecord (12) | sets a finalized feature level; level 0 removes it (Kafka's `FeatureControlManager`) |
 //! | RegisterControllerRecord (27) | replaces the registration of its controller id (KIP-919) |
 //! | broker records (0, 1, 7, 8, 17) | broker registrations, fencing, controlled shutdown (`metadata::brokers`) |
+//! | ProducerIdsRecord (15) | the next producer id to hand out (Kafka's `ProducerIdsImage`) |
 //! | NoOpRecord (20) | counted |
 //! | Begin/End/AbortTransactionRecord (23/24/25) | counted, not state (see below) |
 //! | any other type or version | kept untouched, with its offset, so a newer writer's records survive an older reader (and its snapshots) |
@@ -33,8 +34,8 @@ use super::records::{
     ABORT_TRANSACTION_RECORD_API_KEY, BEGIN_TRANSACTION_RECORD_API_KEY, ControllerEndpoint,
     ControllerFeature, END_TRANSACTION_RECORD_API_KEY, FEATURE_LEVEL_RECORD_API_KEY,
     FeatureLevelRecord, FramedRecord, METADATA_VERSION_FEATURE, NO_OP_RECORD_API_KEY,
-    REGISTER_CONTROLLER_RECORD_API_KEY, RecordsError, RegisterControllerRecord,
-    register_broker_record_version,
+    PRODUCER_IDS_RECORD_API_KEY, ProducerIdsRecord, REGISTER_CONTROLLER_RECORD_API_KEY,
+    RecordsError, RegisterControllerRecord, register_broker_record_version,
 };
 use crate::{
     log::{LogError, ReplicatedLog},
@@ -107,6 +108,7 @@ pub struct MetadataImage {
     features: BTreeMap<String, i16>,
     controllers: BTreeMap<i32, ControllerRegistration>,
     brokers: BTreeMap<i32, BrokerRegistration>,
+    next_producer_id: Option<i64>,
     no_op_records: u64,
     transaction_markers: u64,
     unknown: Vec<UnknownRecord>,
@@ -142,6 +144,12 @@ impl MetadataImage {
     /// Registered brokers by id.
     pub fn brokers(&self) -> &BTreeMap<i32, BrokerRegistration> {
         &self.brokers
+    }
+
+    /// The first producer id of the next block to hand out, `None` before
+    /// any ProducerIdsRecord (Kafka's `ProducerIdsImage.EMPTY`, -1).
+    pub fn next_producer_id(&self) -> Option<i64> {
+        self.next_producer_id
     }
 
     /// Sets every broker's record offset to `offset` (a loaded snapshot's
@@ -224,6 +232,10 @@ impl MetadataImage {
             (key, version) if is_broker_record(key, version) => {
                 apply_broker_record(&mut self.brokers, offset, &framed)
                     .map_err(|source| ImageError::Broker { offset, source })?;
+            }
+            (PRODUCER_IDS_RECORD_API_KEY, 0) => {
+                let r = ProducerIdsRecord::decode_message(&framed.message).map_err(err)?;
+                self.next_producer_id = Some(r.next_producer_id);
             }
             (NO_OP_RECORD_API_KEY, _) => self.no_op_records += 1,
             (
@@ -314,7 +326,8 @@ impl MetadataImage {
 /// writes it: a reader needs it before anything else), the others by name,
 /// controller registrations by id, broker registrations by id (at the
 /// RegisterBrokerRecord version of the image's `metadata.version`, as
-/// Kafka's `ClusterImage` writes them), then unknown records in offset order
+/// Kafka's `ClusterImage` writes them), the next producer id (as Kafka's
+/// `ProducerIdsImage` writes it), then unknown records in offset order
 /// (no-ops and transaction markers are not state). Applying them to an empty
 /// image gives an image equal to this one but for the no-op count and the
 /// offsets: what a snapshot of the image holds.
@@ -355,6 +368,17 @@ pub fn image_records(image: &MetadataImage) -> Vec<Bytes> {
         register_broker_record_version(image.feature_level(METADATA_VERSION_FEATURE).unwrap_or(0));
     for (id, b) in &image.brokers {
         out.push(b.to_record(*id).encode_framed(broker_version));
+    }
+    if let Some(next_producer_id) = image.next_producer_id {
+        // Kafka's ProducerIdsImage.write: no broker, no epoch.
+        out.push(
+            ProducerIdsRecord {
+                broker_id: -1,
+                broker_epoch: -1,
+                next_producer_id,
+            }
+            .encode_framed(),
+        );
     }
     for u in &image.unknown {
         out.push(u.record.encode());
@@ -506,5 +530,33 @@ mod tests {
         assert_eq!(records.len(), 3);
         assert_eq!(records[0], level(METADATA_VERSION_FEATURE, 27));
         assert_eq!(records[1], level("eligible.leader.replicas.version", 1));
+    }
+
+    #[test]
+    fn a_producer_ids_record_sets_the_next_producer_id_and_the_image_writes_it_without_a_broker() {
+        let mut image = MetadataImage::default();
+        assert_eq!(image.next_producer_id(), None);
+        assert!(image_records(&image).is_empty());
+        let record = |next| {
+            ProducerIdsRecord {
+                broker_id: 1,
+                broker_epoch: 42,
+                next_producer_id: next,
+            }
+            .encode_framed()
+        };
+        image.apply_record(0, &record(1000)).expect("applies");
+        image.apply_record(1, &record(2000)).expect("applies");
+        assert_eq!(image.next_producer_id(), Some(2000));
+        let records = image_records(&image);
+        let expected = ProducerIdsRecord {
+            broker_id: -1,
+            broker_epoch: -1,
+            next_producer_id: 2000,
+        };
+        assert_eq!(records, vec![expected.encode_framed()]);
+        let mut rebuilt = MetadataImage::default();
+        rebuilt.apply_record(0, &records[0]).expect("applies");
+        assert_eq!(rebuilt.next_producer_id(), Some(2000));
     }
 }

@@ -129,6 +129,7 @@ const API_KEYS: &[ApiKey] = &[
     ApiKey::BrokerRegistration,
     ApiKey::BrokerHeartbeat,
     ApiKey::UnregisterBroker,
+    ApiKey::AllocateProducerIds,
 ];
 
 impl MetadataListener {
@@ -309,7 +310,8 @@ impl Listener<FileLog> for MetadataListener {
             }
             request @ (RequestKind::BrokerRegistration(_)
             | RequestKind::BrokerHeartbeat(_)
-            | RequestKind::UnregisterBroker(_)) => {
+            | RequestKind::UnregisterBroker(_)
+            | RequestKind::AllocateProducerIds(_)) => {
                 self.quorum
                     .on_request(client, &self.image, request, handle)?;
             }

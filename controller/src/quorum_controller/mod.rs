@@ -6,6 +6,8 @@
 //!   BrokerRegistration (62), BrokerHeartbeat (63), UnregisterBroker (64)
 //!   and session expiry, over the speculative cluster state.
 //! - [`heartbeat`] (Kafka's `BrokerHeartbeatManager`): sessions in memory.
+//! - [`producer_ids`] (Kafka's `ProducerIdControlManager`): AllocateProducerIds
+//!   (67), blocks of producer ids.
 //! - This file: activation, the speculative state's life, and answering
 //!   each request only once the records it caused (and everything appended
 //!   before) are committed, as Kafka's controller event queue does.
@@ -25,6 +27,7 @@
 
 pub mod cluster_control;
 pub mod heartbeat;
+pub mod producer_ids;
 
 use std::collections::BTreeSet;
 
@@ -32,13 +35,16 @@ use bytes::Bytes;
 use kafka_protocol::{
     error::ResponseError,
     messages::{
-        ApiKey, BrokerHeartbeatResponse, BrokerRegistrationResponse, RequestKind, ResponseKind,
-        UnregisterBrokerResponse,
+        AllocateProducerIdsResponse, ApiKey, BrokerHeartbeatResponse, BrokerRegistrationResponse,
+        RequestKind, ResponseKind, UnregisterBrokerResponse,
     },
     protocol::StrBytes,
 };
 
-use self::cluster_control::{ClusterControl, Decision, Refusal};
+use self::{
+    cluster_control::{ClusterControl, Decision, Refusal},
+    producer_ids::ProducerIdControl,
+};
 use crate::{
     log::ReplicatedLog,
     metadata::{image::MetadataImage, records::METADATA_VERSION_FEATURE},
@@ -59,6 +65,7 @@ pub const API_KEYS: &[ApiKey] = &[
     ApiKey::BrokerRegistration,
     ApiKey::BrokerHeartbeat,
     ApiKey::UnregisterBroker,
+    ApiKey::AllocateProducerIds,
 ];
 
 /// What the quorum controller needs from the node.
@@ -76,6 +83,7 @@ pub struct QuorumControllerConfig {
 struct Active {
     epoch: i32,
     cluster: ClusterControl,
+    producer_ids: ProducerIdControl,
 }
 
 /// An answer waiting for its records to commit.
@@ -120,6 +128,9 @@ fn refused(api: ApiKey, (error, message): Refusal) -> ResponseKind {
             BrokerHeartbeatResponse::default()
                 .with_error_code(code)
                 .with_is_fenced(true),
+        ),
+        ApiKey::AllocateProducerIds => ResponseKind::AllocateProducerIds(
+            AllocateProducerIdsResponse::default().with_error_code(code),
         ),
         _ => ResponseKind::UnregisterBroker(
             UnregisterBrokerResponse::default()
@@ -183,6 +194,7 @@ impl QuorumController {
                 self.config.session_timeout_ms,
                 client.monotonic_ms(),
             ),
+            producer_ids: ProducerIdControl::activate(image),
         });
     }
 
@@ -236,7 +248,8 @@ impl QuorumController {
         }
     }
 
-    /// Handles BrokerRegistration, BrokerHeartbeat and UnregisterBroker:
+    /// Handles BrokerRegistration, BrokerHeartbeat, UnregisterBroker and
+    /// AllocateProducerIds:
     /// NOT_CONTROLLER unless active; otherwise the decision's error at once,
     /// or its records appended and its answer given once they commit.
     ///
@@ -252,6 +265,7 @@ impl QuorumController {
             RequestKind::BrokerRegistration(_) => ApiKey::BrokerRegistration,
             RequestKind::BrokerHeartbeat(_) => ApiKey::BrokerHeartbeat,
             RequestKind::UnregisterBroker(_) => ApiKey::UnregisterBroker,
+            RequestKind::AllocateProducerIds(_) => ApiKey::AllocateProducerIds,
             _ => {
                 client.reply(reply, None);
                 return Ok(());
@@ -303,6 +317,17 @@ impl QuorumController {
                 .map(|d| Decision {
                     records: d.records,
                     answer: ResponseKind::UnregisterBroker(UnregisterBrokerResponse::default()),
+                }),
+            RequestKind::AllocateProducerIds(r) => active
+                .producer_ids
+                .allocate(&active.cluster, r.broker_id.0, r.broker_epoch)
+                .map(|d| Decision {
+                    records: d.records,
+                    answer: ResponseKind::AllocateProducerIds(
+                        AllocateProducerIdsResponse::default()
+                            .with_producer_id_start(d.answer.start.into())
+                            .with_producer_id_len(d.answer.len),
+                    ),
                 }),
             _ => unreachable!("api keys matched above"),
         };

@@ -6,7 +6,7 @@
 //!
 //! | api | operation |
 //! |---|---|
-//! | Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot, UpdateRaftVoter, ControllerRegistration, BrokerRegistration, BrokerHeartbeat | CLUSTER_ACTION |
+//! | Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot, UpdateRaftVoter, ControllerRegistration, BrokerRegistration, BrokerHeartbeat, AllocateProducerIds | CLUSTER_ACTION |
 //! | AddRaftVoter, RemoveRaftVoter, DescribeCluster (ALTER on a controller, not DESCRIBE as on a broker), UnregisterBroker | ALTER |
 //! | DescribeQuorum | DESCRIBE |
 //! | ApiVersions | none |
@@ -67,7 +67,8 @@ pub fn required_operation(api: ApiKey) -> Option<Operation> {
         | ApiKey::UpdateRaftVoter
         | ApiKey::ControllerRegistration
         | ApiKey::BrokerRegistration
-        | ApiKey::BrokerHeartbeat => Some(Operation::ClusterAction),
+        | ApiKey::BrokerHeartbeat
+        | ApiKey::AllocateProducerIds => Some(Operation::ClusterAction),
         ApiKey::AddRaftVoter
         | ApiKey::RemoveRaftVoter
         | ApiKey::DescribeCluster
@@ -156,6 +157,9 @@ pub fn denied_response(api: ApiKey, api_version: i16, principal: &str) -> Option
         ),
         ApiKey::BrokerHeartbeat => ResponseKind::BrokerHeartbeat(
             kafka_protocol::messages::BrokerHeartbeatResponse::default().with_error_code(code),
+        ),
+        ApiKey::AllocateProducerIds => ResponseKind::AllocateProducerIds(
+            kafka_protocol::messages::AllocateProducerIdsResponse::default().with_error_code(code),
         ),
         ApiKey::UnregisterBroker => ResponseKind::UnregisterBroker(
             kafka_protocol::messages::UnregisterBrokerResponse::default()

@@ -401,6 +401,16 @@ static UNREGISTER_BROKER: Schema = Schema {
     flexible_from: 0,
 };
 
+// ---- AllocateProducerIds (67) v0, flexible: no arrays.
+static ALLOCATE_PRODUCER_IDS: Schema = Schema {
+    fields: &[
+        f(Ty::I32, 0, ALL), // broker_id
+        f(Ty::I64, 0, ALL), // broker_epoch
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 0,
+};
+
 // ---- DescribeCluster (60) v0-2 and ApiVersions (18) v0-4: no arrays.
 static DESCRIBE_CLUSTER: Schema = Schema {
     fields: &[f(Ty::Bool, 0, ALL), f(Ty::I8, 1, ALL), f(Ty::Bool, 2, ALL)],
@@ -430,6 +440,7 @@ fn schema(api_key: ApiKey) -> Option<&'static Schema> {
         ApiKey::BrokerRegistration => &BROKER_REGISTRATION,
         ApiKey::BrokerHeartbeat => &BROKER_HEARTBEAT,
         ApiKey::UnregisterBroker => &UNREGISTER_BROKER,
+        ApiKey::AllocateProducerIds => &ALLOCATE_PRODUCER_IDS,
         _ => return None,
     })
 }

@@ -57,6 +57,8 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::BrokerRegistration, 0, 4),
     api(ApiKey::BrokerHeartbeat, 0, 1),
     api(ApiKey::UnregisterBroker, 0, 0),
+    // Brokers ask for blocks of producer ids (Kafka's ProducerIdControlManager).
+    api(ApiKey::AllocateProducerIds, 0, 0),
 ];
 
 /// The supported row for `key`, or `None` when we do not answer that api.
