@@ -7,6 +7,7 @@
 //! | FeatureLevelRecord (12) | sets a finalized feature level; level 0 removes it (Kafka's `FeatureControlManager`) |
 //! | RegisterControllerRecord (27) | replaces the registration of its controller id (KIP-919) |
 //! | broker records (0, 1, 7, 8, 17) | broker registrations, fencing, controlled shutdown (`metadata::brokers`) |
+//! | ConfigRecord (4) | a resource's dynamic config key set or (null value) deleted (`metadata::configs`) |
 //! | ProducerIdsRecord (15) | the next producer id to hand out (Kafka's `ProducerIdsImage`) |
 //! | NoOpRecord (20) | counted |
 //! | Begin/End/AbortTransactionRecord (23/24/25) | counted, not state (see below) |
@@ -30,12 +31,14 @@ use bytes::Bytes;
 use super::brokers::{
     BrokerRecordError, BrokerRegistration, apply_broker_record, is_broker_record,
 };
+use super::configs::ConfigsImage;
 use super::records::{
-    ABORT_TRANSACTION_RECORD_API_KEY, BEGIN_TRANSACTION_RECORD_API_KEY, ControllerEndpoint,
-    ControllerFeature, END_TRANSACTION_RECORD_API_KEY, FEATURE_LEVEL_RECORD_API_KEY,
-    FeatureLevelRecord, FramedRecord, METADATA_VERSION_FEATURE, NO_OP_RECORD_API_KEY,
-    PRODUCER_IDS_RECORD_API_KEY, ProducerIdsRecord, REGISTER_CONTROLLER_RECORD_API_KEY,
-    RecordsError, RegisterControllerRecord, register_broker_record_version,
+    ABORT_TRANSACTION_RECORD_API_KEY, BEGIN_TRANSACTION_RECORD_API_KEY, CONFIG_RECORD_API_KEY,
+    ConfigRecord, ControllerEndpoint, ControllerFeature, END_TRANSACTION_RECORD_API_KEY,
+    FEATURE_LEVEL_RECORD_API_KEY, FeatureLevelRecord, FramedRecord, METADATA_VERSION_FEATURE,
+    NO_OP_RECORD_API_KEY, PRODUCER_IDS_RECORD_API_KEY, ProducerIdsRecord,
+    REGISTER_CONTROLLER_RECORD_API_KEY, RecordsError, RegisterControllerRecord,
+    register_broker_record_version,
 };
 use crate::{
     log::{LogError, ReplicatedLog},
@@ -109,6 +112,7 @@ pub struct MetadataImage {
     controllers: BTreeMap<i32, ControllerRegistration>,
     brokers: BTreeMap<i32, BrokerRegistration>,
     next_producer_id: Option<i64>,
+    configs: ConfigsImage,
     no_op_records: u64,
     transaction_markers: u64,
     unknown: Vec<UnknownRecord>,
@@ -144,6 +148,11 @@ impl MetadataImage {
     /// Registered brokers by id.
     pub fn brokers(&self) -> &BTreeMap<i32, BrokerRegistration> {
         &self.brokers
+    }
+
+    /// The dynamic configurations (ConfigRecords) by resource.
+    pub fn configs(&self) -> &ConfigsImage {
+        &self.configs
     }
 
     /// The first producer id of the next block to hand out, `None` before
@@ -232,6 +241,10 @@ impl MetadataImage {
             (key, version) if is_broker_record(key, version) => {
                 apply_broker_record(&mut self.brokers, offset, &framed)
                     .map_err(|source| ImageError::Broker { offset, source })?;
+            }
+            (CONFIG_RECORD_API_KEY, 0) => {
+                let r = ConfigRecord::decode_message(&framed.message).map_err(err)?;
+                self.configs.apply(&r);
             }
             (PRODUCER_IDS_RECORD_API_KEY, 0) => {
                 let r = ProducerIdsRecord::decode_message(&framed.message).map_err(err)?;
@@ -326,7 +339,8 @@ impl MetadataImage {
 /// writes it: a reader needs it before anything else), the others by name,
 /// controller registrations by id, broker registrations by id (at the
 /// RegisterBrokerRecord version of the image's `metadata.version`, as
-/// Kafka's `ClusterImage` writes them), the next producer id (as Kafka's
+/// Kafka's `ClusterImage` writes them), the configurations by resource
+/// and key, the next producer id (as Kafka's
 /// `ProducerIdsImage` writes it), then unknown records in offset order
 /// (no-ops and transaction markers are not state). Applying them to an empty
 /// image gives an image equal to this one but for the no-op count and the
@@ -369,6 +383,7 @@ pub fn image_records(image: &MetadataImage) -> Vec<Bytes> {
     for (id, b) in &image.brokers {
         out.push(b.to_record(*id).encode_framed(broker_version));
     }
+    out.extend(image.configs.records());
     if let Some(next_producer_id) = image.next_producer_id {
         // Kafka's ProducerIdsImage.write: no broker, no epoch.
         out.push(

@@ -130,6 +130,8 @@ const API_KEYS: &[ApiKey] = &[
     ApiKey::BrokerHeartbeat,
     ApiKey::UnregisterBroker,
     ApiKey::AllocateProducerIds,
+    ApiKey::IncrementalAlterConfigs,
+    ApiKey::AlterConfigs,
 ];
 
 impl MetadataListener {
@@ -311,7 +313,9 @@ impl Listener<FileLog> for MetadataListener {
             request @ (RequestKind::BrokerRegistration(_)
             | RequestKind::BrokerHeartbeat(_)
             | RequestKind::UnregisterBroker(_)
-            | RequestKind::AllocateProducerIds(_)) => {
+            | RequestKind::AllocateProducerIds(_)
+            | RequestKind::IncrementalAlterConfigs(_)
+            | RequestKind::AlterConfigs(_)) => {
                 self.quorum
                     .on_request(client, &self.image, request, handle)?;
             }

@@ -9,6 +9,7 @@
 //! | Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot, UpdateRaftVoter, ControllerRegistration, BrokerRegistration, BrokerHeartbeat, AllocateProducerIds | CLUSTER_ACTION |
 //! | AddRaftVoter, RemoveRaftVoter, DescribeCluster (ALTER on a controller, not DESCRIBE as on a broker), UnregisterBroker | ALTER |
 //! | DescribeQuorum | DESCRIBE |
+//! | IncrementalAlterConfigs, AlterConfigs (Kafka checks each resource: CLUSTER for brokers, the TOPIC for topics; without stored ACLs the decision is the same for all) | ALTER_CONFIGS |
 //! | ApiVersions | none |
 //!
 //! The decision is the `StandardAuthorizer`'s without stored ACLs: super
@@ -43,6 +44,8 @@ pub enum Operation {
     Alter,
     /// `DESCRIBE`: reading the quorum's state.
     Describe,
+    /// `ALTER_CONFIGS`: dynamic configs of topics and brokers.
+    AlterConfigs,
 }
 
 impl Operation {
@@ -52,6 +55,7 @@ impl Operation {
             Operation::ClusterAction => "CLUSTER_ACTION",
             Operation::Alter => "ALTER",
             Operation::Describe => "DESCRIBE",
+            Operation::AlterConfigs => "ALTER_CONFIGS",
         }
     }
 }
@@ -74,6 +78,7 @@ pub fn required_operation(api: ApiKey) -> Option<Operation> {
         | ApiKey::DescribeCluster
         | ApiKey::UnregisterBroker => Some(Operation::Alter),
         ApiKey::DescribeQuorum => Some(Operation::Describe),
+        ApiKey::IncrementalAlterConfigs | ApiKey::AlterConfigs => Some(Operation::AlterConfigs),
         // ApiVersions, and anything else (which the event loop refuses).
         _ => None,
     }
@@ -158,6 +163,14 @@ pub fn denied_response(api: ApiKey, api_version: i16, principal: &str) -> Option
         ApiKey::BrokerHeartbeat => ResponseKind::BrokerHeartbeat(
             kafka_protocol::messages::BrokerHeartbeatResponse::default().with_error_code(code),
         ),
+        // Kafka answers each resource CLUSTER_/TOPIC_AUTHORIZATION_FAILED;
+        // this layer does not read the resources, so none are listed.
+        ApiKey::IncrementalAlterConfigs => ResponseKind::IncrementalAlterConfigs(
+            kafka_protocol::messages::IncrementalAlterConfigsResponse::default(),
+        ),
+        ApiKey::AlterConfigs => {
+            ResponseKind::AlterConfigs(kafka_protocol::messages::AlterConfigsResponse::default())
+        }
         ApiKey::AllocateProducerIds => ResponseKind::AllocateProducerIds(
             kafka_protocol::messages::AllocateProducerIdsResponse::default().with_error_code(code),
         ),
@@ -228,6 +241,14 @@ mod tests {
         assert_eq!(
             required_operation(ApiKey::DescribeQuorum),
             Some(Operation::Describe)
+        );
+        assert_eq!(
+            required_operation(ApiKey::AllocateProducerIds),
+            Some(Operation::ClusterAction)
+        );
+        assert_eq!(
+            required_operation(ApiKey::IncrementalAlterConfigs),
+            Some(Operation::AlterConfigs)
         );
         assert_eq!(required_operation(ApiKey::ApiVersions), None);
     }

@@ -59,6 +59,9 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::UnregisterBroker, 0, 0),
     // Brokers ask for blocks of producer ids (Kafka's ProducerIdControlManager).
     api(ApiKey::AllocateProducerIds, 0, 0),
+    // Dynamic configs of topics and brokers (Kafka's ConfigurationControlManager).
+    api(ApiKey::IncrementalAlterConfigs, 0, 1),
+    api(ApiKey::AlterConfigs, 0, 2),
 ];
 
 /// The supported row for `key`, or `None` when we do not answer that api.
