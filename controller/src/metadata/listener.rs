@@ -132,6 +132,7 @@ const API_KEYS: &[ApiKey] = &[
     ApiKey::AllocateProducerIds,
     ApiKey::IncrementalAlterConfigs,
     ApiKey::AlterConfigs,
+    ApiKey::DescribeConfigs,
 ];
 
 impl MetadataListener {
@@ -305,6 +306,16 @@ impl Listener<FileLog> for MetadataListener {
                     &self.image,
                 );
                 client.reply(handle, Some(ResponseKind::DescribeCluster(body)));
+            }
+            RequestKind::DescribeConfigs(request) => {
+                let image = &self.image;
+                let body = crate::quorum_controller::describe_configs::describe_configs(
+                    &request,
+                    image.configs(),
+                    self.config.registration.controller_id,
+                    &|name| crate::quorum_controller::topic_exists(image, name),
+                );
+                client.reply(handle, Some(ResponseKind::DescribeConfigs(body)));
             }
             RequestKind::ControllerRegistration(request) => {
                 self.registration

@@ -10,6 +10,7 @@
 //! | AddRaftVoter, RemoveRaftVoter, DescribeCluster (ALTER on a controller, not DESCRIBE as on a broker), UnregisterBroker | ALTER |
 //! | DescribeQuorum | DESCRIBE |
 //! | IncrementalAlterConfigs, AlterConfigs (Kafka checks each resource: CLUSTER for brokers, the TOPIC for topics; without stored ACLs the decision is the same for all) | ALTER_CONFIGS |
+//! | DescribeConfigs (likewise per resource in Kafka) | DESCRIBE_CONFIGS |
 //! | ApiVersions | none |
 //!
 //! The decision is the `StandardAuthorizer`'s without stored ACLs: super
@@ -46,6 +47,8 @@ pub enum Operation {
     Describe,
     /// `ALTER_CONFIGS`: dynamic configs of topics and brokers.
     AlterConfigs,
+    /// `DESCRIBE_CONFIGS`: reading them.
+    DescribeConfigs,
 }
 
 impl Operation {
@@ -56,6 +59,7 @@ impl Operation {
             Operation::Alter => "ALTER",
             Operation::Describe => "DESCRIBE",
             Operation::AlterConfigs => "ALTER_CONFIGS",
+            Operation::DescribeConfigs => "DESCRIBE_CONFIGS",
         }
     }
 }
@@ -79,6 +83,7 @@ pub fn required_operation(api: ApiKey) -> Option<Operation> {
         | ApiKey::UnregisterBroker => Some(Operation::Alter),
         ApiKey::DescribeQuorum => Some(Operation::Describe),
         ApiKey::IncrementalAlterConfigs | ApiKey::AlterConfigs => Some(Operation::AlterConfigs),
+        ApiKey::DescribeConfigs => Some(Operation::DescribeConfigs),
         // ApiVersions, and anything else (which the event loop refuses).
         _ => None,
     }
@@ -171,6 +176,9 @@ pub fn denied_response(api: ApiKey, api_version: i16, principal: &str) -> Option
         ApiKey::AlterConfigs => {
             ResponseKind::AlterConfigs(kafka_protocol::messages::AlterConfigsResponse::default())
         }
+        ApiKey::DescribeConfigs => ResponseKind::DescribeConfigs(
+            kafka_protocol::messages::DescribeConfigsResponse::default(),
+        ),
         ApiKey::AllocateProducerIds => ResponseKind::AllocateProducerIds(
             kafka_protocol::messages::AllocateProducerIdsResponse::default().with_error_code(code),
         ),

@@ -258,6 +258,7 @@ pub fn request_api_key(body: &RequestKind) -> Option<ApiKey> {
         RequestKind::AllocateProducerIds(_) => ApiKey::AllocateProducerIds,
         RequestKind::IncrementalAlterConfigs(_) => ApiKey::IncrementalAlterConfigs,
         RequestKind::AlterConfigs(_) => ApiKey::AlterConfigs,
+        RequestKind::DescribeConfigs(_) => ApiKey::DescribeConfigs,
         _ => return None,
     })
 }
@@ -284,6 +285,7 @@ fn response_api_key(body: &ResponseKind) -> ApiKey {
         ResponseKind::AllocateProducerIds(_) => ApiKey::AllocateProducerIds,
         ResponseKind::IncrementalAlterConfigs(_) => ApiKey::IncrementalAlterConfigs,
         ResponseKind::AlterConfigs(_) => ApiKey::AlterConfigs,
+        ResponseKind::DescribeConfigs(_) => ApiKey::DescribeConfigs,
         _ => ApiKey::Produce,
     }
 }

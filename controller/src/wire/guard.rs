@@ -31,6 +31,8 @@ enum Ty {
     I32Arr,
     /// Array of UUID (16 bytes each).
     UuidArr,
+    /// Array of strings (nullable or not).
+    StrArr,
     /// An embedded struct.
     Struct(&'static Schema),
 }
@@ -465,6 +467,26 @@ static ALTER_CONFIGS: Schema = Schema {
     flexible_from: 2,
 };
 
+// ---- DescribeConfigs (32) v1-4, flexible from 4.
+static DC_RESOURCE: Schema = Schema {
+    fields: &[
+        f(Ty::I8, 0, ALL),     // resource_type
+        f(Ty::Str, 0, ALL),    // resource_name
+        f(Ty::StrArr, 0, ALL), // configuration_keys
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 4,
+};
+static DESCRIBE_CONFIGS: Schema = Schema {
+    fields: &[
+        f(Ty::Arr(&DC_RESOURCE), 0, ALL), // resources
+        f(Ty::Bool, 1, ALL),              // include_synonyms
+        f(Ty::Bool, 3, ALL),              // include_documentation
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 4,
+};
+
 // ---- DescribeCluster (60) v0-2 and ApiVersions (18) v0-4: no arrays.
 static DESCRIBE_CLUSTER: Schema = Schema {
     fields: &[f(Ty::Bool, 0, ALL), f(Ty::I8, 1, ALL), f(Ty::Bool, 2, ALL)],
@@ -497,6 +519,7 @@ fn schema(api_key: ApiKey) -> Option<&'static Schema> {
         ApiKey::AllocateProducerIds => &ALLOCATE_PRODUCER_IDS,
         ApiKey::IncrementalAlterConfigs => &INCREMENTAL_ALTER_CONFIGS,
         ApiKey::AlterConfigs => &ALTER_CONFIGS,
+        ApiKey::DescribeConfigs => &DESCRIBE_CONFIGS,
         _ => return None,
     })
 }
@@ -593,6 +616,13 @@ impl Walker<'_> {
             Ty::UuidArr => {
                 let n = self.count(flexible, 16)?.unwrap_or(0);
                 self.skip(n * 16, "uuid array")
+            }
+            Ty::StrArr => {
+                let n = self.count(flexible, 1)?.unwrap_or(0);
+                for _ in 0..n {
+                    self.value(Ty::Str, flexible)?;
+                }
+                Ok(())
             }
             Ty::Arr(schema) => {
                 let n = self.count(flexible, 1)?.unwrap_or(0);

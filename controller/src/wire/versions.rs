@@ -62,6 +62,7 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     // Dynamic configs of topics and brokers (Kafka's ConfigurationControlManager).
     api(ApiKey::IncrementalAlterConfigs, 0, 1),
     api(ApiKey::AlterConfigs, 0, 2),
+    api(ApiKey::DescribeConfigs, 1, 4),
 ];
 
 /// The supported row for `key`, or `None` when we do not answer that api.
