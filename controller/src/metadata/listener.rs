@@ -133,6 +133,7 @@ const API_KEYS: &[ApiKey] = &[
     ApiKey::IncrementalAlterConfigs,
     ApiKey::AlterConfigs,
     ApiKey::DescribeConfigs,
+    ApiKey::AssignReplicasToDirs,
 ];
 
 impl MetadataListener {
@@ -326,7 +327,8 @@ impl Listener<FileLog> for MetadataListener {
             | RequestKind::UnregisterBroker(_)
             | RequestKind::AllocateProducerIds(_)
             | RequestKind::IncrementalAlterConfigs(_)
-            | RequestKind::AlterConfigs(_)) => {
+            | RequestKind::AlterConfigs(_)
+            | RequestKind::AssignReplicasToDirs(_)) => {
                 self.quorum
                     .on_request(client, &self.image, request, handle)?;
             }

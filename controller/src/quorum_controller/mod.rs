@@ -12,6 +12,7 @@
 //!   [`topic_config_defs`] (Kafka's `LogConfig` keys and checks):
 //!   IncrementalAlterConfigs (44) and AlterConfigs (33); [`describe_configs`]:
 //!   DescribeConfigs (32), answered by any controller from its image.
+//! - [`dir_assignment`]: AssignReplicasToDirs (73).
 //! - This file: activation, the speculative state's life, and answering
 //!   each request only once the records it caused (and everything appended
 //!   before) are committed, as Kafka's controller event queue does.
@@ -32,6 +33,7 @@
 pub mod cluster_control;
 pub mod configs;
 pub mod describe_configs;
+pub mod dir_assignment;
 pub mod heartbeat;
 pub mod producer_ids;
 pub mod topic_config_defs;
@@ -42,8 +44,8 @@ use bytes::Bytes;
 use kafka_protocol::{
     error::ResponseError,
     messages::{
-        AllocateProducerIdsResponse, ApiKey, BrokerHeartbeatResponse, BrokerRegistrationResponse,
-        RequestKind, ResponseKind, UnregisterBrokerResponse,
+        AllocateProducerIdsResponse, ApiKey, AssignReplicasToDirsResponse, BrokerHeartbeatResponse,
+        BrokerRegistrationResponse, RequestKind, ResponseKind, UnregisterBrokerResponse,
     },
     protocol::StrBytes,
 };
@@ -76,6 +78,7 @@ pub const API_KEYS: &[ApiKey] = &[
     ApiKey::AllocateProducerIds,
     ApiKey::IncrementalAlterConfigs,
     ApiKey::AlterConfigs,
+    ApiKey::AssignReplicasToDirs,
 ];
 
 /// What the quorum controller needs from the node.
@@ -170,6 +173,9 @@ fn refused(api: ApiKey, (error, message): Refusal) -> ResponseKind {
         ),
         ApiKey::AllocateProducerIds => ResponseKind::AllocateProducerIds(
             AllocateProducerIdsResponse::default().with_error_code(code),
+        ),
+        ApiKey::AssignReplicasToDirs => ResponseKind::AssignReplicasToDirs(
+            AssignReplicasToDirsResponse::default().with_error_code(code),
         ),
         _ => ResponseKind::UnregisterBroker(
             UnregisterBrokerResponse::default()
@@ -309,6 +315,7 @@ impl QuorumController {
             RequestKind::AllocateProducerIds(_) => ApiKey::AllocateProducerIds,
             RequestKind::IncrementalAlterConfigs(_) => ApiKey::IncrementalAlterConfigs,
             RequestKind::AlterConfigs(_) => ApiKey::AlterConfigs,
+            RequestKind::AssignReplicasToDirs(_) => ApiKey::AssignReplicasToDirs,
             _ => {
                 client.reply(reply, None);
                 return Ok(());
@@ -407,6 +414,17 @@ impl QuorumController {
                     answer: configs::legacy_response(&d.results),
                 })
             }
+            RequestKind::AssignReplicasToDirs(r) => dir_assignment::assign_replicas_to_dirs(
+                &r,
+                image.feature_level(METADATA_VERSION_FEATURE).unwrap_or(0),
+                &active.cluster,
+                // No topics in this state yet: every topic id is unknown.
+                &mut dir_assignment::NoTopics,
+            )
+            .map(|d| Decision {
+                records: d.records,
+                answer: ResponseKind::AssignReplicasToDirs(d.answer),
+            }),
             _ => unreachable!("api keys matched above"),
         };
         match decision {

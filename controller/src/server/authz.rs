@@ -6,7 +6,7 @@
 //!
 //! | api | operation |
 //! |---|---|
-//! | Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot, UpdateRaftVoter, ControllerRegistration, BrokerRegistration, BrokerHeartbeat, AllocateProducerIds | CLUSTER_ACTION |
+//! | Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot, UpdateRaftVoter, ControllerRegistration, BrokerRegistration, BrokerHeartbeat, AllocateProducerIds, AssignReplicasToDirs | CLUSTER_ACTION |
 //! | AddRaftVoter, RemoveRaftVoter, DescribeCluster (ALTER on a controller, not DESCRIBE as on a broker), UnregisterBroker | ALTER |
 //! | DescribeQuorum | DESCRIBE |
 //! | IncrementalAlterConfigs, AlterConfigs (Kafka checks each resource: CLUSTER for brokers, the TOPIC for topics; without stored ACLs the decision is the same for all) | ALTER_CONFIGS |
@@ -76,7 +76,8 @@ pub fn required_operation(api: ApiKey) -> Option<Operation> {
         | ApiKey::ControllerRegistration
         | ApiKey::BrokerRegistration
         | ApiKey::BrokerHeartbeat
-        | ApiKey::AllocateProducerIds => Some(Operation::ClusterAction),
+        | ApiKey::AllocateProducerIds
+        | ApiKey::AssignReplicasToDirs => Some(Operation::ClusterAction),
         ApiKey::AddRaftVoter
         | ApiKey::RemoveRaftVoter
         | ApiKey::DescribeCluster
@@ -178,6 +179,9 @@ pub fn denied_response(api: ApiKey, api_version: i16, principal: &str) -> Option
         }
         ApiKey::DescribeConfigs => ResponseKind::DescribeConfigs(
             kafka_protocol::messages::DescribeConfigsResponse::default(),
+        ),
+        ApiKey::AssignReplicasToDirs => ResponseKind::AssignReplicasToDirs(
+            kafka_protocol::messages::AssignReplicasToDirsResponse::default().with_error_code(code),
         ),
         ApiKey::AllocateProducerIds => ResponseKind::AllocateProducerIds(
             kafka_protocol::messages::AllocateProducerIdsResponse::default().with_error_code(code),

@@ -259,6 +259,7 @@ pub fn request_api_key(body: &RequestKind) -> Option<ApiKey> {
         RequestKind::IncrementalAlterConfigs(_) => ApiKey::IncrementalAlterConfigs,
         RequestKind::AlterConfigs(_) => ApiKey::AlterConfigs,
         RequestKind::DescribeConfigs(_) => ApiKey::DescribeConfigs,
+        RequestKind::AssignReplicasToDirs(_) => ApiKey::AssignReplicasToDirs,
         _ => return None,
     })
 }
@@ -286,6 +287,7 @@ fn response_api_key(body: &ResponseKind) -> ApiKey {
         ResponseKind::IncrementalAlterConfigs(_) => ApiKey::IncrementalAlterConfigs,
         ResponseKind::AlterConfigs(_) => ApiKey::AlterConfigs,
         ResponseKind::DescribeConfigs(_) => ApiKey::DescribeConfigs,
+        ResponseKind::AssignReplicasToDirs(_) => ApiKey::AssignReplicasToDirs,
         _ => ApiKey::Produce,
     }
 }

@@ -467,6 +467,38 @@ static ALTER_CONFIGS: Schema = Schema {
     flexible_from: 2,
 };
 
+// ---- AssignReplicasToDirs (73) v0, flexible.
+static ARD_PARTITION: Schema = Schema {
+    fields: &[f(Ty::I32, 0, ALL)], // partition_index
+    tagged: NO_TAGS,
+    flexible_from: 0,
+};
+static ARD_TOPIC: Schema = Schema {
+    fields: &[
+        f(Ty::Uuid, 0, ALL),                // topic_id
+        f(Ty::Arr(&ARD_PARTITION), 0, ALL), // partitions
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 0,
+};
+static ARD_DIRECTORY: Schema = Schema {
+    fields: &[
+        f(Ty::Uuid, 0, ALL),            // id
+        f(Ty::Arr(&ARD_TOPIC), 0, ALL), // topics
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 0,
+};
+static ASSIGN_REPLICAS_TO_DIRS: Schema = Schema {
+    fields: &[
+        f(Ty::I32, 0, ALL),                 // broker_id
+        f(Ty::I64, 0, ALL),                 // broker_epoch
+        f(Ty::Arr(&ARD_DIRECTORY), 0, ALL), // directories
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 0,
+};
+
 // ---- DescribeConfigs (32) v1-4, flexible from 4.
 static DC_RESOURCE: Schema = Schema {
     fields: &[
@@ -520,6 +552,7 @@ fn schema(api_key: ApiKey) -> Option<&'static Schema> {
         ApiKey::IncrementalAlterConfigs => &INCREMENTAL_ALTER_CONFIGS,
         ApiKey::AlterConfigs => &ALTER_CONFIGS,
         ApiKey::DescribeConfigs => &DESCRIBE_CONFIGS,
+        ApiKey::AssignReplicasToDirs => &ASSIGN_REPLICAS_TO_DIRS,
         _ => return None,
     })
 }

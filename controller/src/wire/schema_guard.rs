@@ -4,8 +4,8 @@
 //! `clients/src/main/resources/common/message/`, copied into `wire/schemas/`:
 //! Kafka 4.1.2 for the Raft and admin APIs, 4.4.0 (DESIGN.md's reference) for
 //! BrokerRegistration, BrokerHeartbeat, UnregisterBroker,
-//! AllocateProducerIds, AlterConfigs, IncrementalAlterConfigs and
-//! DescribeConfigs, whose response
+//! AllocateProducerIds, AlterConfigs, IncrementalAlterConfigs,
+//! DescribeConfigs and AssignReplicasToDirs, whose response
 //! bodies are the same in both (4.4's ApiVersions response is 0-5, harmless
 //! while we advertise 0-4).
 //!
@@ -31,6 +31,7 @@ const SCHEMAS: &[&str] = &[
     include_str!("schemas/AddRaftVoterResponse.json"),
     include_str!("schemas/AllocateProducerIdsResponse.json"),
     include_str!("schemas/AlterConfigsResponse.json"),
+    include_str!("schemas/AssignReplicasToDirsResponse.json"),
     include_str!("schemas/DescribeConfigsResponse.json"),
     include_str!("schemas/IncrementalAlterConfigsResponse.json"),
     include_str!("schemas/ApiVersionsResponse.json"),

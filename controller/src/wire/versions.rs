@@ -63,6 +63,8 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::IncrementalAlterConfigs, 0, 1),
     api(ApiKey::AlterConfigs, 0, 2),
     api(ApiKey::DescribeConfigs, 1, 4),
+    // Brokers say which log directory holds each replica (KIP-858).
+    api(ApiKey::AssignReplicasToDirs, 0, 0),
 ];
 
 /// The supported row for `key`, or `None` when we do not answer that api.
