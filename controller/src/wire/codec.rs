@@ -255,6 +255,11 @@ pub fn request_api_key(body: &RequestKind) -> Option<ApiKey> {
         RequestKind::BrokerRegistration(_) => ApiKey::BrokerRegistration,
         RequestKind::BrokerHeartbeat(_) => ApiKey::BrokerHeartbeat,
         RequestKind::UnregisterBroker(_) => ApiKey::UnregisterBroker,
+        RequestKind::CreateTopics(_) => ApiKey::CreateTopics,
+        RequestKind::DeleteTopics(_) => ApiKey::DeleteTopics,
+        RequestKind::CreatePartitions(_) => ApiKey::CreatePartitions,
+        RequestKind::AlterPartition(_) => ApiKey::AlterPartition,
+        RequestKind::ElectLeaders(_) => ApiKey::ElectLeaders,
         _ => return None,
     })
 }
@@ -278,6 +283,11 @@ fn response_api_key(body: &ResponseKind) -> ApiKey {
         ResponseKind::BrokerRegistration(_) => ApiKey::BrokerRegistration,
         ResponseKind::BrokerHeartbeat(_) => ApiKey::BrokerHeartbeat,
         ResponseKind::UnregisterBroker(_) => ApiKey::UnregisterBroker,
+        ResponseKind::CreateTopics(_) => ApiKey::CreateTopics,
+        ResponseKind::DeleteTopics(_) => ApiKey::DeleteTopics,
+        ResponseKind::CreatePartitions(_) => ApiKey::CreatePartitions,
+        ResponseKind::AlterPartition(_) => ApiKey::AlterPartition,
+        ResponseKind::ElectLeaders(_) => ApiKey::ElectLeaders,
         _ => ApiKey::Produce,
     }
 }
