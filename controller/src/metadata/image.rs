@@ -7,6 +7,7 @@
 //! | FeatureLevelRecord (12) | sets a finalized feature level; level 0 removes it (Kafka's `FeatureControlManager`) |
 //! | RegisterControllerRecord (27) | replaces the registration of its controller id (KIP-919) |
 //! | broker records (0, 1, 7, 8, 17) | broker registrations, fencing, controlled shutdown (`metadata::brokers`) |
+//! | topic records (2, 3, 5, 9, 28) | topics, partitions, leaders, ISRs (`metadata::topics`) |
 //! | ConfigRecord (4) | a resource's dynamic config key set or (null value) deleted (`metadata::configs`) |
 //! | ProducerIdsRecord (15) | the next producer id to hand out (Kafka's `ProducerIdsImage`) |
 //! | NoOpRecord (20) | counted |
@@ -37,9 +38,11 @@ use super::records::{
     ConfigRecord, ControllerEndpoint, ControllerFeature, END_TRANSACTION_RECORD_API_KEY,
     FEATURE_LEVEL_RECORD_API_KEY, FeatureLevelRecord, FramedRecord, METADATA_VERSION_FEATURE,
     NO_OP_RECORD_API_KEY, PRODUCER_IDS_RECORD_API_KEY, ProducerIdsRecord,
-    REGISTER_CONTROLLER_RECORD_API_KEY, RecordsError, RegisterControllerRecord,
+    REGISTER_CONTROLLER_RECORD_API_KEY, REMOVE_TOPIC_RECORD_API_KEY, RecordsError,
+    RegisterControllerRecord, RemoveTopicRecord, partition_record_version,
     register_broker_record_version,
 };
+use super::topics::{TopicRecordError, TopicsImage, is_topic_record};
 use crate::{
     log::{LogError, ReplicatedLog},
     record::{DecodedBatch, RecordError, iter_batches},
@@ -66,6 +69,14 @@ pub enum ImageError {
         offset: i64,
         /// What was wrong.
         source: BrokerRecordError,
+    },
+    /// A topic record that does not fit the image (Kafka's replay throws).
+    #[error("topic record at offset {offset}: {source}")]
+    Topic {
+        /// Offset of the record.
+        offset: i64,
+        /// What was wrong.
+        source: TopicRecordError,
     },
     /// A data record without a value.
     #[error("metadata record at offset {offset} has no value")]
@@ -111,6 +122,7 @@ pub struct MetadataImage {
     features: BTreeMap<String, i16>,
     controllers: BTreeMap<i32, ControllerRegistration>,
     brokers: BTreeMap<i32, BrokerRegistration>,
+    topics: TopicsImage,
     next_producer_id: Option<i64>,
     configs: ConfigsImage,
     no_op_records: u64,
@@ -159,6 +171,11 @@ impl MetadataImage {
     /// any ProducerIdsRecord (Kafka's `ProducerIdsImage.EMPTY`, -1).
     pub fn next_producer_id(&self) -> Option<i64> {
         self.next_producer_id
+    }
+
+    /// Topics and their partitions.
+    pub fn topics(&self) -> &TopicsImage {
+        &self.topics
     }
 
     /// Sets every broker's record offset to `offset` (a loaded snapshot's
@@ -241,6 +258,21 @@ impl MetadataImage {
             (key, version) if is_broker_record(key, version) => {
                 apply_broker_record(&mut self.brokers, offset, &framed)
                     .map_err(|source| ImageError::Broker { offset, source })?;
+            }
+            (key, version) if is_topic_record(key, version) => {
+                // Kafka's MetadataDelta replays a RemoveTopicRecord into the
+                // configs too: the topic's configs go with it.
+                let removed = (key == REMOVE_TOPIC_RECORD_API_KEY)
+                    .then(|| RemoveTopicRecord::decode_message(&framed.message).ok())
+                    .flatten()
+                    .and_then(|r| self.topics.get(&r.topic_id).map(|t| t.name.clone()));
+                self.topics
+                    .apply(&framed)
+                    .map_err(|source| ImageError::Topic { offset, source })?;
+                if let Some(name) = removed {
+                    self.configs
+                        .remove_resource(super::configs::CONFIG_RESOURCE_TYPE_TOPIC, &name);
+                }
             }
             (CONFIG_RECORD_API_KEY, 0) => {
                 let r = ConfigRecord::decode_message(&framed.message).map_err(err)?;
@@ -339,9 +371,11 @@ impl MetadataImage {
 /// writes it: a reader needs it before anything else), the others by name,
 /// controller registrations by id, broker registrations by id (at the
 /// RegisterBrokerRecord version of the image's `metadata.version`, as
-/// Kafka's `ClusterImage` writes them), the configurations by resource
-/// and key, the next producer id (as Kafka's
-/// `ProducerIdsImage` writes it), then unknown records in offset order
+/// Kafka's `ClusterImage` writes them), topics by id each with its partitions
+/// (at the PartitionRecord version of the `metadata.version`, as Kafka's
+/// `TopicsImage` writes them), the configurations by resource and key, the
+/// next producer id (as Kafka's `ProducerIdsImage` writes it), then unknown
+/// records in offset order
 /// (no-ops and transaction markers are not state). Applying them to an empty
 /// image gives an image equal to this one but for the no-op count and the
 /// offsets: what a snapshot of the image holds.
@@ -383,6 +417,9 @@ pub fn image_records(image: &MetadataImage) -> Vec<Bytes> {
     for (id, b) in &image.brokers {
         out.push(b.to_record(*id).encode_framed(broker_version));
     }
+    out.extend(image.topics.records(partition_record_version(
+        image.feature_level(METADATA_VERSION_FEATURE).unwrap_or(0),
+    )));
     out.extend(image.configs.records());
     if let Some(next_producer_id) = image.next_producer_id {
         // Kafka's ProducerIdsImage.write: no broker, no epoch.

@@ -96,6 +96,11 @@ pub struct MetadataConfig {
     /// `broker.session.timeout.ms` (9000): brokers not heard from for this
     /// long are fenced.
     pub broker_session_timeout_ms: u64,
+    /// `num.partitions`, `default.replication.factor`.
+    pub replication: crate::quorum_controller::replication_control::ReplicationConfig,
+    /// `leader.imbalance.check.interval.seconds` in ms when
+    /// `auto.leader.rebalance.enable` is true, else `None`.
+    pub leader_imbalance_check_interval_ms: Option<u64>,
     /// Kafka's ActiveBrokerCount and FencedBrokerCount, set from the image.
     pub broker_gauges: crate::server::metrics::BrokerGauges,
 }
@@ -134,6 +139,11 @@ const API_KEYS: &[ApiKey] = &[
     ApiKey::AlterConfigs,
     ApiKey::DescribeConfigs,
     ApiKey::AssignReplicasToDirs,
+    ApiKey::CreateTopics,
+    ApiKey::DeleteTopics,
+    ApiKey::CreatePartitions,
+    ApiKey::AlterPartition,
+    ApiKey::ElectLeaders,
 ];
 
 impl MetadataListener {
@@ -145,6 +155,8 @@ impl MetadataListener {
             quorum: QuorumController::new(QuorumControllerConfig {
                 cluster_id: config.cluster_id.clone(),
                 session_timeout_ms: config.broker_session_timeout_ms,
+                replication: config.replication,
+                leader_imbalance_check_interval_ms: config.leader_imbalance_check_interval_ms,
             }),
             snapshots: Snapshots::new(now_ms),
             image: MetadataImage::starting_at(log_start_offset),
@@ -195,6 +207,13 @@ impl MetadataListener {
         self.config
             .broker_gauges
             .set(self.image.brokers().len() - fenced, fenced);
+        let topics = self.image.topics();
+        self.config.broker_gauges.set_topics(
+            topics.len(),
+            topics.partition_count(),
+            topics.offline_partition_count(),
+            topics.preferred_replica_imbalance_count(),
+        );
         let view = ImageView::of(
             &self.image,
             &[("kraft.version", client.status().kraft_version)],
@@ -314,7 +333,7 @@ impl Listener<FileLog> for MetadataListener {
                     &request,
                     image.configs(),
                     self.config.registration.controller_id,
-                    &|name| crate::quorum_controller::topic_exists(image, name),
+                    &|name| image.topics().by_name(name).is_some(),
                 );
                 client.reply(handle, Some(ResponseKind::DescribeConfigs(body)));
             }
@@ -328,7 +347,12 @@ impl Listener<FileLog> for MetadataListener {
             | RequestKind::AllocateProducerIds(_)
             | RequestKind::IncrementalAlterConfigs(_)
             | RequestKind::AlterConfigs(_)
-            | RequestKind::AssignReplicasToDirs(_)) => {
+            | RequestKind::AssignReplicasToDirs(_)
+            | RequestKind::CreateTopics(_)
+            | RequestKind::DeleteTopics(_)
+            | RequestKind::CreatePartitions(_)
+            | RequestKind::AlterPartition(_)
+            | RequestKind::ElectLeaders(_)) => {
                 self.quorum
                     .on_request(client, &self.image, request, handle)?;
             }

@@ -33,7 +33,10 @@ use kafka_protocol::{
     protocol::StrBytes,
 };
 
-use super::topic_config_defs::{ConfigType, TOPIC_CONFIGS, validate_topic_name};
+use super::{
+    topic_config_defs::{ConfigType, TOPIC_CONFIGS},
+    topic_names::validate_topic_name,
+};
 use crate::metadata::{
     configs::{CONFIG_RESOURCE_TYPE_TOPIC, ConfigsImage},
     records::CONFIG_RESOURCE_TYPE_BROKER,
@@ -238,7 +241,9 @@ pub fn describe_configs(
                 .with_resource_type(r.resource_type)
                 .with_resource_name(r.resource_name.clone());
             let described = match r.resource_type {
-                CONFIG_RESOURCE_TYPE_TOPIC => validate_topic_name(&name).and_then(|()| {
+                CONFIG_RESOURCE_TYPE_TOPIC => validate_topic_name(&name)
+                    .map_err(|m| (ResponseError::InvalidTopicException, m))
+                    .and_then(|()| {
                     if topic_exists(&name) {
                         Ok(topic_entries(configs, &name, request.include_synonyms))
                     } else {

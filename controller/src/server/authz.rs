@@ -8,6 +8,11 @@
 //! |---|---|
 //! | Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot, UpdateRaftVoter, ControllerRegistration, BrokerRegistration, BrokerHeartbeat, AllocateProducerIds, AssignReplicasToDirs | CLUSTER_ACTION |
 //! | AddRaftVoter, RemoveRaftVoter, DescribeCluster (ALTER on a controller, not DESCRIBE as on a broker), UnregisterBroker | ALTER |
+//! | Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot, UpdateRaftVoter, ControllerRegistration, BrokerRegistration, BrokerHeartbeat | CLUSTER_ACTION |
+//! | AddRaftVoter, RemoveRaftVoter, DescribeCluster (ALTER on a controller, not DESCRIBE as on a broker), UnregisterBroker, ElectLeaders, CreatePartitions (Kafka: or ALTER per topic) | ALTER |
+//! | AlterPartition | CLUSTER_ACTION |
+//! | CreateTopics (Kafka: or CREATE per topic) | CREATE |
+//! | DeleteTopics (Kafka: or DELETE per topic) | DELETE |
 //! | DescribeQuorum | DESCRIBE |
 //! | IncrementalAlterConfigs, AlterConfigs (Kafka checks each resource: CLUSTER for brokers, the TOPIC for topics; without stored ACLs the decision is the same for all) | ALTER_CONFIGS |
 //! | DescribeConfigs (likewise per resource in Kafka) | DESCRIBE_CONFIGS |
@@ -49,6 +54,10 @@ pub enum Operation {
     AlterConfigs,
     /// `DESCRIBE_CONFIGS`: reading them.
     DescribeConfigs,
+    /// `CREATE`: creating topics.
+    Create,
+    /// `DELETE`: deleting topics.
+    Delete,
 }
 
 impl Operation {
@@ -60,6 +69,8 @@ impl Operation {
             Operation::Describe => "DESCRIBE",
             Operation::AlterConfigs => "ALTER_CONFIGS",
             Operation::DescribeConfigs => "DESCRIBE_CONFIGS",
+            Operation::Create => "CREATE",
+            Operation::Delete => "DELETE",
         }
     }
 }
@@ -78,10 +89,17 @@ pub fn required_operation(api: ApiKey) -> Option<Operation> {
         | ApiKey::BrokerHeartbeat
         | ApiKey::AllocateProducerIds
         | ApiKey::AssignReplicasToDirs => Some(Operation::ClusterAction),
+        ApiKey::AlterPartition => Some(Operation::ClusterAction),
         ApiKey::AddRaftVoter
         | ApiKey::RemoveRaftVoter
         | ApiKey::DescribeCluster
-        | ApiKey::UnregisterBroker => Some(Operation::Alter),
+        | ApiKey::UnregisterBroker
+        | ApiKey::ElectLeaders => Some(Operation::Alter),
+        // Kafka checks these on CLUSTER or on each topic (CREATE, DELETE,
+        // ALTER); only the cluster check here (no topic ACLs yet).
+        ApiKey::CreateTopics => Some(Operation::Create),
+        ApiKey::DeleteTopics => Some(Operation::Delete),
+        ApiKey::CreatePartitions => Some(Operation::Alter),
         ApiKey::DescribeQuorum => Some(Operation::Describe),
         ApiKey::IncrementalAlterConfigs | ApiKey::AlterConfigs => Some(Operation::AlterConfigs),
         ApiKey::DescribeConfigs => Some(Operation::DescribeConfigs),
@@ -191,6 +209,17 @@ pub fn denied_response(api: ApiKey, api_version: i16, principal: &str) -> Option
                 .with_error_code(code)
                 .with_error_message(message),
         ),
+        ApiKey::AlterPartition => ResponseKind::AlterPartition(
+            kafka_protocol::messages::AlterPartitionResponse::default().with_error_code(code),
+        ),
+        ApiKey::ElectLeaders => ResponseKind::ElectLeaders(
+            kafka_protocol::messages::ElectLeadersResponse::default().with_error_code(code),
+        ),
+        // CreateTopics, DeleteTopics, CreatePartitions carry errors per
+        // topic: an empty answer here; the event loop has the request.
+        ApiKey::CreateTopics => ResponseKind::CreateTopics(Default::default()),
+        ApiKey::DeleteTopics => ResponseKind::DeleteTopics(Default::default()),
+        ApiKey::CreatePartitions => ResponseKind::CreatePartitions(Default::default()),
         _ => return None,
     })
 }

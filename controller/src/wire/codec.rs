@@ -260,6 +260,11 @@ pub fn request_api_key(body: &RequestKind) -> Option<ApiKey> {
         RequestKind::AlterConfigs(_) => ApiKey::AlterConfigs,
         RequestKind::DescribeConfigs(_) => ApiKey::DescribeConfigs,
         RequestKind::AssignReplicasToDirs(_) => ApiKey::AssignReplicasToDirs,
+        RequestKind::CreateTopics(_) => ApiKey::CreateTopics,
+        RequestKind::DeleteTopics(_) => ApiKey::DeleteTopics,
+        RequestKind::CreatePartitions(_) => ApiKey::CreatePartitions,
+        RequestKind::AlterPartition(_) => ApiKey::AlterPartition,
+        RequestKind::ElectLeaders(_) => ApiKey::ElectLeaders,
         _ => return None,
     })
 }
@@ -288,6 +293,11 @@ fn response_api_key(body: &ResponseKind) -> ApiKey {
         ResponseKind::AlterConfigs(_) => ApiKey::AlterConfigs,
         ResponseKind::DescribeConfigs(_) => ApiKey::DescribeConfigs,
         ResponseKind::AssignReplicasToDirs(_) => ApiKey::AssignReplicasToDirs,
+        ResponseKind::CreateTopics(_) => ApiKey::CreateTopics,
+        ResponseKind::DeleteTopics(_) => ApiKey::DeleteTopics,
+        ResponseKind::CreatePartitions(_) => ApiKey::CreatePartitions,
+        ResponseKind::AlterPartition(_) => ApiKey::AlterPartition,
+        ResponseKind::ElectLeaders(_) => ApiKey::ElectLeaders,
         _ => ApiKey::Produce,
     }
 }

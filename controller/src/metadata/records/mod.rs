@@ -31,10 +31,11 @@ pub mod config;
 pub mod feature;
 pub mod producer_ids;
 pub mod registration;
+pub mod topic;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-pub use self::{broker::*, config::*, feature::*, producer_ids::*, registration::*};
+pub use self::{broker::*, config::*, feature::*, producer_ids::*, registration::*, topic::*};
 
 /// Frame version of `ApiMessageAndVersion` in the metadata log.
 pub const FRAME_VERSION: u32 = 1;
