@@ -16,8 +16,8 @@
 //! partitions' owner's to do ([`PartitionDirectories::assign`] is told).
 //!
 //! Owns the checks and the answer's shape; the partitions are read and the
-//! records built through [`PartitionDirectories`], so this works before
-//! and after topics exist (without topics every topic id is unknown).
+//! records built through [`PartitionDirectories`]
+//! ([`ReplicationDirectories`] over the speculative topics).
 
 use bytes::Bytes;
 use kafka_protocol::{
@@ -28,8 +28,14 @@ use kafka_protocol::{
 };
 use uuid::Uuid;
 
-use super::cluster_control::{ClusterControl, Decision, Refusal};
-use crate::metadata::records::directory_assignment_supported;
+use super::{
+    cluster_control::{ClusterControl, Decision, Refusal},
+    replication_control::ReplicationControl,
+};
+use crate::metadata::{
+    records::{PartitionChangeRecord, directory_assignment_supported, partition_record_version},
+    topics::DIRECTORY_UNASSIGNED,
+};
 
 /// The partitions as the directory assignment needs them (Kafka's
 /// `TopicControlInfo`/`PartitionRegistration`, speculative).
@@ -67,6 +73,66 @@ impl PartitionDirectories for NoTopics {
     }
     fn assign(&mut self, _: Uuid, _: i32, _: i32, _: Uuid, _: bool) -> Option<Bytes> {
         None
+    }
+}
+
+/// The speculative partitions of the active controller's replication
+/// state at `metadata.version` level `metadata_level`: `assign` writes a
+/// PartitionChangeRecord (the record version of the level) with the
+/// partition's directories, this broker's entry replaced, and applies it.
+/// A replica moved to an offline directory keeps its leadership here
+/// (Kafka moves it off the broker; brokers with one directory always name
+/// their registered one): logged.
+#[derive(Debug)]
+pub struct ReplicationDirectories<'a> {
+    /// The speculative replication state.
+    pub replication: &'a mut ReplicationControl,
+    /// `metadata.version` level.
+    pub metadata_level: i16,
+}
+
+impl PartitionDirectories for ReplicationDirectories<'_> {
+    fn topic_exists(&self, topic_id: Uuid) -> bool {
+        self.replication.topics().get(&topic_id).is_some()
+    }
+    fn replicas(&self, topic_id: Uuid, partition: i32) -> Option<Vec<i32>> {
+        self.replication
+            .topics()
+            .get(&topic_id)?
+            .partitions
+            .get(&partition)
+            .map(|p| p.replicas.clone())
+    }
+    fn assign(
+        &mut self,
+        topic_id: Uuid,
+        partition: i32,
+        broker: i32,
+        dir: Uuid,
+        offline: bool,
+    ) -> Option<Bytes> {
+        let p = self
+            .replication
+            .topics()
+            .get(&topic_id)?
+            .partitions
+            .get(&partition)?;
+        let index = p.replicas.iter().position(|r| *r == broker)?;
+        let mut directories = p.directories.clone();
+        directories.resize(p.replicas.len(), DIRECTORY_UNASSIGNED);
+        if directories[index] == dir {
+            return None;
+        }
+        if offline {
+            tracing::warn!(broker, %topic_id, partition, %dir,
+                "replica assigned to a directory the broker did not register (offline): leadership not moved");
+        }
+        directories[index] = dir;
+        let mut record = PartitionChangeRecord::new(topic_id, partition);
+        record.directories = Some(directories);
+        let bytes = record.encode_framed(partition_record_version(self.metadata_level));
+        self.replication.apply(std::slice::from_ref(&bytes));
+        Some(bytes)
     }
 }
 
@@ -155,7 +221,7 @@ mod tests {
     use super::*;
     use crate::metadata::{
         image::MetadataImage,
-        records::{BrokerEndpoint, RegisterBrokerRecord},
+        records::{BrokerEndpoint, FramedRecord, RegisterBrokerRecord},
     };
 
     const DIR: Uuid = Uuid::from_u128(0xd1);
@@ -294,5 +360,72 @@ mod tests {
                 .expect_err("old metadata.version");
         assert_eq!(error, ResponseError::UnsupportedVersion);
         assert_eq!(message, "Directory assignment is not supported yet.");
+    }
+
+    /// Over the real speculative topics: broker 1's replica of a new
+    /// topic's partition gets its directory in a PartitionChangeRecord
+    /// (v1 at 3.7-IV2+), once.
+    #[test]
+    fn over_the_replication_state_a_replica_gets_its_directory_once() {
+        use kafka_protocol::messages::{
+            CreateTopicsRequest, TopicName, create_topics_request::CreatableTopic,
+        };
+
+        use crate::{
+            metadata::records::PARTITION_CHANGE_RECORD_API_KEY,
+            quorum_controller::replication_control::tests::{control, three_brokers},
+        };
+        let mut rc = control();
+        let brokers = three_brokers();
+        let created = rc.create_topics(
+            &CreateTopicsRequest::default().with_topics(vec![
+                CreatableTopic::default()
+                    .with_name(TopicName(
+                        kafka_protocol::protocol::StrBytes::from_static_str("t"),
+                    ))
+                    .with_num_partitions(1)
+                    .with_replication_factor(3),
+            ]),
+            &brokers,
+            27,
+        );
+        assert!(!created.records.is_empty());
+        let topic_id = rc.topics().by_name("t").expect("created").id;
+        let dir = brokers[&1].log_dirs[0];
+        let mut cluster_image = MetadataImage::default();
+        for (id, b) in &brokers {
+            let mut r = b.to_record(*id);
+            r.broker_epoch = b.epoch;
+            cluster_image
+                .apply_record(b.epoch, &r.encode_framed(3))
+                .expect("applies");
+        }
+        let cluster = ClusterControl::activate("c", &cluster_image, 9_000, 0);
+        let request = request(brokers[&1].epoch, dir, topic_id, &[0]);
+        let mut dirs = ReplicationDirectories {
+            replication: &mut rc,
+            metadata_level: 27,
+        };
+        // CreateTopics already placed the replica in the broker's one
+        // directory (Kafka's default dir): the assignment changes nothing.
+        let d = assign_replicas_to_dirs(&request, 27, &cluster, &mut dirs).expect("decided");
+        assert_eq!(codes(&d), [0]);
+        assert!(d.records.is_empty());
+        // Another directory (one it did not register: offline) is recorded.
+        let other = Uuid::from_u128(0xd2);
+        let moved = super::tests::request(brokers[&1].epoch, other, topic_id, &[0]);
+        let d = assign_replicas_to_dirs(&moved, 27, &cluster, &mut dirs).expect("decided");
+        assert_eq!(d.records.len(), 1);
+        let framed = FramedRecord::decode(&d.records[0]).expect("frame");
+        assert_eq!(framed.api_key, PARTITION_CHANGE_RECORD_API_KEY);
+        let p = &rc.topics().by_name("t").expect("topic").partitions[&0];
+        let index = p.replicas.iter().position(|r| *r == 1).expect("a replica");
+        assert_eq!(p.directories[index], other);
+        let mut dirs = ReplicationDirectories {
+            replication: &mut rc,
+            metadata_level: 27,
+        };
+        let again = assign_replicas_to_dirs(&moved, 27, &cluster, &mut dirs).expect("decided");
+        assert!(again.records.is_empty(), "nothing changes the second time");
     }
 }

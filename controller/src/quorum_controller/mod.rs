@@ -501,10 +501,12 @@ impl QuorumController {
             }
             RequestKind::AssignReplicasToDirs(r) => dir_assignment::assign_replicas_to_dirs(
                 &r,
-                image.feature_level(METADATA_VERSION_FEATURE).unwrap_or(0),
+                level,
                 &active.cluster,
-                // No topics in this state yet: every topic id is unknown.
-                &mut dir_assignment::NoTopics,
+                &mut dir_assignment::ReplicationDirectories {
+                    replication: &mut active.replication,
+                    metadata_level: level,
+                },
             )
             .map(|d| Decision {
                 records: d.records,
