@@ -7,6 +7,9 @@
 //! | FeatureLevelRecord (12) | sets a finalized feature level; level 0 removes it (Kafka's `FeatureControlManager`) |
 //! | RegisterControllerRecord (27) | replaces the registration of its controller id (KIP-919) |
 //! | broker records (0, 1, 7, 8, 17) | broker registrations, fencing, controlled shutdown (`metadata::brokers`) |
+//! | topic records (2, 3, 5, 9, 28) | topics, partitions, leaders, ISRs (`metadata::topics`) |
+//! | ConfigRecord (4) | a resource's dynamic config key set or (null value) deleted (`metadata::configs`) |
+//! | ProducerIdsRecord (15) | the next producer id to hand out (Kafka's `ProducerIdsImage`) |
 //! | AccessControlEntryRecord (18), RemoveAccessControlEntryRecord (19) | adds or removes an ACL by id (Kafka's `AclControlManager.replay`; removing an unknown id is an error) |
 //! | NoOpRecord (20) | counted |
 //! | Begin/End/AbortTransactionRecord (23/24/25) | counted, not state (see below) |
@@ -30,14 +33,18 @@ use bytes::Bytes;
 use super::brokers::{
     BrokerRecordError, BrokerRegistration, apply_broker_record, is_broker_record,
 };
+use super::configs::ConfigsImage;
 use super::records::{
     ABORT_TRANSACTION_RECORD_API_KEY, ACCESS_CONTROL_ENTRY_RECORD_API_KEY,
-    AccessControlEntryRecord, BEGIN_TRANSACTION_RECORD_API_KEY, ControllerEndpoint,
-    ControllerFeature, END_TRANSACTION_RECORD_API_KEY, FEATURE_LEVEL_RECORD_API_KEY,
-    FeatureLevelRecord, FramedRecord, METADATA_VERSION_FEATURE, NO_OP_RECORD_API_KEY,
-    REGISTER_CONTROLLER_RECORD_API_KEY, REMOVE_ACCESS_CONTROL_ENTRY_RECORD_API_KEY, RecordsError,
-    RegisterControllerRecord, decode_remove_access_control_entry, register_broker_record_version,
+    AccessControlEntryRecord, BEGIN_TRANSACTION_RECORD_API_KEY, CONFIG_RECORD_API_KEY,
+    ConfigRecord, ControllerEndpoint, ControllerFeature, END_TRANSACTION_RECORD_API_KEY,
+    FEATURE_LEVEL_RECORD_API_KEY, FeatureLevelRecord, FramedRecord, METADATA_VERSION_FEATURE,
+    NO_OP_RECORD_API_KEY, PRODUCER_IDS_RECORD_API_KEY, ProducerIdsRecord,
+    REGISTER_CONTROLLER_RECORD_API_KEY, REMOVE_ACCESS_CONTROL_ENTRY_RECORD_API_KEY,
+    REMOVE_TOPIC_RECORD_API_KEY, RecordsError, RegisterControllerRecord, RemoveTopicRecord,
+    decode_remove_access_control_entry, partition_record_version, register_broker_record_version,
 };
+use super::topics::{TopicRecordError, TopicsImage, is_topic_record};
 use crate::{
     log::{LogError, ReplicatedLog},
     record::{DecodedBatch, RecordError, iter_batches},
@@ -64,6 +71,14 @@ pub enum ImageError {
         offset: i64,
         /// What was wrong.
         source: BrokerRecordError,
+    },
+    /// A topic record that does not fit the image (Kafka's replay throws).
+    #[error("topic record at offset {offset}: {source}")]
+    Topic {
+        /// Offset of the record.
+        offset: i64,
+        /// What was wrong.
+        source: TopicRecordError,
     },
     /// A RemoveAccessControlEntryRecord of an ACL the image does not hold
     /// (Kafka's replay throws).
@@ -118,6 +133,9 @@ pub struct MetadataImage {
     features: BTreeMap<String, i16>,
     controllers: BTreeMap<i32, ControllerRegistration>,
     brokers: BTreeMap<i32, BrokerRegistration>,
+    topics: TopicsImage,
+    next_producer_id: Option<i64>,
+    configs: ConfigsImage,
     acls: crate::acl::AclSet,
     no_op_records: u64,
     transaction_markers: u64,
@@ -154,6 +172,22 @@ impl MetadataImage {
     /// Registered brokers by id.
     pub fn brokers(&self) -> &BTreeMap<i32, BrokerRegistration> {
         &self.brokers
+    }
+
+    /// The dynamic configurations (ConfigRecords) by resource.
+    pub fn configs(&self) -> &ConfigsImage {
+        &self.configs
+    }
+
+    /// The first producer id of the next block to hand out, `None` before
+    /// any ProducerIdsRecord (Kafka's `ProducerIdsImage.EMPTY`, -1).
+    pub fn next_producer_id(&self) -> Option<i64> {
+        self.next_producer_id
+    }
+
+    /// Topics and their partitions.
+    pub fn topics(&self) -> &TopicsImage {
+        &self.topics
     }
 
     /// The ACLs by id (`crate::acl`).
@@ -241,6 +275,29 @@ impl MetadataImage {
             (key, version) if is_broker_record(key, version) => {
                 apply_broker_record(&mut self.brokers, offset, &framed)
                     .map_err(|source| ImageError::Broker { offset, source })?;
+            }
+            (key, version) if is_topic_record(key, version) => {
+                // Kafka's MetadataDelta replays a RemoveTopicRecord into the
+                // configs too: the topic's configs go with it.
+                let removed = (key == REMOVE_TOPIC_RECORD_API_KEY)
+                    .then(|| RemoveTopicRecord::decode_message(&framed.message).ok())
+                    .flatten()
+                    .and_then(|r| self.topics.get(&r.topic_id).map(|t| t.name.clone()));
+                self.topics
+                    .apply(&framed)
+                    .map_err(|source| ImageError::Topic { offset, source })?;
+                if let Some(name) = removed {
+                    self.configs
+                        .remove_resource(super::configs::CONFIG_RESOURCE_TYPE_TOPIC, &name);
+                }
+            }
+            (CONFIG_RECORD_API_KEY, 0) => {
+                let r = ConfigRecord::decode_message(&framed.message).map_err(err)?;
+                self.configs.apply(&r);
+            }
+            (PRODUCER_IDS_RECORD_API_KEY, 0) => {
+                let r = ProducerIdsRecord::decode_message(&framed.message).map_err(err)?;
+                self.next_producer_id = Some(r.next_producer_id);
             }
             (ACCESS_CONTROL_ENTRY_RECORD_API_KEY, 0) => {
                 let r = AccessControlEntryRecord::decode_message(&framed.message).map_err(err)?;
@@ -342,8 +399,11 @@ impl MetadataImage {
 /// writes it: a reader needs it before anything else), the others by name,
 /// controller registrations by id, broker registrations by id (at the
 /// RegisterBrokerRecord version of the image's `metadata.version`, as
-/// Kafka's `ClusterImage` writes them), ACLs by id (Kafka's `AclsImage`),
-/// then unknown records in offset order
+/// Kafka's `ClusterImage` writes them), topics by id each with its partitions
+/// (at the PartitionRecord version of the `metadata.version`, as Kafka's
+/// `TopicsImage` writes them), the configurations by resource and key, the
+/// next producer id (as Kafka's `ProducerIdsImage` writes it), then unknown
+/// records in offset order
 /// (no-ops and transaction markers are not state). Applying them to an empty
 /// image gives an image equal to this one but for the no-op count and the
 /// offsets: what a snapshot of the image holds.
@@ -385,6 +445,22 @@ pub fn image_records(image: &MetadataImage) -> Vec<Bytes> {
     for (id, b) in &image.brokers {
         out.push(b.to_record(*id).encode_framed(broker_version));
     }
+    out.extend(image.topics.records(partition_record_version(
+        image.feature_level(METADATA_VERSION_FEATURE).unwrap_or(0),
+    )));
+    out.extend(image.configs.records());
+    if let Some(next_producer_id) = image.next_producer_id {
+        // Kafka's ProducerIdsImage.write: no broker, no epoch.
+        out.push(
+            ProducerIdsRecord {
+                broker_id: -1,
+                broker_epoch: -1,
+                next_producer_id,
+            }
+            .encode_framed(),
+        );
+    }
+    // Kafka's MetadataImage.write: ACLs after producer ids.
     for (id, acl) in &image.acls {
         out.push(acl.to_record(*id).encode_framed());
     }
@@ -575,5 +651,33 @@ mod tests {
         assert_eq!(records.len(), 3);
         assert_eq!(records[0], level(METADATA_VERSION_FEATURE, 27));
         assert_eq!(records[1], level("eligible.leader.replicas.version", 1));
+    }
+
+    #[test]
+    fn a_producer_ids_record_sets_the_next_producer_id_and_the_image_writes_it_without_a_broker() {
+        let mut image = MetadataImage::default();
+        assert_eq!(image.next_producer_id(), None);
+        assert!(image_records(&image).is_empty());
+        let record = |next| {
+            ProducerIdsRecord {
+                broker_id: 1,
+                broker_epoch: 42,
+                next_producer_id: next,
+            }
+            .encode_framed()
+        };
+        image.apply_record(0, &record(1000)).expect("applies");
+        image.apply_record(1, &record(2000)).expect("applies");
+        assert_eq!(image.next_producer_id(), Some(2000));
+        let records = image_records(&image);
+        let expected = ProducerIdsRecord {
+            broker_id: -1,
+            broker_epoch: -1,
+            next_producer_id: 2000,
+        };
+        assert_eq!(records, vec![expected.encode_framed()]);
+        let mut rebuilt = MetadataImage::default();
+        rebuilt.apply_record(0, &records[0]).expect("applies");
+        assert_eq!(rebuilt.next_producer_id(), Some(2000));
     }
 }

@@ -98,6 +98,11 @@ pub struct MetadataConfig {
     /// `broker.session.timeout.ms` (9000): brokers not heard from for this
     /// long are fenced.
     pub broker_session_timeout_ms: u64,
+    /// `num.partitions`, `default.replication.factor`.
+    pub replication: crate::quorum_controller::replication_control::ReplicationConfig,
+    /// `leader.imbalance.check.interval.seconds` in ms when
+    /// `auto.leader.rebalance.enable` is true, else `None`.
+    pub leader_imbalance_check_interval_ms: Option<u64>,
     /// Kafka's ActiveBrokerCount and FencedBrokerCount, set from the image.
     pub broker_gauges: crate::server::metrics::BrokerGauges,
     /// Where the committed ACLs are published for the authorizer.
@@ -137,6 +142,16 @@ const API_KEYS: &[ApiKey] = &[
     ApiKey::DescribeAcls,
     ApiKey::CreateAcls,
     ApiKey::DeleteAcls,
+    ApiKey::AllocateProducerIds,
+    ApiKey::IncrementalAlterConfigs,
+    ApiKey::AlterConfigs,
+    ApiKey::DescribeConfigs,
+    ApiKey::AssignReplicasToDirs,
+    ApiKey::CreateTopics,
+    ApiKey::DeleteTopics,
+    ApiKey::CreatePartitions,
+    ApiKey::AlterPartition,
+    ApiKey::ElectLeaders,
 ];
 
 impl MetadataListener {
@@ -148,6 +163,8 @@ impl MetadataListener {
             quorum: QuorumController::new(QuorumControllerConfig {
                 cluster_id: config.cluster_id.clone(),
                 session_timeout_ms: config.broker_session_timeout_ms,
+                replication: config.replication,
+                leader_imbalance_check_interval_ms: config.leader_imbalance_check_interval_ms,
             }),
             snapshots: Snapshots::new(now_ms),
             acls: crate::acl::requests::AclRequests::new(config.acls.authorizer_enabled),
@@ -199,6 +216,13 @@ impl MetadataListener {
         self.config
             .broker_gauges
             .set(self.image.brokers().len() - fenced, fenced);
+        let topics = self.image.topics();
+        self.config.broker_gauges.set_topics(
+            topics.len(),
+            topics.partition_count(),
+            topics.offline_partition_count(),
+            topics.preferred_replica_imbalance_count(),
+        );
         let view = ImageView::of(
             &self.image,
             &[("kraft.version", client.status().kraft_version)],
@@ -316,13 +340,32 @@ impl Listener<FileLog> for MetadataListener {
                 );
                 client.reply(handle, Some(ResponseKind::DescribeCluster(body)));
             }
+            RequestKind::DescribeConfigs(request) => {
+                let image = &self.image;
+                let body = crate::quorum_controller::describe_configs::describe_configs(
+                    &request,
+                    image.configs(),
+                    self.config.registration.controller_id,
+                    &|name| image.topics().by_name(name).is_some(),
+                );
+                client.reply(handle, Some(ResponseKind::DescribeConfigs(body)));
+            }
             RequestKind::ControllerRegistration(request) => {
                 self.registration
                     .on_request(client, &self.image, request, handle)?;
             }
             request @ (RequestKind::BrokerRegistration(_)
             | RequestKind::BrokerHeartbeat(_)
-            | RequestKind::UnregisterBroker(_)) => {
+            | RequestKind::UnregisterBroker(_)
+            | RequestKind::AllocateProducerIds(_)
+            | RequestKind::IncrementalAlterConfigs(_)
+            | RequestKind::AlterConfigs(_)
+            | RequestKind::AssignReplicasToDirs(_)
+            | RequestKind::CreateTopics(_)
+            | RequestKind::DeleteTopics(_)
+            | RequestKind::CreatePartitions(_)
+            | RequestKind::AlterPartition(_)
+            | RequestKind::ElectLeaders(_)) => {
                 self.quorum
                     .on_request(client, &self.image, request, handle)?;
             }

@@ -259,6 +259,16 @@ pub fn request_api_key(body: &RequestKind) -> Option<ApiKey> {
         RequestKind::DescribeAcls(_) => ApiKey::DescribeAcls,
         RequestKind::CreateAcls(_) => ApiKey::CreateAcls,
         RequestKind::DeleteAcls(_) => ApiKey::DeleteAcls,
+        RequestKind::AllocateProducerIds(_) => ApiKey::AllocateProducerIds,
+        RequestKind::IncrementalAlterConfigs(_) => ApiKey::IncrementalAlterConfigs,
+        RequestKind::AlterConfigs(_) => ApiKey::AlterConfigs,
+        RequestKind::DescribeConfigs(_) => ApiKey::DescribeConfigs,
+        RequestKind::AssignReplicasToDirs(_) => ApiKey::AssignReplicasToDirs,
+        RequestKind::CreateTopics(_) => ApiKey::CreateTopics,
+        RequestKind::DeleteTopics(_) => ApiKey::DeleteTopics,
+        RequestKind::CreatePartitions(_) => ApiKey::CreatePartitions,
+        RequestKind::AlterPartition(_) => ApiKey::AlterPartition,
+        RequestKind::ElectLeaders(_) => ApiKey::ElectLeaders,
         _ => return None,
     })
 }
@@ -286,6 +296,16 @@ fn response_api_key(body: &ResponseKind) -> ApiKey {
         ResponseKind::DescribeAcls(_) => ApiKey::DescribeAcls,
         ResponseKind::CreateAcls(_) => ApiKey::CreateAcls,
         ResponseKind::DeleteAcls(_) => ApiKey::DeleteAcls,
+        ResponseKind::AllocateProducerIds(_) => ApiKey::AllocateProducerIds,
+        ResponseKind::IncrementalAlterConfigs(_) => ApiKey::IncrementalAlterConfigs,
+        ResponseKind::AlterConfigs(_) => ApiKey::AlterConfigs,
+        ResponseKind::DescribeConfigs(_) => ApiKey::DescribeConfigs,
+        ResponseKind::AssignReplicasToDirs(_) => ApiKey::AssignReplicasToDirs,
+        ResponseKind::CreateTopics(_) => ApiKey::CreateTopics,
+        ResponseKind::DeleteTopics(_) => ApiKey::DeleteTopics,
+        ResponseKind::CreatePartitions(_) => ApiKey::CreatePartitions,
+        ResponseKind::AlterPartition(_) => ApiKey::AlterPartition,
+        ResponseKind::ElectLeaders(_) => ApiKey::ElectLeaders,
         _ => ApiKey::Produce,
     }
 }
