@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::Bytes;
 use kafka_protocol::{
+    ResponseError,
     messages::{
         CreateAclsRequest, CreateAclsResponse, DeleteAclsRequest, DeleteAclsResponse,
         DescribeAclsRequest, DescribeAclsResponse, RequestKind, ResponseKind,
@@ -39,6 +40,12 @@ use super::{
     resource_type,
 };
 use crate::metadata::records::remove_access_control_entry_record;
+
+/// Kafka's `QuorumController.MAX_RECORDS_PER_USER_OP`: the most records one
+/// request may append.
+pub const MAX_RECORDS_PER_USER_OP: usize = 10_000;
+/// Kafka's message when a request would append more (`BoundedList`).
+pub const TOO_LARGE_MESSAGE: &str = "Unable to perform excessively large batch operation.";
 
 fn s(text: impl Into<String>) -> StrBytes {
     StrBytes::from_string(text.into())
@@ -192,6 +199,10 @@ impl AclControl {
         request: &CreateAclsRequest,
         mut new_id: impl FnMut() -> Uuid,
     ) -> (Vec<Bytes>, CreateAclsResponse) {
+        let policy_violation = ResponseError::PolicyViolation.code();
+        if request.creations.len() > MAX_RECORDS_PER_USER_OP {
+            return (Vec::new(), too_large_creations(request, policy_violation));
+        }
         let mut records = Vec::new();
         let mut results = Vec::with_capacity(request.creations.len());
         for creation in &request.creations {
@@ -264,6 +275,23 @@ impl AclControl {
             }
             results.push(DeleteAclsFilterResult::default().with_matching_acls(matching));
         }
+        if removed.len() > MAX_RECORDS_PER_USER_OP {
+            // Nothing is removed (Kafka's delete is atomic).
+            let code = ResponseError::PolicyViolation.code();
+            let refused = request
+                .filters
+                .iter()
+                .map(|_| {
+                    DeleteAclsFilterResult::default()
+                        .with_error_code(code)
+                        .with_error_message(Some(s(TOO_LARGE_MESSAGE)))
+                })
+                .collect();
+            return (
+                Vec::new(),
+                DeleteAclsResponse::default().with_filter_results(refused),
+            );
+        }
         let records = removed
             .iter()
             .map(|id| {
@@ -276,6 +304,21 @@ impl AclControl {
             DeleteAclsResponse::default().with_filter_results(results),
         )
     }
+}
+
+/// Every creation refused with `code` and [`TOO_LARGE_MESSAGE`].
+fn too_large_creations(request: &CreateAclsRequest, code: i16) -> CreateAclsResponse {
+    CreateAclsResponse::default().with_results(
+        request
+            .creations
+            .iter()
+            .map(|_| {
+                AclCreationResult::default()
+                    .with_error_code(code)
+                    .with_error_message(Some(s(TOO_LARGE_MESSAGE)))
+            })
+            .collect(),
+    )
 }
 
 /// DescribeAcls over the committed `acls`.
@@ -504,6 +547,29 @@ mod tests {
         assert_eq!(all.resources.len(), 1);
         assert_eq!(all.resources[0].resource_name.as_str(), CLUSTER_NAME);
         assert_eq!(all.resources[0].acls[0].principal.as_str(), "User:b");
+    }
+
+    // Kafka's QuorumController.MAX_RECORDS_PER_USER_OP (B2 of the review).
+    #[test]
+    fn a_request_over_ten_thousand_records_is_a_policy_violation_and_appends_nothing() {
+        let mut control = AclControl::default();
+        let creations = (0..=MAX_RECORDS_PER_USER_OP)
+            .map(|i| {
+                creation(
+                    "User:a",
+                    operation::READ,
+                    resource_type::TOPIC,
+                    &format!("t{i}"),
+                )
+            })
+            .collect();
+        let (records, answer) = control.create(
+            &CreateAclsRequest::default().with_creations(creations),
+            ids(),
+        );
+        assert!(records.is_empty());
+        assert!(control.acls().is_empty());
+        assert!(answer.results.iter().all(|r| r.error_code == 44));
     }
 
     #[test]

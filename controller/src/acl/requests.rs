@@ -138,13 +138,25 @@ impl AclRequests {
         let last_offset = if records.is_empty() {
             client.log().end_offset().offset - 1
         } else {
-            match client.propose(&records)? {
-                Some(p) => p.last_offset,
-                None => {
+            match client.propose(&records) {
+                Ok(Some(p)) => p.last_offset,
+                Ok(None) => {
                     self.deactivate(client);
                     client.reply(reply, not_controller);
                     return Ok(());
                 }
+                // Too large for one batch: this request fails, the node
+                // does not (the speculative ACLs saw it: start over).
+                Err(RaftError::InvalidProposal { .. }) => {
+                    self.deactivate(client);
+                    let code = ResponseError::PolicyViolation.code();
+                    client.reply(
+                        reply,
+                        control::refuse_all(&request, code, control::TOO_LARGE_MESSAGE),
+                    );
+                    return Ok(());
+                }
+                Err(e) => return Err(e),
             }
         };
         if client.high_watermark().is_some_and(|hwm| last_offset < hwm) {
