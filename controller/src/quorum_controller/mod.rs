@@ -32,6 +32,7 @@
 
 pub mod answers;
 pub mod cluster_control;
+pub mod delete_topics;
 pub mod heartbeat;
 pub mod leadership;
 pub mod partition_change;
@@ -440,7 +441,8 @@ impl QuorumController {
         let last_offset = if records.is_empty() {
             next_offset - 1
         } else {
-            match client.propose(&records)? {
+            let proposed = propose_or_drop(client, &records)?;
+            match proposed {
                 Some(p) if p.last_offset == next_offset + records.len() as i64 - 1 => p.last_offset,
                 Some(p) => {
                     // The records name offsets they did not get: drop the
@@ -512,7 +514,7 @@ impl QuorumController {
                 .replication
                 .broker_changes(&before, active.cluster.brokers(), level),
         );
-        if !records.is_empty() && client.propose(&records)?.is_none() {
+        if !records.is_empty() && propose_or_drop(client, &records)?.is_none() {
             self.deactivate(client);
             return Ok(());
         }
@@ -523,16 +525,22 @@ impl QuorumController {
             )
             && now >= due
         {
-            active.next_balance_ms = Some(now.saturating_add(interval));
-            let records = active
+            let (records, more) = active
                 .replication
                 .balance_partition_leaders(active.cluster.brokers(), level);
+            // Kafka reschedules at once while imbalance remains past the
+            // per-run limit.
+            active.next_balance_ms = Some(if more {
+                now
+            } else {
+                now.saturating_add(interval)
+            });
             if !records.is_empty() {
                 tracing::info!(
                     elections = records.len(),
                     "moving leadership back to preferred replicas"
                 );
-                if client.propose(&records)?.is_none() {
+                if propose_or_drop(client, &records)?.is_none() {
                     self.deactivate(client);
                 }
             }
@@ -548,6 +556,32 @@ impl QuorumController {
     /// Epoch of the active state, if any.
     pub fn active_epoch(&self) -> Option<i32> {
         self.active.as_ref().map(|a| a.epoch)
+    }
+}
+
+/// Proposes `records`; `None` when not the leader or when they do not fit
+/// one batch (logged; the caller drops its speculative state).
+///
+/// Errors: [`RaftError`] other than `InvalidProposal` (fatal).
+fn propose_or_drop<L: ReplicatedLog>(
+    client: &mut RaftClient<'_, L>,
+    records: &[Bytes],
+) -> Result<Option<crate::raft::Proposed>, RaftError> {
+    match client.propose(records) {
+        Err(RaftError::InvalidProposal {
+            records,
+            bytes,
+            max,
+        }) => {
+            tracing::error!(
+                records,
+                bytes,
+                max,
+                "controller records do not fit one batch"
+            );
+            Ok(None)
+        }
+        other => other,
     }
 }
 
