@@ -81,6 +81,7 @@ impl ReplicationControl {
 
     /// Builds, applies and returns the change of each partition `select`
     /// picks, with the ISR `target` gives and `election`.
+    #[allow(clippy::too_many_arguments)]
     fn change_partitions(
         &mut self,
         brokers: &BTreeMap<i32, BrokerRegistration>,
