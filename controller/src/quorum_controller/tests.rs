@@ -596,3 +596,101 @@ fn on_kraft_version_1_a_broker_without_kraft_version_1_is_unsupported_and_nothin
     node.commit_all();
     assert_eq!(node.registration_answer(h), (0, end));
 }
+
+fn create_topic(name: &'static str, partitions: i32) -> RequestKind {
+    use kafka_protocol::messages::{
+        CreateTopicsRequest, TopicName, create_topics_request::CreatableTopic,
+    };
+    RequestKind::CreateTopics(CreateTopicsRequest::default().with_topics(vec![
+            CreatableTopic::default()
+                .with_name(TopicName(StrBytes::from_static_str(name)))
+                .with_num_partitions(partitions)
+                .with_replication_factor(1),
+        ]))
+}
+
+#[test]
+fn topics_are_answered_after_commit_and_fencing_and_shutdown_move_leadership_in_the_same_batch() {
+    let (mut node, epoch) = unfenced_broker();
+    let before = node.end_offset();
+    let h = node.request(create_topic("t", 2));
+    assert_eq!(
+        node.end_offset(),
+        before + 3,
+        "TopicRecord + 2 PartitionRecords, one batch"
+    );
+    assert!(node.answers(h).is_empty(), "no answer before the commit");
+    node.commit_all();
+    match node.answers(h).as_slice() {
+        [ResponseKind::CreateTopics(r)] => {
+            assert_eq!((r.topics[0].error_code, r.topics[0].num_partitions), (0, 2));
+        }
+        other => panic!("not one CreateTopics answer: {other:?}"),
+    }
+    let leaders = |node: &Node| -> Vec<i32> {
+        let t = node.image.topics().by_name("t").expect("t committed");
+        t.partitions.values().map(|p| p.leader).collect()
+    };
+    assert_eq!(leaders(&node), vec![11, 11]);
+
+    // Controlled shutdown: the broker leads, so it is not told to shut down
+    // yet; its leaderships go (offline: it is the only replica) in the batch
+    // of its shutdown record.
+    let end = node.end_offset();
+    let shut = RequestKind::BrokerHeartbeat(
+        BrokerHeartbeatRequest::default()
+            .with_broker_id(11.into())
+            .with_broker_epoch(epoch)
+            .with_current_metadata_offset(end)
+            .with_want_shut_down(true),
+    );
+    let h = node.request(shut.clone());
+    assert_eq!(
+        node.end_offset(),
+        end + 3,
+        "shutdown record + 2 partition changes"
+    );
+    node.commit_all();
+    match node.answers(h).as_slice() {
+        [ResponseKind::BrokerHeartbeat(r)] => assert!(!r.should_shut_down, "{r:?}"),
+        other => panic!("not one heartbeat answer: {other:?}"),
+    }
+    assert_eq!(leaders(&node), vec![-1, -1]);
+    assert!(!node.qc.replication().expect("active").is_leader_of_any(11));
+    // Caught up and leading nothing: now it may shut down (and is fenced).
+    let h = node.request(shut);
+    node.commit_all();
+    match node.answers(h).as_slice() {
+        [ResponseKind::BrokerHeartbeat(r)] => assert!(r.should_shut_down, "{r:?}"),
+        other => panic!("not one heartbeat answer: {other:?}"),
+    }
+    assert_eq!(node.image.topics().offline_partition_count(), 2);
+}
+
+#[test]
+fn a_broker_fenced_by_session_expiry_loses_leadership_in_the_fence_batch_and_regains_it_unfenced() {
+    let (mut node, epoch) = unfenced_broker();
+    node.request(create_topic("t", 3));
+    node.commit_all();
+    let end = node.end_offset();
+    node.mono += SESSION_MS + 1;
+    node.with_client(|qc, client, _| qc.on_wakeup(client).expect("no log failure"));
+    assert_eq!(node.end_offset(), end + 4, "fence + 3 partition changes");
+    node.commit_all();
+    let t = node.image.topics().by_name("t").expect("t").clone();
+    assert!(
+        t.partitions
+            .values()
+            .all(|p| p.leader == -1 && p.isr == vec![11])
+    );
+    // It heartbeats again, caught up: unfenced and leader again.
+    let h = node.request(heartbeat(11, epoch, node.end_offset()));
+    node.commit_all();
+    assert_eq!(node.heartbeat_answer(h), (0, false));
+    let t = node.image.topics().by_name("t").expect("t");
+    assert!(
+        t.partitions
+            .values()
+            .all(|p| p.leader == 11 && p.leader_epoch == 2)
+    );
+}
