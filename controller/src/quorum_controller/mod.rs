@@ -514,9 +514,13 @@ impl QuorumController {
                 .replication
                 .broker_changes(&before, active.cluster.brokers(), level),
         );
-        if !records.is_empty() && propose_or_drop(client, &records)?.is_none() {
-            self.deactivate(client);
-            return Ok(());
+        // Controller-made records go in batches of at most 10,000 (Kafka's
+        // non-atomic appends): a broker leading many partitions still fits.
+        for chunk in records.chunks(replication_control::MAX_RECORDS_PER_USER_OP) {
+            if propose_or_drop(client, chunk)?.is_none() {
+                self.deactivate(client);
+                return Ok(());
+            }
         }
         if let Some(active) = self.active.as_mut()
             && let (Some(due), Some(interval)) = (

@@ -267,13 +267,21 @@ impl ReplicationControl {
                 duplicates.insert(t.name.to_string());
             }
         }
-        let collisions: BTreeMap<String, String> = self
+        // Kafka reports the smallest colliding name (a TreeSet's first).
+        let mut collisions: BTreeMap<String, String> = BTreeMap::new();
+        for t in self
             .topics
             .by_id()
             .values()
             .filter(|t| has_collision_chars(&t.name))
-            .map(|t| (unify_collision_chars(&t.name), t.name.clone()))
-            .collect();
+        {
+            let e = collisions
+                .entry(unify_collision_chars(&t.name))
+                .or_insert_with(|| t.name.clone());
+            if t.name < *e {
+                *e = t.name.clone();
+            }
+        }
         let mut records = Vec::new();
         let mut answers = Vec::new();
         let mut last = Vec::new();
@@ -292,10 +300,20 @@ impl ReplicationControl {
                 ));
                 continue;
             }
-            match self.create_topic(topic, brokers, metadata_level, &collisions) {
+            let budget = MAX_RECORDS_PER_USER_OP.saturating_sub(records.len());
+            match self.create_topic(topic, brokers, metadata_level, &collisions, budget) {
                 Ok((mut topic_records, answer)) => {
                     records.append(&mut topic_records);
                     answers.push(answer);
+                }
+                Err((ResponseError::PolicyViolation, message)) => {
+                    // Past the record limit: stop before placing more.
+                    answers.push(refused_topic(
+                        &topic.name,
+                        ResponseError::PolicyViolation,
+                        message,
+                    ));
+                    break;
                 }
                 Err((error, message)) => answers.push(refused_topic(&topic.name, error, message)),
             }
@@ -339,6 +357,7 @@ impl ReplicationControl {
         brokers: &BTreeMap<i32, BrokerRegistration>,
         metadata_level: i16,
         collisions: &BTreeMap<String, String>,
+        budget: usize,
     ) -> Result<(Vec<Bytes>, CreatableTopicResult), Refusal> {
         use ResponseError::*;
         let name = topic.name.as_str();
@@ -369,9 +388,15 @@ impl ReplicationControl {
             .collect();
         validate_topic_configs(&configs)?;
         let mut partitions: BTreeMap<i32, PartitionRegistration> = BTreeMap::new();
-        if topic.assignments.len() > MAX_RECORDS_PER_USER_OP
-            || usize::try_from(topic.num_partitions).is_ok_and(|n| n > MAX_RECORDS_PER_USER_OP)
-        {
+        let count = if topic.assignments.is_empty() {
+            match topic.num_partitions {
+                -1 => usize::try_from(self.config.default_num_partitions).unwrap_or(0),
+                n => usize::try_from(n).unwrap_or(0),
+            }
+        } else {
+            topic.assignments.len()
+        };
+        if count.saturating_add(1 + configs.len()) > budget {
             return Err(too_large());
         }
         if !topic.assignments.is_empty() {

@@ -50,12 +50,20 @@ pub fn unify_collision_chars(name: &str) -> String {
 }
 
 /// Checks the configs given with a new topic, as `(name, value)` pairs:
-/// INVALID_CONFIG for an empty or over-long key or a key with characters
-/// no Kafka config name has. A stand-in that accepts every known-looking
+/// INVALID_CONFIG for a null value (Kafka's
+/// `ControllerConfigurationValidator`: `Null value not supported for topic
+/// configs: k`), an empty or over-long key or a key with characters no
+/// Kafka config name has. A stand-in that accepts every known-looking
 /// key; the config helper (wt-pids) replaces it with Kafka's
 /// `ConfigurationControlManager` checks.
 pub fn validate_topic_configs(configs: &[(String, Option<String>)]) -> Result<(), Refusal> {
-    for (name, _) in configs {
+    for (name, value) in configs {
+        if value.is_none() {
+            return Err((
+                ResponseError::InvalidConfig,
+                format!("Null value not supported for topic configs: {name}"),
+            ));
+        }
         let known_looking = !name.is_empty()
             && name.len() <= 255
             && name
@@ -102,6 +110,13 @@ mod tests {
         assert!(
             validate_topic_configs(&[("cleanup.policy".into(), Some("compact".into()))]).is_ok()
         );
-        assert!(validate_topic_configs(&[("bad key".into(), None)]).is_err());
+        assert!(validate_topic_configs(&[("bad key".into(), Some("1".into()))]).is_err());
+        assert_eq!(
+            validate_topic_configs(&[("retention.ms".into(), None)]),
+            Err((
+                ResponseError::InvalidConfig,
+                "Null value not supported for topic configs: retention.ms".into()
+            ))
+        );
     }
 }
