@@ -319,6 +319,29 @@ pub fn request(key: ApiKey, v: i16) -> RequestKind {
         ApiKey::UnregisterBroker => RequestKind::UnregisterBroker(
             kafka_protocol::messages::UnregisterBrokerRequest::default().with_broker_id(11.into()),
         ),
+        ApiKey::CreateTopics => RequestKind::CreateTopics(
+            kafka_protocol::messages::CreateTopicsRequest::default().with_topics(vec![
+                kafka_protocol::messages::create_topics_request::CreatableTopic::default()
+                    .with_name(kafka_protocol::messages::TopicName(s("orders")))
+                    .with_num_partitions(6)
+                    .with_replication_factor(3),
+            ]),
+        ),
+        ApiKey::DeleteTopics => RequestKind::DeleteTopics(Default::default()),
+        ApiKey::CreatePartitions => RequestKind::CreatePartitions(
+            kafka_protocol::messages::CreatePartitionsRequest::default().with_topics(vec![
+                kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic::default()
+                    .with_name(kafka_protocol::messages::TopicName(s("orders")))
+                    .with_count(8)
+                    .with_assignments(None),
+            ]),
+        ),
+        ApiKey::AlterPartition => RequestKind::AlterPartition(
+            kafka_protocol::messages::AlterPartitionRequest::default()
+                .with_broker_id(11.into())
+                .with_broker_epoch(42),
+        ),
+        ApiKey::ElectLeaders => RequestKind::ElectLeaders(Default::default()),
         other => panic!("no sample request for {other:?}"),
     }
 }
@@ -605,6 +628,17 @@ pub fn response(key: ApiKey, v: i16) -> ResponseKind {
                 .with_error_code(202)
                 .with_error_message(Some(s("Broker ID 11 is not currently registered"))),
         ),
+        ApiKey::CreateTopics => ResponseKind::CreateTopics(
+            kafka_protocol::messages::CreateTopicsResponse::default().with_topics(vec![
+                kafka_protocol::messages::create_topics_response::CreatableTopicResult::default()
+                    .with_name(kafka_protocol::messages::TopicName(s("orders")))
+                    .with_error_code(36),
+            ]),
+        ),
+        ApiKey::DeleteTopics => ResponseKind::DeleteTopics(Default::default()),
+        ApiKey::CreatePartitions => ResponseKind::CreatePartitions(Default::default()),
+        ApiKey::AlterPartition => ResponseKind::AlterPartition(Default::default()),
+        ApiKey::ElectLeaders => ResponseKind::ElectLeaders(Default::default()),
         other => panic!("no sample response for {other:?}"),
     }
 }
