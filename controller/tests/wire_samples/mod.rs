@@ -319,6 +319,67 @@ pub fn request(key: ApiKey, v: i16) -> RequestKind {
         ApiKey::UnregisterBroker => RequestKind::UnregisterBroker(
             kafka_protocol::messages::UnregisterBrokerRequest::default().with_broker_id(11.into()),
         ),
+        ApiKey::CreateTopics => RequestKind::CreateTopics(
+            kafka_protocol::messages::CreateTopicsRequest::default().with_topics(vec![
+                kafka_protocol::messages::create_topics_request::CreatableTopic::default()
+                    .with_name(kafka_protocol::messages::TopicName(s("orders")))
+                    .with_num_partitions(6)
+                    .with_replication_factor(3),
+            ]),
+        ),
+        ApiKey::DeleteTopics => RequestKind::DeleteTopics(Default::default()),
+        ApiKey::CreatePartitions => RequestKind::CreatePartitions(
+            kafka_protocol::messages::CreatePartitionsRequest::default().with_topics(vec![
+                kafka_protocol::messages::create_partitions_request::CreatePartitionsTopic::default()
+                    .with_name(kafka_protocol::messages::TopicName(s("orders")))
+                    .with_count(8)
+                    .with_assignments(None),
+            ]),
+        ),
+        ApiKey::AlterPartition => RequestKind::AlterPartition(
+            kafka_protocol::messages::AlterPartitionRequest::default()
+                .with_broker_id(11.into())
+                .with_broker_epoch(42),
+        ),
+        ApiKey::ElectLeaders => RequestKind::ElectLeaders(Default::default()),
+        ApiKey::AllocateProducerIds => RequestKind::AllocateProducerIds(
+            kafka_protocol::messages::AllocateProducerIdsRequest::default()
+                .with_broker_id(kafka_protocol::messages::BrokerId(100))
+                .with_broker_epoch(42),
+        ),
+        ApiKey::IncrementalAlterConfigs => RequestKind::IncrementalAlterConfigs(
+            kafka_protocol::messages::IncrementalAlterConfigsRequest::default().with_resources(vec![
+                kafka_protocol::messages::incremental_alter_configs_request::AlterConfigsResource::default()
+                    .with_resource_type(2)
+                    .with_resource_name(s("orders"))
+                    .with_configs(vec![
+                        kafka_protocol::messages::incremental_alter_configs_request::AlterableConfig::default()
+                            .with_name(s("retention.ms"))
+                            .with_value(Some(s("1000"))),
+                    ]),
+            ]),
+        ),
+        ApiKey::AlterConfigs => RequestKind::AlterConfigs(
+            kafka_protocol::messages::AlterConfigsRequest::default().with_resources(vec![
+                kafka_protocol::messages::alter_configs_request::AlterConfigsResource::default()
+                    .with_resource_type(4)
+                    .with_resource_name(s(""))
+                    .with_configs(vec![
+                        kafka_protocol::messages::alter_configs_request::AlterableConfig::default()
+                            .with_name(s("log.cleaner.threads"))
+                            .with_value(Some(s("2"))),
+                    ]),
+            ]),
+        ),
+        ApiKey::DescribeConfigs => RequestKind::DescribeConfigs(
+            kafka_protocol::messages::DescribeConfigsRequest::default().with_resources(vec![
+                kafka_protocol::messages::describe_configs_request::DescribeConfigsResource::default()
+                    .with_resource_type(4)
+                    .with_resource_name(s(""))
+                    .with_configuration_keys(None),
+            ]),
+        ),
+        ApiKey::AssignReplicasToDirs => RequestKind::AssignReplicasToDirs(Default::default()),
         other => panic!("no sample request for {other:?}"),
     }
 }
@@ -605,6 +666,28 @@ pub fn response(key: ApiKey, v: i16) -> ResponseKind {
                 .with_error_code(202)
                 .with_error_message(Some(s("Broker ID 11 is not currently registered"))),
         ),
+        ApiKey::CreateTopics => ResponseKind::CreateTopics(
+            kafka_protocol::messages::CreateTopicsResponse::default().with_topics(vec![
+                kafka_protocol::messages::create_topics_response::CreatableTopicResult::default()
+                    .with_name(kafka_protocol::messages::TopicName(s("orders")))
+                    .with_error_code(36),
+            ]),
+        ),
+        ApiKey::DeleteTopics => ResponseKind::DeleteTopics(Default::default()),
+        ApiKey::CreatePartitions => ResponseKind::CreatePartitions(Default::default()),
+        ApiKey::AlterPartition => ResponseKind::AlterPartition(Default::default()),
+        ApiKey::ElectLeaders => ResponseKind::ElectLeaders(Default::default()),
+        ApiKey::AllocateProducerIds => ResponseKind::AllocateProducerIds(
+            kafka_protocol::messages::AllocateProducerIdsResponse::default()
+                .with_producer_id_start(kafka_protocol::messages::ProducerId(1000))
+                .with_producer_id_len(1000),
+        ),
+        ApiKey::IncrementalAlterConfigs => {
+            ResponseKind::IncrementalAlterConfigs(Default::default())
+        }
+        ApiKey::AlterConfigs => ResponseKind::AlterConfigs(Default::default()),
+        ApiKey::DescribeConfigs => ResponseKind::DescribeConfigs(Default::default()),
+        ApiKey::AssignReplicasToDirs => ResponseKind::AssignReplicasToDirs(Default::default()),
         other => panic!("no sample response for {other:?}"),
     }
 }
