@@ -30,7 +30,7 @@ use uuid::Uuid;
 use super::{
     cluster_control::Decision,
     partition_change::{Change, Election, build, has_online_dir},
-    replication_control::ReplicationControl,
+    replication_control::{MAX_RECORDS_PER_USER_OP, ReplicationControl},
 };
 use crate::metadata::{
     brokers::BrokerRegistration,
@@ -81,6 +81,7 @@ impl ReplicationControl {
 
     /// Builds, applies and returns the change of each partition `select`
     /// picks, with the ISR `target` gives and `election`.
+    #[allow(clippy::too_many_arguments)]
     fn change_partitions(
         &mut self,
         brokers: &BTreeMap<i32, BrokerRegistration>,
@@ -89,6 +90,7 @@ impl ReplicationControl {
         select: impl Fn(&PartitionRegistration) -> bool,
         target: impl Fn(&PartitionRegistration) -> Vec<i32>,
         excluded: Option<i32>,
+        limit: usize,
     ) -> Vec<Bytes> {
         let version = partition_record_version(metadata_level);
         let mut records = Vec::new();
@@ -99,6 +101,9 @@ impl ReplicationControl {
             .map(|(t, id, _)| (t.id, id))
             .collect();
         for (topic_id, partition_id) in selected {
+            if records.len() >= limit {
+                break;
+            }
             let Some(p) = self
                 .topics
                 .get(&topic_id)
@@ -162,6 +167,7 @@ impl ReplicationControl {
                     |p| p.isr.contains(&id),
                     |p| p.isr.iter().copied().filter(|r| *r != id).collect(),
                     Some(id),
+                    usize::MAX,
                 ));
             }
             if now_active && !was_active {
@@ -172,6 +178,7 @@ impl ReplicationControl {
                     |p| p.leader == NO_LEADER,
                     |p| p.isr.clone(),
                     None,
+                    usize::MAX,
                 ));
             }
         }
@@ -206,6 +213,14 @@ impl ReplicationControl {
                         .with_error_code(ResponseError::StaleBrokerEpoch.code()),
                 };
             }
+        }
+        let partitions: usize = request.topics.iter().map(|t| t.partitions.len()).sum();
+        if partitions > MAX_RECORDS_PER_USER_OP {
+            return Decision {
+                records: Vec::new(),
+                answer: AlterPartitionResponse::default()
+                    .with_error_code(ResponseError::PolicyViolation.code()),
+            };
         }
         let record_version = partition_record_version(metadata_level);
         let mut records = Vec::new();
@@ -345,6 +360,7 @@ impl ReplicationControl {
         let version = partition_record_version(metadata_level);
         let mut records = Vec::new();
         let mut results = Vec::new();
+        let saved = self.topics.clone();
         for (topic, partitions) in wanted {
             let mut result = ReplicaElectionResult::default().with_topic(topic.clone());
             for partition_id in partitions {
@@ -370,6 +386,15 @@ impl ReplicationControl {
                 );
             }
             results.push(result);
+        }
+        if records.len() > MAX_RECORDS_PER_USER_OP {
+            // Kafka's BoundedList: the whole request fails, nothing changes.
+            self.topics = saved;
+            return Decision {
+                records: Vec::new(),
+                answer: ElectLeadersResponse::default()
+                    .with_error_code(ResponseError::PolicyViolation.code()),
+            };
         }
         Decision {
             records,
@@ -435,13 +460,14 @@ impl ReplicationControl {
     /// The automatic preferred-leader election (Kafka's
     /// `maybeBalancePartitionLeaders`): up to
     /// [`MAX_ELECTIONS_PER_IMBALANCE`] partitions whose preferred replica
-    /// is in the ISR and active but does not lead get it as leader.
+    /// is in the ISR and active but does not lead get it as leader; the
+    /// flag says the limit was reached (run again at once, as Kafka does).
     pub fn balance_partition_leaders(
         &mut self,
         brokers: &BTreeMap<i32, BrokerRegistration>,
         metadata_level: i16,
-    ) -> Vec<Bytes> {
-        let mut records = self.change_partitions(
+    ) -> (Vec<Bytes>, bool) {
+        let records = self.change_partitions(
             brokers,
             metadata_level,
             Election::Preferred,
@@ -452,9 +478,10 @@ impl ReplicationControl {
             },
             |p| p.isr.clone(),
             None,
+            MAX_ELECTIONS_PER_IMBALANCE,
         );
-        records.truncate(MAX_ELECTIONS_PER_IMBALANCE);
-        records
+        let more = records.len() >= MAX_ELECTIONS_PER_IMBALANCE;
+        (records, more)
     }
 }
 
@@ -490,6 +517,10 @@ fn validate(
         return Some(InvalidRequest);
     }
     if !ids.contains(&c.leader) {
+        return Some(InvalidRequest);
+    }
+    // Kafka's LeaderRecoveryState.of refuses any other value.
+    if !(0..=1).contains(&p.leader_recovery_state) {
         return Some(InvalidRequest);
     }
     if p.leader_recovery_state == 1 && ids.len() > 1 {

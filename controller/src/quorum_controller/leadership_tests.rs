@@ -236,7 +236,7 @@ fn elect_leaders_and_the_balance_move_leadership_to_the_preferred_replica() {
             UnknownTopicOrPartition.code()
         ]
     );
-    assert!(rc.balance_partition_leaders(&brokers, 27).is_empty());
+    assert!(rc.balance_partition_leaders(&brokers, 27).0.is_empty());
     // Back in the ISR (as AlterPartition would do): the balance elects it.
     let d = rc.alter_partition(
         &alter(2, 12, id, 1, 1, &[(2, 12), (3, 13), (1, 11)]),
@@ -245,7 +245,8 @@ fn elect_leaders_and_the_balance_move_leadership_to_the_preferred_replica() {
     );
     assert_eq!(d.answer.topics[0].partitions[0].error_code, 0);
     assert_eq!(rc.topics().preferred_replica_imbalance_count(), 1);
-    assert_eq!(rc.balance_partition_leaders(&brokers, 27).len(), 1);
+    let (records, more) = rc.balance_partition_leaders(&brokers, 27);
+    assert_eq!((records.len(), more), (1, false));
     assert_eq!(part(&rc, id, 0).leader, 1);
     assert_eq!(rc.topics().preferred_replica_imbalance_count(), 0);
     let all = ElectLeadersRequest::default()
@@ -258,4 +259,73 @@ fn elect_leaders_and_the_balance_move_leadership_to_the_preferred_replica() {
             .is_empty()
     );
     let _ = broker(9, None, false);
+}
+
+#[test]
+fn an_unknown_leader_recovery_state_is_refused_and_writes_nothing() {
+    let (mut rc, brokers, id) = with_topic();
+    let mut request = alter(1, 11, id, 0, 0, &[(1, 11), (2, 12), (3, 13)]);
+    request.topics[0].partitions[0].leader_recovery_state = 2;
+    let d = rc.alter_partition(&request, &brokers, 27);
+    assert_eq!(
+        d.answer.topics[0].partitions[0].error_code,
+        ResponseError::InvalidRequest.code()
+    );
+    assert!(d.records.is_empty());
+    assert_eq!(part(&rc, id, 0).partition_epoch, 0);
+}
+
+#[test]
+fn the_balance_stops_at_its_limit_without_changing_more_and_says_so() {
+    let mut rc = control();
+    let brokers = three_brokers();
+    let topic = CreatableTopic::default()
+        .with_name(TopicName(StrBytes::from_static_str("many")))
+        .with_num_partitions(3 * (MAX_ELECTIONS_PER_IMBALANCE as i32 + 1))
+        .with_replication_factor(3);
+    let d = rc.create_topics(
+        &CreateTopicsRequest::default().with_topics(vec![topic]),
+        &brokers,
+        27,
+    );
+    assert_eq!(d.answer.topics[0].error_code, 0);
+    // Broker 1, preferred leader of a third of the partitions (1001), is
+    // fenced, then brought back in sync by hand.
+    let before = broker_states(&brokers);
+    let mut fenced = brokers.clone();
+    fenced.get_mut(&1).expect("1").fenced = true;
+    rc.broker_changes(&before, &fenced, 27);
+    let led_by_1_before: usize = rc
+        .topics()
+        .partitions()
+        .filter(|(_, _, p)| p.replicas[0] == 1)
+        .count();
+    // Broker 1 back in every ISR (as its AlterPartition expansions would do).
+    let mut restored = rc.topics().clone();
+    let ids: Vec<(Uuid, i32)> = restored.partitions().map(|(t, p, _)| (t.id, p)).collect();
+    for (t, p) in ids {
+        let mut change = crate::metadata::records::PartitionChangeRecord::new(t, p);
+        let isr = &restored.get(&t).expect("t").partitions[&p].isr;
+        let mut isr = isr.clone();
+        if !isr.contains(&1) {
+            isr.push(1);
+        }
+        change.isr = Some(isr);
+        let framed = crate::metadata::records::FramedRecord::decode(&change.encode_framed(2))
+            .expect("frame");
+        restored.apply(&framed).expect("applies");
+    }
+    rc.topics = restored;
+    let imbalanced = rc.topics().preferred_replica_imbalance_count();
+    assert_eq!(imbalanced, led_by_1_before);
+    assert!(imbalanced > MAX_ELECTIONS_PER_IMBALANCE, "{imbalanced}");
+    let (records, more) = rc.balance_partition_leaders(&brokers, 27);
+    assert_eq!((records.len(), more), (MAX_ELECTIONS_PER_IMBALANCE, true));
+    assert_eq!(
+        rc.topics().preferred_replica_imbalance_count(),
+        imbalanced - MAX_ELECTIONS_PER_IMBALANCE
+    );
+    let (records, more) = rc.balance_partition_leaders(&brokers, 27);
+    assert!(!more && records.len() <= MAX_ELECTIONS_PER_IMBALANCE);
+    assert_eq!(rc.topics().preferred_replica_imbalance_count(), 0);
 }

@@ -40,6 +40,7 @@
 pub mod answers;
 pub mod cluster_control;
 pub mod configs;
+pub mod delete_topics;
 pub mod describe_configs;
 pub mod dir_assignment;
 pub mod heartbeat;
@@ -565,7 +566,8 @@ impl QuorumController {
         let last_offset = if records.is_empty() {
             next_offset - 1
         } else {
-            match client.propose(&records)? {
+            let proposed = propose_or_drop(client, &records)?;
+            match proposed {
                 Some(p) if p.last_offset == next_offset + records.len() as i64 - 1 => p.last_offset,
                 Some(p) => {
                     // The records name offsets they did not get: drop the
@@ -637,9 +639,13 @@ impl QuorumController {
                 .replication
                 .broker_changes(&before, active.cluster.brokers(), level),
         );
-        if !records.is_empty() && client.propose(&records)?.is_none() {
-            self.deactivate(client);
-            return Ok(());
+        // Controller-made records go in batches of at most 10,000 (Kafka's
+        // non-atomic appends): a broker leading many partitions still fits.
+        for chunk in records.chunks(replication_control::MAX_RECORDS_PER_USER_OP) {
+            if propose_or_drop(client, chunk)?.is_none() {
+                self.deactivate(client);
+                return Ok(());
+            }
         }
         if let Some(active) = self.active.as_mut()
             && let (Some(due), Some(interval)) = (
@@ -648,16 +654,22 @@ impl QuorumController {
             )
             && now >= due
         {
-            active.next_balance_ms = Some(now.saturating_add(interval));
-            let records = active
+            let (records, more) = active
                 .replication
                 .balance_partition_leaders(active.cluster.brokers(), level);
+            // Kafka reschedules at once while imbalance remains past the
+            // per-run limit.
+            active.next_balance_ms = Some(if more {
+                now
+            } else {
+                now.saturating_add(interval)
+            });
             if !records.is_empty() {
                 tracing::info!(
                     elections = records.len(),
                     "moving leadership back to preferred replicas"
                 );
-                if client.propose(&records)?.is_none() {
+                if propose_or_drop(client, &records)?.is_none() {
                     self.deactivate(client);
                 }
             }
@@ -673,6 +685,32 @@ impl QuorumController {
     /// Epoch of the active state, if any.
     pub fn active_epoch(&self) -> Option<i32> {
         self.active.as_ref().map(|a| a.epoch)
+    }
+}
+
+/// Proposes `records`; `None` when not the leader or when they do not fit
+/// one batch (logged; the caller drops its speculative state).
+///
+/// Errors: [`RaftError`] other than `InvalidProposal` (fatal).
+fn propose_or_drop<L: ReplicatedLog>(
+    client: &mut RaftClient<'_, L>,
+    records: &[Bytes],
+) -> Result<Option<crate::raft::Proposed>, RaftError> {
+    match client.propose(records) {
+        Err(RaftError::InvalidProposal {
+            records,
+            bytes,
+            max,
+        }) => {
+            tracing::error!(
+                records,
+                bytes,
+                max,
+                "controller records do not fit one batch"
+            );
+            Ok(None)
+        }
+        other => other,
     }
 }
 

@@ -7,7 +7,7 @@
 //!   [`ReplicationControl::create_topics`]), placement by
 //!   [`placement`](super::placement), TopicRecord, the topic's ConfigRecords
 //!   (resource type 2), then one PartitionRecord per partition, in one batch.
-//! - DeleteTopics (20): RemoveTopicRecord per topic, by name or id.
+//! - DeleteTopics (20): [`delete_topics`](super::delete_topics).
 //! - CreatePartitions (37): PartitionRecords for the new partitions.
 //! - Leadership and ISRs: [`leadership`](super::leadership).
 //!
@@ -22,10 +22,9 @@ use kafka_protocol::{
     error::ResponseError,
     messages::{
         CreatePartitionsRequest, CreatePartitionsResponse, CreateTopicsRequest,
-        CreateTopicsResponse, DeleteTopicsRequest, DeleteTopicsResponse, TopicName,
+        CreateTopicsResponse, TopicName,
         create_partitions_response::CreatePartitionsTopicResult,
         create_topics_response::{CreatableTopicConfigs, CreatableTopicResult},
-        delete_topics_response::DeletableTopicResult,
     },
     protocol::StrBytes,
 };
@@ -55,6 +54,18 @@ const CONFIG_SOURCE_TOPIC: i8 = 1;
 /// `Uuid.METADATA_TOPIC_ID` = 0...01): never given to a topic.
 pub const METADATA_TOPIC_ID: Uuid = Uuid::from_u128(1);
 
+/// Most records one user request may write (Kafka's
+/// `QuorumController.MAX_RECORDS_PER_USER_OP`); past it the whole request
+/// fails with POLICY_VIOLATION [`TOO_LARGE_MESSAGE`] and nothing changes.
+pub const MAX_RECORDS_PER_USER_OP: usize = 10_000;
+/// Kafka's message for a request past [`MAX_RECORDS_PER_USER_OP`]
+/// (`EventHandlerExceptionInfo` for `BoundedListTooLongException`).
+pub const TOO_LARGE_MESSAGE: &str = "Unable to perform excessively large batch operation.";
+
+pub(super) fn too_large() -> Refusal {
+    (ResponseError::PolicyViolation, TOO_LARGE_MESSAGE.to_owned())
+}
+
 /// The replication settings (Kafka's controller config keys).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ReplicationConfig {
@@ -81,7 +92,10 @@ pub struct ReplicationControl {
     rng: StdRng,
 }
 
-fn err_message(error: ResponseError, message: Option<String>) -> (i16, Option<StrBytes>) {
+pub(super) fn err_message(
+    error: ResponseError,
+    message: Option<String>,
+) -> (i16, Option<StrBytes>) {
     (
         error.code(),
         Some(StrBytes::from_string(
@@ -252,13 +266,21 @@ impl ReplicationControl {
                 duplicates.insert(t.name.to_string());
             }
         }
-        let collisions: BTreeMap<String, String> = self
+        // Kafka reports the smallest colliding name (a TreeSet's first).
+        let mut collisions: BTreeMap<String, String> = BTreeMap::new();
+        for t in self
             .topics
             .by_id()
             .values()
             .filter(|t| has_collision_chars(&t.name))
-            .map(|t| (unify_collision_chars(&t.name), t.name.clone()))
-            .collect();
+        {
+            let e = collisions
+                .entry(unify_collision_chars(&t.name))
+                .or_insert_with(|| t.name.clone());
+            if t.name < *e {
+                *e = t.name.clone();
+            }
+        }
         let mut records = Vec::new();
         let mut answers = Vec::new();
         let mut last = Vec::new();
@@ -277,10 +299,20 @@ impl ReplicationControl {
                 ));
                 continue;
             }
-            match self.create_topic(topic, brokers, metadata_level, &collisions) {
+            let budget = MAX_RECORDS_PER_USER_OP.saturating_sub(records.len());
+            match self.create_topic(topic, brokers, metadata_level, &collisions, budget) {
                 Ok((mut topic_records, answer)) => {
                     records.append(&mut topic_records);
                     answers.push(answer);
+                }
+                Err((ResponseError::PolicyViolation, message)) => {
+                    // Past the record limit: stop before placing more.
+                    answers.push(refused_topic(
+                        &topic.name,
+                        ResponseError::PolicyViolation,
+                        message,
+                    ));
+                    break;
                 }
                 Err((error, message)) => answers.push(refused_topic(&topic.name, error, message)),
             }
@@ -293,6 +325,21 @@ impl ReplicationControl {
             ));
         }
         answers.append(&mut last);
+        let too_big = records.len() > MAX_RECORDS_PER_USER_OP
+            || answers
+                .iter()
+                .any(|a| a.error_code == ResponseError::PolicyViolation.code());
+        if too_big {
+            records.clear();
+            answers = request
+                .topics
+                .iter()
+                .map(|t| {
+                    let (e, m) = too_large();
+                    refused_topic(&t.name, e, m)
+                })
+                .collect();
+        }
         if request.validate_only {
             records.clear();
         }
@@ -309,6 +356,7 @@ impl ReplicationControl {
         brokers: &BTreeMap<i32, BrokerRegistration>,
         metadata_level: i16,
         collisions: &BTreeMap<String, String>,
+        budget: usize,
     ) -> Result<(Vec<Bytes>, CreatableTopicResult), Refusal> {
         use ResponseError::*;
         let name = topic.name.as_str();
@@ -339,6 +387,17 @@ impl ReplicationControl {
             .collect();
         validate_topic_configs(&configs)?;
         let mut partitions: BTreeMap<i32, PartitionRegistration> = BTreeMap::new();
+        let count = if topic.assignments.is_empty() {
+            match topic.num_partitions {
+                -1 => usize::try_from(self.config.default_num_partitions).unwrap_or(0),
+                n => usize::try_from(n).unwrap_or(0),
+            }
+        } else {
+            topic.assignments.len()
+        };
+        if count.saturating_add(1 + configs.len()) > budget {
+            return Err(too_large());
+        }
         if !topic.assignments.is_empty() {
             if topic.replication_factor != -1 {
                 return Err((
@@ -479,140 +538,6 @@ impl ReplicationControl {
         Ok((records, answer))
     }
 
-    /// DeleteTopics (20), as Kafka's `ControllerApis.deleteTopics` and
-    /// `ReplicationControlManager.deleteTopics`: INVALID_REQUEST for an
-    /// entry with neither or both of name and id, for a name or id given
-    /// twice, and for a name naming an id also given; UNKNOWN_TOPIC_OR_PARTITION
-    /// for an unknown name, UNKNOWN_TOPIC_ID for an unknown id; otherwise a
-    /// RemoveTopicRecord per topic, all in one batch.
-    pub fn delete_topics(
-        &mut self,
-        request: &DeleteTopicsRequest,
-    ) -> Decision<DeleteTopicsResponse> {
-        let mut answers = Vec::new();
-        let answer =
-            |name: Option<&str>, id: Uuid, error: Option<(ResponseError, Option<String>)>| {
-                let mut r = DeletableTopicResult::default()
-                    .with_name(name.map(|n| TopicName(StrBytes::from_string(n.to_owned()))))
-                    .with_topic_id(id);
-                if let Some((e, m)) = error {
-                    let (code, message) = err_message(e, m);
-                    r = r.with_error_code(code).with_error_message(message);
-                }
-                r
-            };
-        let mut names: Vec<String> = Vec::new();
-        let mut dup_names = BTreeSet::new();
-        let mut ids: Vec<Uuid> = Vec::new();
-        let mut dup_ids = BTreeSet::new();
-        let mut add_name = |n: String, names: &mut Vec<String>| {
-            if dup_names.contains(&n) || names.contains(&n) {
-                names.retain(|x| *x != n);
-                dup_names.insert(n);
-            } else {
-                names.push(n);
-            }
-        };
-        for n in &request.topic_names {
-            add_name(n.to_string(), &mut names);
-        }
-        for t in &request.topics {
-            match (&t.name, t.topic_id.is_nil()) {
-                (None, true) => answers.push(answer(
-                    None,
-                    Uuid::nil(),
-                    Some((
-                        ResponseError::InvalidRequest,
-                        Some("Neither topic name nor id were specified.".into()),
-                    )),
-                )),
-                (None, false) => {
-                    if dup_ids.contains(&t.topic_id) || ids.contains(&t.topic_id) {
-                        ids.retain(|x| *x != t.topic_id);
-                        dup_ids.insert(t.topic_id);
-                    } else {
-                        ids.push(t.topic_id);
-                    }
-                }
-                (Some(n), true) => add_name(n.to_string(), &mut names),
-                (Some(n), false) => answers.push(answer(
-                    Some(n.as_str()),
-                    t.topic_id,
-                    Some((
-                        ResponseError::InvalidRequest,
-                        Some("You may not specify both topic name and topic id.".into()),
-                    )),
-                )),
-            }
-        }
-        for n in &dup_names {
-            answers.push(answer(
-                Some(n),
-                Uuid::nil(),
-                Some((
-                    ResponseError::InvalidRequest,
-                    Some("Duplicate topic name.".into()),
-                )),
-            ));
-        }
-        for id in &dup_ids {
-            answers.push(answer(
-                None,
-                *id,
-                Some((
-                    ResponseError::InvalidRequest,
-                    Some("Duplicate topic id.".into()),
-                )),
-            ));
-        }
-        let mut to_delete: Vec<(Uuid, String)> = Vec::new();
-        for id in ids {
-            match self.topics.get(&id) {
-                Some(t) => to_delete.push((id, t.name.clone())),
-                None => answers.push(answer(
-                    None,
-                    id,
-                    Some((ResponseError::UnknownTopicId, None)),
-                )),
-            }
-        }
-        for n in names {
-            match self.topics.by_name(&n).map(|t| t.id) {
-                None => answers.push(answer(
-                    Some(&n),
-                    Uuid::nil(),
-                    Some((ResponseError::UnknownTopicOrPartition, None)),
-                )),
-                Some(id) if to_delete.iter().any(|(i, _)| *i == id) => {
-                    to_delete.retain(|(i, _)| *i != id);
-                    answers.push(answer(
-                        Some(&n),
-                        id,
-                        Some((
-                            ResponseError::InvalidRequest,
-                            Some(
-                                "The provided topic name maps to an ID that was already supplied."
-                                    .into(),
-                            ),
-                        )),
-                    ));
-                }
-                Some(id) => to_delete.push((id, n)),
-            }
-        }
-        let mut records = Vec::new();
-        for (id, name) in to_delete {
-            records
-                .push(crate::metadata::records::RemoveTopicRecord { topic_id: id }.encode_framed());
-            answers.push(answer(Some(&name), id, None));
-        }
-        self.apply(&records);
-        Decision {
-            records,
-            answer: DeleteTopicsResponse::default().with_responses(answers),
-        }
-    }
-
     /// CreatePartitions (37), as Kafka's `ControllerApis.createPartitions`
     /// and `ReplicationControlManager.createPartitions`: INVALID_REQUEST for
     /// a name given twice, UNKNOWN_TOPIC_OR_PARTITION, INVALID_PARTITIONS
@@ -652,7 +577,6 @@ impl ReplicationControl {
             match self.new_partitions(t, brokers, metadata_level) {
                 Ok(mut r) => {
                     if !request.validate_only {
-                        self.apply(&r);
                         records.append(&mut r);
                     }
                 }
@@ -663,6 +587,19 @@ impl ReplicationControl {
             }
             results.push(result);
         }
+        if records.len() > MAX_RECORDS_PER_USER_OP
+            || results
+                .iter()
+                .any(|r| r.error_code == ResponseError::PolicyViolation.code())
+        {
+            let (e, m) = too_large();
+            for r in &mut results {
+                r.error_code = e.code();
+                r.error_message = Some(StrBytes::from_string(m.clone()));
+            }
+            records.clear();
+        }
+        self.apply(&records);
         Decision {
             records,
             answer: CreatePartitionsResponse::default().with_results(results),
@@ -698,6 +635,10 @@ impl ReplicationControl {
             ));
         }
         let additional = t.count - existing;
+        if usize::try_from(additional).is_ok_and(|n| n > MAX_RECORDS_PER_USER_OP) {
+            let (e, m) = too_large();
+            return Err((e, Some(m)));
+        }
         if let Some(a) = &t.assignments
             && a.len() as i32 != additional
         {

@@ -322,7 +322,9 @@ fn delete_by_name_and_id_with_kafkas_errors() {
                 DeleteTopicState::default().with_topic_id(unknown),
             ]),
     );
-    let by = |f: &dyn Fn(&DeletableTopicResult) -> bool| {
+    let by = |f: &dyn Fn(
+        &kafka_protocol::messages::delete_topics_response::DeletableTopicResult,
+    ) -> bool| {
         d.answer
             .responses
             .iter()
@@ -415,4 +417,38 @@ fn create_partitions_must_increase_and_keeps_the_replication_factor() {
         d.answer.results[0].error_code,
         ResponseError::UnknownTopicOrPartition.code()
     );
+}
+
+#[test]
+fn a_request_past_the_record_limit_fails_whole_with_policy_violation() {
+    let mut rc = control();
+    let brokers = three_brokers();
+    let d = create(
+        &mut rc,
+        &brokers,
+        vec![topic("ok", 1, 1), topic("huge", i32::MAX, 1)],
+    );
+    assert!(d.records.is_empty());
+    for t in &d.answer.topics {
+        assert_eq!(t.error_code, ResponseError::PolicyViolation.code());
+        assert_eq!(t.error_message.as_deref(), Some(TOO_LARGE_MESSAGE));
+    }
+    assert!(rc.topics().is_empty());
+    create(&mut rc, &brokers, vec![topic("p", 1, 1)]);
+    let d = rc.create_partitions(
+        &CreatePartitionsRequest::default().with_topics(vec![
+            CreatePartitionsTopic::default()
+                .with_name(name("p"))
+                .with_count(i32::MAX)
+                .with_assignments(None),
+        ]),
+        &brokers,
+        27,
+    );
+    assert_eq!(
+        d.answer.results[0].error_code,
+        ResponseError::PolicyViolation.code()
+    );
+    assert!(d.records.is_empty());
+    assert_eq!(rc.topics().by_name("p").expect("p").partitions.len(), 1);
 }

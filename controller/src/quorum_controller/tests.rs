@@ -597,133 +597,104 @@ fn on_kraft_version_1_a_broker_without_kraft_version_1_is_unsupported_and_nothin
     assert_eq!(node.registration_answer(h), (0, end));
 }
 
-fn allocate(id: i32, epoch: i64) -> RequestKind {
-    RequestKind::AllocateProducerIds(
-        kafka_protocol::messages::AllocateProducerIdsRequest::default()
-            .with_broker_id(id.into())
-            .with_broker_epoch(epoch),
-    )
-}
-
-/// The one AllocateProducerIds answer to `handle`: (error code, start, len).
-fn producer_ids_answer(node: &Node, handle: ReplyHandle) -> (i16, i64, i32) {
-    match node.answers(handle).as_slice() {
-        [ResponseKind::AllocateProducerIds(r)] => {
-            (r.error_code, r.producer_id_start.0, r.producer_id_len)
-        }
-        other => panic!("expected one AllocateProducerIds answer, got {other:?}"),
-    }
-}
-
-// Kafka's ProducerIdControlManager: the next block after the last handed
-// out, committed or not; answered once its record commits.
-#[test]
-fn two_producer_id_requests_before_a_commit_get_different_blocks_answered_once_committed() {
-    let mut node = Node::active(0);
-    let epoch = node.end_offset();
-    let h = node.request(broker(11));
-    node.commit_all();
-    assert_eq!(node.registration_answer(h), (0, epoch));
-    let a = node.request(allocate(11, epoch));
-    let b = node.request(allocate(11, epoch));
-    assert!(node.answers(a).is_empty() && node.answers(b).is_empty());
-    assert_eq!(node.qc.pending_answers(), 2);
-    let stale = node.request(allocate(11, epoch + 1));
-    assert_eq!(
-        producer_ids_answer(&node, stale),
-        (ResponseError::StaleBrokerEpoch.code(), 0, 0),
-        "refused at once, nothing appended"
-    );
-    node.commit_all();
-    assert_eq!(producer_ids_answer(&node, a), (0, 0, 1000));
-    assert_eq!(producer_ids_answer(&node, b), (0, 1000, 1000));
-    assert_eq!(node.image.next_producer_id(), Some(2000));
-    // A controller activated over the committed image continues after it.
-    let mut fresh = QuorumController::new(QuorumControllerConfig {
-        cluster_id: CLUSTER.into(),
-        session_timeout_ms: SESSION_MS,
-        replication: Default::default(),
-        leader_imbalance_check_interval_ms: None,
-    });
-    std::mem::swap(&mut node.qc, &mut fresh);
-    let c = node.request(allocate(11, epoch));
-    node.commit_all();
-    assert_eq!(producer_ids_answer(&node, c), (0, 2000, 1000));
-}
-
-// Kafka replays every record into every manager: a topic's creation
-// configs reach the config state, and its deletion drops them (review B5).
-#[test]
-fn configs_follow_topics_created_and_deleted_through_the_controller() {
+fn create_topic(name: &'static str, partitions: i32) -> RequestKind {
     use kafka_protocol::messages::{
-        CreateTopicsRequest, DeleteTopicsRequest, IncrementalAlterConfigsRequest, TopicName,
-        create_topics_request::{CreatableTopic, CreatableTopicConfig},
-        incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig},
+        CreateTopicsRequest, TopicName, create_topics_request::CreatableTopic,
     };
-    let (mut node, _) = unfenced_broker();
-    let create = RequestKind::CreateTopics(CreateTopicsRequest::default().with_topics(vec![
+    RequestKind::CreateTopics(CreateTopicsRequest::default().with_topics(vec![
             CreatableTopic::default()
-                .with_name(TopicName(StrBytes::from_static_str("t")))
-                .with_num_partitions(1)
-                .with_replication_factor(1)
-                .with_configs(vec![
-                    CreatableTopicConfig::default()
-                        .with_name(StrBytes::from_static_str("retention.ms"))
-                        .with_value(Some(StrBytes::from_static_str("5"))),
-                ]),
-        ]));
-    let h = node.request(create);
-    // Not committed yet: deleting the creation config already writes a record.
+                .with_name(TopicName(StrBytes::from_static_str(name)))
+                .with_num_partitions(partitions)
+                .with_replication_factor(1),
+        ]))
+}
+
+#[test]
+fn topics_are_answered_after_commit_and_fencing_and_shutdown_move_leadership_in_the_same_batch() {
+    let (mut node, epoch) = unfenced_broker();
     let before = node.end_offset();
-    let delete_key = RequestKind::IncrementalAlterConfigs(
-        IncrementalAlterConfigsRequest::default().with_resources(vec![
-            AlterConfigsResource::default()
-                .with_resource_type(2)
-                .with_resource_name(StrBytes::from_static_str("t"))
-                .with_configs(vec![
-                    AlterableConfig::default()
-                        .with_name(StrBytes::from_static_str("retention.ms"))
-                        .with_config_operation(1),
-                ]),
-        ]),
+    let h = node.request(create_topic("t", 2));
+    assert_eq!(
+        node.end_offset(),
+        before + 3,
+        "TopicRecord + 2 PartitionRecords, one batch"
     );
-    let a = node.request(delete_key);
-    assert_eq!(node.end_offset(), before + 1, "the DELETE wrote its record");
+    assert!(node.answers(h).is_empty(), "no answer before the commit");
     node.commit_all();
-    assert!(
-        matches!(node.answers(h).as_slice(), [ResponseKind::CreateTopics(r)] if r.topics[0].error_code == 0)
+    match node.answers(h).as_slice() {
+        [ResponseKind::CreateTopics(r)] => {
+            assert_eq!((r.topics[0].error_code, r.topics[0].num_partitions), (0, 2));
+        }
+        other => panic!("not one CreateTopics answer: {other:?}"),
+    }
+    let leaders = |node: &Node| -> Vec<i32> {
+        let t = node.image.topics().by_name("t").expect("t committed");
+        t.partitions.values().map(|p| p.leader).collect()
+    };
+    assert_eq!(leaders(&node), vec![11, 11]);
+
+    // Controlled shutdown: the broker leads, so it is not told to shut down
+    // yet; its leaderships go (offline: it is the only replica) in the batch
+    // of its shutdown record.
+    let end = node.end_offset();
+    let shut = RequestKind::BrokerHeartbeat(
+        BrokerHeartbeatRequest::default()
+            .with_broker_id(11.into())
+            .with_broker_epoch(epoch)
+            .with_current_metadata_offset(end)
+            .with_want_shut_down(true),
     );
-    assert!(
-        matches!(node.answers(a).as_slice(), [ResponseKind::IncrementalAlterConfigs(r)] if r.responses[0].error_code == 0)
+    let h = node.request(shut.clone());
+    assert_eq!(
+        node.end_offset(),
+        end + 3,
+        "shutdown record + 2 partition changes"
     );
-    assert!(node.image.configs().of(2, "t").is_empty());
-    // A key set again, then the topic deleted: its configs go with it.
-    let set_key = RequestKind::IncrementalAlterConfigs(
-        IncrementalAlterConfigsRequest::default().with_resources(vec![
-            AlterConfigsResource::default()
-                .with_resource_type(2)
-                .with_resource_name(StrBytes::from_static_str("t"))
-                .with_configs(vec![
-                    AlterableConfig::default()
-                        .with_name(StrBytes::from_static_str("segment.ms"))
-                        .with_config_operation(0)
-                        .with_value(Some(StrBytes::from_static_str("10"))),
-                ]),
-        ]),
-    );
-    node.request(set_key);
     node.commit_all();
-    assert_eq!(node.image.configs().of(2, "t").len(), 1);
-    let d = node.request(RequestKind::DeleteTopics(
-        DeleteTopicsRequest::default()
-            .with_topic_names(vec![TopicName(StrBytes::from_static_str("t"))]),
-    ));
+    match node.answers(h).as_slice() {
+        [ResponseKind::BrokerHeartbeat(r)] => assert!(!r.should_shut_down, "{r:?}"),
+        other => panic!("not one heartbeat answer: {other:?}"),
+    }
+    assert_eq!(leaders(&node), vec![-1, -1]);
+    assert!(!node.qc.replication().expect("active").is_leader_of_any(11));
+    // Caught up and leading nothing: now it may shut down (and is fenced).
+    let h = node.request(shut);
     node.commit_all();
+    match node.answers(h).as_slice() {
+        [ResponseKind::BrokerHeartbeat(r)] => assert!(r.should_shut_down, "{r:?}"),
+        other => panic!("not one heartbeat answer: {other:?}"),
+    }
+    assert_eq!(node.image.topics().offline_partition_count(), 2);
+}
+
+#[test]
+fn a_broker_fenced_by_session_expiry_loses_leadership_in_the_fence_batch_and_regains_it_unfenced() {
+    let (mut node, epoch) = unfenced_broker();
+    node.request(create_topic("t", 3));
+    node.commit_all();
+    let end = node.end_offset();
+    node.mono += SESSION_MS + 1;
+    node.with_client(|qc, client, _| qc.on_wakeup(client).expect("no log failure"));
+    assert_eq!(node.end_offset(), end + 4, "fence + 3 partition changes");
+    node.commit_all();
+    let t = node.image.topics().by_name("t").expect("t").clone();
     assert!(
-        matches!(node.answers(d).as_slice(), [ResponseKind::DeleteTopics(r)] if r.responses[0].error_code == 0)
+        t.partitions
+            .values()
+            .all(|p| p.leader == -1 && p.isr == vec![11])
     );
+    // It heartbeats again, caught up: unfenced and leader again.
+    let h = node.request(heartbeat(11, epoch, node.end_offset()));
+    node.commit_all();
+    assert_eq!(node.heartbeat_answer(h), (0, false));
+    let t = node.image.topics().by_name("t").expect("t");
     assert!(
-        node.image.configs().of(2, "t").is_empty(),
-        "the image dropped them"
+        t.partitions
+            .values()
+            .all(|p| p.leader == 11 && p.leader_epoch == 2)
     );
 }
+
+/// AllocateProducerIds and the configs over the same [`Node`] harness.
+#[path = "tests_pids.rs"]
+mod pids;
