@@ -295,6 +295,8 @@ pub struct ProduceReport {
     pub sent: Option<i64>,
     /// How long it ran.
     pub took: Duration,
+    /// The last lines of its stderr.
+    pub stderr: String,
 }
 
 impl Producer {
@@ -315,7 +317,7 @@ impl Producer {
         let config = dir.join(format!("{name}.producer.properties"));
         std::fs::write(
             &config,
-            "acks=all\nenable.idempotence=true\nlinger.ms=5\nmax.block.ms=30000\n\
+            "acks=all\nenable.idempotence=true\nretries=2147483647\nlinger.ms=5\nmax.block.ms=30000\n\
              delivery.timeout.ms=120000\nrequest.timeout.ms=10000\n",
         )
         .expect("write producer properties");
@@ -369,6 +371,7 @@ impl Producer {
             failed: Vec::new(),
             sent: None,
             took,
+            stderr: super::brokers::tail(&self.stderr(), 15),
         };
         for (name, v) in events(&text) {
             match name.as_str() {

@@ -6,7 +6,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use super::{BROKER_IDS, Cluster, Outcome, RUNNING, SESSION_TIMEOUT, START_TIMEOUT, healthy};
+use super::{Cluster, Outcome, RUNNING, SESSION_TIMEOUT, START_TIMEOUT, healthy};
 use crate::interop::{brokers::newest_snapshot, clients::*, wait_for};
 
 /// The topic of the traffic steps.
@@ -153,10 +153,11 @@ pub fn produce_consume(c: &mut Cluster, acked: &mut Records) -> String {
     let report = producer.finish(Duration::from_secs(300));
     assert!(
         report.failed.is_empty() && report.acked.len() == RECORDS as usize,
-        "step 2: {} acked, {} failed of {RECORDS} (first failures {:?})",
+        "step 2: {} acked, {} failed of {RECORDS} (first failures {:?})\nproducer stderr: {}",
         report.acked.len(),
         report.failed.len(),
-        &report.failed[..report.failed.len().min(3)]
+        &report.failed[..report.failed.len().min(3)],
+        report.stderr
     );
     let start = Instant::now();
     let (read, err) = consume(
@@ -192,13 +193,13 @@ fn tail_of(text: &str) -> String {
 }
 
 /// Starts a slow producer and waits for its first 2,000 acks.
-fn slow_producer(c: &Cluster, name: &str, prefix: &str) -> Producer {
+fn slow_producer(c: &Cluster, name: &str, topic: &str, prefix: &str) -> Producer {
     let producer = Producer::start(
         c.version,
         &c.root,
         name,
         &c.bootstrap(),
-        TOPIC,
+        topic,
         SLOW_RECORDS,
         SLOW_RATE,
         prefix,
@@ -215,17 +216,18 @@ fn slow_producer(c: &Cluster, name: &str, prefix: &str) -> Producer {
 fn check_slow(step: &str, report: &ProduceReport) {
     assert!(
         report.failed.is_empty() && report.acked.len() == SLOW_RECORDS as usize,
-        "{step}: {} acked, {} failed of {SLOW_RECORDS} (first failures {:?})",
+        "{step}: {} acked, {} failed of {SLOW_RECORDS} (first failures {:?})\nproducer stderr: {}",
         report.acked.len(),
         report.failed.len(),
-        &report.failed[..report.failed.len().min(3)]
+        &report.failed[..report.failed.len().min(3)],
+        report.stderr
     );
 }
 
 /// 3. kill -9 broker 13 during a produce: leaderships move, ISRs shrink;
 /// restarted: ISRs grow back.
 pub fn kill_broker(c: &mut Cluster, later: &mut Records) -> String {
-    let producer = slow_producer(c, "step3", "3");
+    let producer = slow_producer(c, "step3", TOPIC, "3");
     let before = c.meta(11, TOPIC).expect("broker 11 answers Metadata");
     let led: Vec<i32> = before
         .iter()
@@ -269,64 +271,86 @@ pub fn kill_broker(c: &mut Cluster, later: &mut Records) -> String {
     )
 }
 
+/// Step 4's topic: broker 12 is the last replica of each partition, so
+/// never a leader (a leader stopped under traffic leaves the idempotent
+/// producer retrying OUT_OF_ORDER_SEQUENCE_NUMBER for ever once it resumes,
+/// on Kafka's own controllers too).
+const FOLLOW: &str = "follow";
+
 /// The lines of every broker's log in which a leader of a partition of
-/// [`TOPIC`] says the controller accepted its AlterPartition (Kafka's
+/// `topic` says the controller accepted its AlterPartition (Kafka's
 /// `Partition`: `ISR updated to …`).
-fn isr_updates(c: &Cluster) -> Vec<String> {
+fn isr_updates(c: &Cluster, topic: &str) -> Vec<String> {
     c.broker_lines("ISR updated to")
         .into_iter()
-        .filter(|l| l.contains(&format!("[Partition {TOPIC}-")))
+        .filter(|l| l.contains(&format!("[Partition {topic}-")))
         .collect()
 }
 
-/// 4. SIGSTOP follower 12: the leaders shrink ISRs (AlterPartition);
-/// SIGCONT: they expand them.
+/// 4. SIGSTOP follower 12 during a produce (a follower with nothing to
+/// fetch is never out of sync in Kafka's `Partition`): the leaders shrink
+/// ISRs (AlterPartition) before its session expires; SIGCONT: they expand
+/// them.
 pub fn stop_follower(c: &mut Cluster) -> String {
-    let before = c.meta(11, TOPIC).expect("broker 11 answers Metadata");
-    let followed: Vec<i32> = before
-        .iter()
-        .filter(|(_, p)| p.leader != 12 && p.isr.contains(&12))
-        .map(|(i, _)| *i)
-        .collect();
+    let out = c.topics(&[
+        "--create",
+        "--topic",
+        FOLLOW,
+        "--replica-assignment",
+        "11:13:12,13:11:12,11:13:12",
+        "--config",
+        "min.insync.replicas=2",
+    ]);
     assert!(
-        !followed.is_empty(),
-        "broker 12 follows no partition: {before:?}"
+        out.ok,
+        "--create {FOLLOW} --replica-assignment failed:\n{}",
+        out.all()
     );
-    let updates_before = isr_updates(c).len();
-    c.broker(12).signal("STOP");
-    let (_, shrunk) = c.wait_meta(
+    let (before, _) = c.wait_meta(
         11,
-        TOPIC,
-        "12 in no ISR of a partition it follows",
+        FOLLOW,
+        "3 healthy partitions",
         Duration::from_secs(30),
-        |v| {
-            followed
-                .iter()
-                .all(|i| v.get(i).is_some_and(|p| !p.isr.contains(&12)))
-        },
+        |v| healthy(v, 3, 3),
     );
-    let shrinks = isr_updates(c).len() - updates_before;
+    let leaders: Vec<i32> = before.values().map(|p| p.leader).collect();
+    assert!(
+        !leaders.contains(&12),
+        "12 leads a partition of {FOLLOW}: {before:?}"
+    );
+    let producer = slow_producer(c, "step4", FOLLOW, "4");
+    let updates_before = isr_updates(c, FOLLOW).len();
+    c.broker(12).signal("STOP");
+    let (_, shrunk) = c.wait_meta(11, FOLLOW, "12 in no ISR", Duration::from_secs(30), |v| {
+        v.len() == 3 && v.values().all(|p| !p.isr.contains(&12) && p.isr.len() == 2)
+    });
+    let shrinks = isr_updates(c, FOLLOW).len() - updates_before;
     c.broker(12).signal("CONT");
+    let report = producer.finish(Duration::from_secs(180));
     assert!(
         shrinks > 0,
-        "step 4: no leader logged an accepted AlterPartition (\"ISR updated to\") for {TOPIC} after broker 12 stopped"
+        "step 4: no leader logged an accepted AlterPartition (\"ISR updated to\") for {FOLLOW} after broker 12 stopped"
     );
-    let updates_before = isr_updates(c).len();
-    let (_, expanded) = c.wait_meta(
+    check_slow("step 4", &report);
+    let updates_before = isr_updates(c, FOLLOW).len();
+    let (after, expanded) = c.wait_meta(
         11,
-        TOPIC,
+        FOLLOW,
         "every ISR of 3 again",
         Duration::from_secs(60),
-        |v| healthy(v, 6, 3),
+        |v| healthy(v, 3, 3),
     );
-    let expands = isr_updates(c).len() - updates_before;
+    let expands = isr_updates(c, FOLLOW).len() - updates_before;
     assert!(
         expands > 0,
-        "step 4: no leader logged an accepted AlterPartition (\"ISR updated to\") after SIGCONT"
+        "step 4: no leader logged an accepted AlterPartition (\"ISR updated to\") for {FOLLOW} after SIGCONT"
     );
+    let leaders_after: Vec<i32> = after.values().map(|p| p.leader).collect();
+    assert_eq!(leaders_after, leaders, "step 4: leaders of {FOLLOW} moved");
     format!(
-        "broker 12 stopped (follower of partitions {followed:?}): out of their ISRs in {:.1} s ({shrinks} accepted AlterPartitions); SIGCONT: ISRs of 3 in {:.1} s ({expands} accepted AlterPartitions)",
+        "follower 12 stopped: out of every ISR of {FOLLOW} in {:.1} s ({shrinks} accepted AlterPartitions); {SLOW_RECORDS} acked, 0 failed in {:.1} s; SIGCONT: ISRs of 3 {:.1} s after the producer ended ({expands} accepted AlterPartitions)",
         shrunk.as_secs_f64(),
+        report.took.as_secs_f64(),
         expanded.as_secs_f64()
     )
 }
@@ -334,7 +358,7 @@ pub fn stop_follower(c: &mut Cluster) -> String {
 /// 5. kill -9 the active controller during a produce: no failed send; then
 /// the group of step 2 reads what steps 3 and 5 acked, exactly once.
 pub fn kill_controller(c: &mut Cluster, later: &mut Records, step2_passed: bool) -> String {
-    let producer = slow_producer(c, "step5", "5");
+    let producer = slow_producer(c, "step5", TOPIC, "5");
     let (old, _) = c.quorum.wait_for_leader(Duration::from_secs(30), None);
     c.quorum.kill(old);
     let killed = Instant::now();
@@ -648,6 +672,5 @@ pub fn bad_requests(c: &mut Cluster, o: &mut Outcome) -> String {
         "a refused topic was created:\n{}",
         list.all()
     );
-    let _ = BROKER_IDS;
     seen.join("; ")
 }
