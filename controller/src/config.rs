@@ -200,6 +200,13 @@ pub struct ControllerConfig {
     /// broker setting in Kafka; kept here so that a shared file parses and
     /// the session timeout can be checked against it).
     pub broker_heartbeat_interval_ms: u64,
+    /// `num.partitions` (1) and `default.replication.factor` (1): what a
+    /// CreateTopics asking -1 gets.
+    pub replication: crate::quorum_controller::replication_control::ReplicationConfig,
+    /// `auto.leader.rebalance.enable` (true).
+    pub auto_leader_rebalance_enable: bool,
+    /// `leader.imbalance.check.interval.seconds` (300), in ms.
+    pub leader_imbalance_check_interval_ms: u64,
     /// `kraftwerk.http.listener` (`0.0.0.0:9100`): `/healthz`, `/readyz`, `/metrics`.
     pub http_listener: SocketAddr,
     /// The security protocol and TLS settings of each listener, by name
@@ -433,6 +440,14 @@ impl ControllerConfig {
             max_idle_interval_ms: p.number("metadata.max.idle.interval.ms", 500)?,
             broker_session_timeout_ms: p.number("broker.session.timeout.ms", 9_000)?,
             broker_heartbeat_interval_ms: p.number("broker.heartbeat.interval.ms", 2_000)?,
+            replication: crate::quorum_controller::replication_control::ReplicationConfig {
+                default_num_partitions: p.number("num.partitions", 1)?,
+                default_replication_factor: p.number("default.replication.factor", 1)?,
+            },
+            auto_leader_rebalance_enable: p.number("auto.leader.rebalance.enable", true)?,
+            leader_imbalance_check_interval_ms: p
+                .number::<u64>("leader.imbalance.check.interval.seconds", 300)?
+                .saturating_mul(1_000),
             http_listener,
             security,
             authorizer,

@@ -245,6 +245,8 @@ impl Controllers {
                 QuorumController::new(QuorumControllerConfig {
                     cluster_id: CLUSTER.into(),
                     session_timeout_ms: 9_000,
+                    replication: Default::default(),
+                    leader_imbalance_check_interval_ms: None,
                 }),
             );
             c.images.insert(*id, MetadataImage::default());

@@ -5,6 +5,7 @@
 
 pub mod command_config;
 pub mod dump_log;
+pub mod dump_topics;
 pub mod format;
 pub mod quorum;
 pub mod run;

@@ -175,6 +175,10 @@ fn metadata_listener(
             view: view_tx,
             max_idle_interval_ms: config.max_idle_interval_ms,
             broker_session_timeout_ms: config.broker_session_timeout_ms,
+            replication: config.replication,
+            leader_imbalance_check_interval_ms: config
+                .auto_leader_rebalance_enable
+                .then_some(config.leader_imbalance_check_interval_ms),
             broker_gauges: node.broker_gauges.clone(),
             snapshot_policy: SnapshotPolicy {
                 max_bytes_between: config.max_bytes_between_snapshots,

@@ -7,6 +7,7 @@
 //! | FeatureLevelRecord (12) | sets a finalized feature level; level 0 removes it (Kafka's `FeatureControlManager`) |
 //! | RegisterControllerRecord (27) | replaces the registration of its controller id (KIP-919) |
 //! | broker records (0, 1, 7, 8, 17) | broker registrations, fencing, controlled shutdown (`metadata::brokers`) |
+//! | topic records (2, 3, 5, 9, 28) | topics, partitions, leaders, ISRs (`metadata::topics`) |
 //! | NoOpRecord (20) | counted |
 //! | Begin/End/AbortTransactionRecord (23/24/25) | counted, not state (see below) |
 //! | any other type or version | kept untouched, with its offset, so a newer writer's records survive an older reader (and its snapshots) |
@@ -34,8 +35,9 @@ use super::records::{
     ControllerFeature, END_TRANSACTION_RECORD_API_KEY, FEATURE_LEVEL_RECORD_API_KEY,
     FeatureLevelRecord, FramedRecord, METADATA_VERSION_FEATURE, NO_OP_RECORD_API_KEY,
     REGISTER_CONTROLLER_RECORD_API_KEY, RecordsError, RegisterControllerRecord,
-    register_broker_record_version,
+    partition_record_version, register_broker_record_version,
 };
+use super::topics::{TopicRecordError, TopicsImage, is_topic_record};
 use crate::{
     log::{LogError, ReplicatedLog},
     record::{DecodedBatch, RecordError, iter_batches},
@@ -62,6 +64,14 @@ pub enum ImageError {
         offset: i64,
         /// What was wrong.
         source: BrokerRecordError,
+    },
+    /// A topic record that does not fit the image (Kafka's replay throws).
+    #[error("topic record at offset {offset}: {source}")]
+    Topic {
+        /// Offset of the record.
+        offset: i64,
+        /// What was wrong.
+        source: TopicRecordError,
     },
     /// A data record without a value.
     #[error("metadata record at offset {offset} has no value")]
@@ -107,6 +117,7 @@ pub struct MetadataImage {
     features: BTreeMap<String, i16>,
     controllers: BTreeMap<i32, ControllerRegistration>,
     brokers: BTreeMap<i32, BrokerRegistration>,
+    topics: TopicsImage,
     no_op_records: u64,
     transaction_markers: u64,
     unknown: Vec<UnknownRecord>,
@@ -142,6 +153,11 @@ impl MetadataImage {
     /// Registered brokers by id.
     pub fn brokers(&self) -> &BTreeMap<i32, BrokerRegistration> {
         &self.brokers
+    }
+
+    /// Topics and their partitions.
+    pub fn topics(&self) -> &TopicsImage {
+        &self.topics
     }
 
     /// Sets every broker's record offset to `offset` (a loaded snapshot's
@@ -224,6 +240,11 @@ impl MetadataImage {
             (key, version) if is_broker_record(key, version) => {
                 apply_broker_record(&mut self.brokers, offset, &framed)
                     .map_err(|source| ImageError::Broker { offset, source })?;
+            }
+            (key, version) if is_topic_record(key, version) => {
+                self.topics
+                    .apply(&framed)
+                    .map_err(|source| ImageError::Topic { offset, source })?;
             }
             (NO_OP_RECORD_API_KEY, _) => self.no_op_records += 1,
             (
@@ -314,7 +335,9 @@ impl MetadataImage {
 /// writes it: a reader needs it before anything else), the others by name,
 /// controller registrations by id, broker registrations by id (at the
 /// RegisterBrokerRecord version of the image's `metadata.version`, as
-/// Kafka's `ClusterImage` writes them), then unknown records in offset order
+/// Kafka's `ClusterImage` writes them), topics by id each with its partitions
+/// (at the PartitionRecord version of the `metadata.version`, as Kafka's
+/// `TopicsImage` writes them), then unknown records in offset order
 /// (no-ops and transaction markers are not state). Applying them to an empty
 /// image gives an image equal to this one but for the no-op count and the
 /// offsets: what a snapshot of the image holds.
@@ -356,6 +379,9 @@ pub fn image_records(image: &MetadataImage) -> Vec<Bytes> {
     for (id, b) in &image.brokers {
         out.push(b.to_record(*id).encode_framed(broker_version));
     }
+    out.extend(image.topics.records(partition_record_version(
+        image.feature_level(METADATA_VERSION_FEATURE).unwrap_or(0),
+    )));
     for u in &image.unknown {
         out.push(u.record.encode());
     }

@@ -96,6 +96,11 @@ pub struct MetadataConfig {
     /// `broker.session.timeout.ms` (9000): brokers not heard from for this
     /// long are fenced.
     pub broker_session_timeout_ms: u64,
+    /// `num.partitions`, `default.replication.factor`.
+    pub replication: crate::quorum_controller::replication_control::ReplicationConfig,
+    /// `leader.imbalance.check.interval.seconds` in ms when
+    /// `auto.leader.rebalance.enable` is true, else `None`.
+    pub leader_imbalance_check_interval_ms: Option<u64>,
     /// Kafka's ActiveBrokerCount and FencedBrokerCount, set from the image.
     pub broker_gauges: crate::server::metrics::BrokerGauges,
 }
@@ -129,6 +134,11 @@ const API_KEYS: &[ApiKey] = &[
     ApiKey::BrokerRegistration,
     ApiKey::BrokerHeartbeat,
     ApiKey::UnregisterBroker,
+    ApiKey::CreateTopics,
+    ApiKey::DeleteTopics,
+    ApiKey::CreatePartitions,
+    ApiKey::AlterPartition,
+    ApiKey::ElectLeaders,
 ];
 
 impl MetadataListener {
@@ -140,6 +150,8 @@ impl MetadataListener {
             quorum: QuorumController::new(QuorumControllerConfig {
                 cluster_id: config.cluster_id.clone(),
                 session_timeout_ms: config.broker_session_timeout_ms,
+                replication: config.replication,
+                leader_imbalance_check_interval_ms: config.leader_imbalance_check_interval_ms,
             }),
             snapshots: Snapshots::new(now_ms),
             image: MetadataImage::starting_at(log_start_offset),
@@ -190,6 +202,13 @@ impl MetadataListener {
         self.config
             .broker_gauges
             .set(self.image.brokers().len() - fenced, fenced);
+        let topics = self.image.topics();
+        self.config.broker_gauges.set_topics(
+            topics.len(),
+            topics.partition_count(),
+            topics.offline_partition_count(),
+            topics.preferred_replica_imbalance_count(),
+        );
         let view = ImageView::of(
             &self.image,
             &[("kraft.version", client.status().kraft_version)],
@@ -309,7 +328,12 @@ impl Listener<FileLog> for MetadataListener {
             }
             request @ (RequestKind::BrokerRegistration(_)
             | RequestKind::BrokerHeartbeat(_)
-            | RequestKind::UnregisterBroker(_)) => {
+            | RequestKind::UnregisterBroker(_)
+            | RequestKind::CreateTopics(_)
+            | RequestKind::DeleteTopics(_)
+            | RequestKind::CreatePartitions(_)
+            | RequestKind::AlterPartition(_)
+            | RequestKind::ElectLeaders(_)) => {
                 self.quorum
                     .on_request(client, &self.image, request, handle)?;
             }

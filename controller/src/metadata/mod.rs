@@ -19,5 +19,6 @@ pub mod listener;
 pub mod records;
 pub mod registration;
 pub mod snapshot;
+pub mod topics;
 pub mod version;
 pub mod view;

@@ -12,6 +12,9 @@
 //!  "brokers": [{"id": 1, "incarnation_id": "...", "epoch": 57, "fenced": false,
 //!    "in_controlled_shutdown": false, "rack": null,
 //!    "endpoints": [{"name": "PLAINTEXT", ...}], "log_dirs": 1}],
+//!  "topics": [{"name": "foo", "topic_id": "...", "partitions": [{"partition": 0,
+//!    "leader": 1, "leader_epoch": 0, "partition_epoch": 0, "replicas": [1, 2, 3],
+//!    "isr": [1, 2, 3], "elr": [], "last_known_elr": []}]}],
 //!  "no_op_records": 80, "unknown_records": 1}
 //! ```
 //!
@@ -39,10 +42,72 @@ pub struct ImageView {
     pub controllers: Vec<ControllerView>,
     /// Registered brokers, by id.
     pub brokers: Vec<BrokerView>,
+    /// Topics by name, with their partitions.
+    pub topics: Vec<TopicView>,
     /// NoOpRecords applied since this node started (or loaded its snapshot).
     pub no_op_records: u64,
     /// Records kept without being interpreted.
     pub unknown_records: usize,
+}
+
+/// One topic.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct TopicView {
+    /// Topic name.
+    pub name: String,
+    /// Topic id (Kafka's text form).
+    pub topic_id: String,
+    /// Partitions by id.
+    pub partitions: Vec<PartitionView>,
+}
+
+/// One partition of a topic.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PartitionView {
+    /// Partition id.
+    pub partition: i32,
+    /// Leader, -1 when offline.
+    pub leader: i32,
+    /// Leader epoch.
+    pub leader_epoch: i32,
+    /// Partition epoch.
+    pub partition_epoch: i32,
+    /// Replicas in preferred order.
+    pub replicas: Vec<i32>,
+    /// In-sync replicas.
+    pub isr: Vec<i32>,
+    /// KIP-966 eligible leader replicas.
+    pub elr: Vec<i32>,
+    /// KIP-966 last known ELR.
+    pub last_known_elr: Vec<i32>,
+}
+
+fn topic_views(image: &MetadataImage) -> Vec<TopicView> {
+    let mut out: Vec<TopicView> = image
+        .topics()
+        .by_id()
+        .values()
+        .map(|t| TopicView {
+            name: t.name.clone(),
+            topic_id: uuid_to_kafka_string(t.id),
+            partitions: t
+                .partitions
+                .iter()
+                .map(|(id, p)| PartitionView {
+                    partition: *id,
+                    leader: p.leader,
+                    leader_epoch: p.leader_epoch,
+                    partition_epoch: p.partition_epoch,
+                    replicas: p.replicas.clone(),
+                    isr: p.isr.clone(),
+                    elr: p.elr.clone(),
+                    last_known_elr: p.last_known_elr.clone(),
+                })
+                .collect(),
+        })
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
 }
 
 /// One registered controller.
@@ -173,6 +238,7 @@ impl ImageView {
                     log_dirs: b.log_dirs.len(),
                 })
                 .collect(),
+            topics: topic_views(image),
             no_op_records: image.no_op_records(),
             unknown_records: image.unknown_records().len(),
         }

@@ -121,6 +121,13 @@ impl ClusterControl {
         &self.heartbeats
     }
 
+    /// Sets the controlled shutdown offset of `id` to `offset` (the end of
+    /// the batch its shutdown record went in, once the partition changes
+    /// that went with it are counted).
+    pub fn set_controlled_shutdown_offset(&mut self, id: i32, offset: i64) {
+        self.heartbeats.set_controlled_shutdown_offset(id, offset);
+    }
+
     /// Applies `records`, to be appended from `next_offset`, to the
     /// speculative brokers. A record that does not apply (a bug) is logged
     /// and skipped.
@@ -359,8 +366,9 @@ impl ClusterControl {
 
     /// BrokerHeartbeat (API 63), Kafka's `processBrokerHeartbeat`:
     /// STALE_BROKER_EPOCH for an unknown broker or another epoch; otherwise
-    /// the next control state ([`BrokerHeartbeatManager::next_state`]; no
-    /// broker leads partitions here yet), the record that moves the
+    /// the next control state ([`BrokerHeartbeatManager::next_state`];
+    /// `has_leaderships` keeps a broker in controlled shutdown while it
+    /// still leads partitions), the record that moves the
     /// broker there (BrokerRegistrationChangeRecord v0 to fence or unfence,
     /// v1 for controlled shutdown, as Kafka 4.4 writes them), a renewed
     /// session, and `isCaughtUp` = its metadata offset reached its
@@ -370,6 +378,7 @@ impl ClusterControl {
         request: &BrokerHeartbeatRequest,
         next_offset: i64,
         now_ms: u64,
+        has_leaderships: bool,
     ) -> Result<Decision<HeartbeatAnswer>, Refusal> {
         let id = request.broker_id.0;
         let Some(b) = self.brokers.get(&id) else {
@@ -400,7 +409,7 @@ impl ClusterControl {
         }
         let next = self
             .heartbeats
-            .next_state(id, current, ask, register_offset, false);
+            .next_state(id, current, ask, register_offset, has_leaderships);
         let change = |fenced: i8, in_controlled_shutdown: i8| BrokerRegistrationChangeRecord {
             broker_id: id,
             broker_epoch: epoch,

@@ -104,7 +104,7 @@ impl Fixture {
         r: &BrokerHeartbeatRequest,
         now: u64,
     ) -> Result<(HeartbeatAnswer, Vec<Bytes>), Refusal> {
-        let d = self.cluster.heartbeat(r, self.next_offset, now)?;
+        let d = self.cluster.heartbeat(r, self.next_offset, now, false)?;
         self.next_offset += d.records.len() as i64;
         Ok((d.answer, d.records))
     }

@@ -174,6 +174,18 @@ impl BrokerHeartbeatManager {
         }
     }
 
+    /// Overwrites the controlled shutdown offset of an unfenced broker in
+    /// controlled shutdown (one set by
+    /// [`Self::maybe_update_controlled_shutdown_offset`] in the same decision).
+    pub fn set_controlled_shutdown_offset(&mut self, id: i32, offset: i64) {
+        if let Some(s) = self.sessions.get_mut(&id)
+            && !s.fenced
+            && s.controlled_shutdown_offset >= 0
+        {
+            s.controlled_shutdown_offset = offset;
+        }
+    }
+
     /// The lowest metadata offset reported by an unfenced broker not in
     /// controlled shutdown; `i64::MAX` when there is none (Kafka's
     /// `lowestActiveOffset`).

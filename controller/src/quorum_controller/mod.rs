@@ -1,11 +1,18 @@
-//! The broker half of Kafka's `QuorumController`: a state machine above Raft
-//! that registers Kafka brokers, keeps their sessions, fences and unfences
-//! them, and runs their controlled shutdown.
+//! Kafka's `QuorumController`: a state machine above Raft that registers
+//! Kafka brokers, keeps their sessions, fences and unfences them, runs their
+//! controlled shutdown, and keeps topics, partitions, leaders and ISRs.
 //!
 //! - [`cluster_control`] (Kafka's `ClusterControlManager`): the checks of
 //!   BrokerRegistration (62), BrokerHeartbeat (63), UnregisterBroker (64)
 //!   and session expiry, over the speculative cluster state.
 //! - [`heartbeat`] (Kafka's `BrokerHeartbeatManager`): sessions in memory.
+//! - [`replication_control`] (Kafka's `ReplicationControlManager`):
+//!   CreateTopics (19), DeleteTopics (20), CreatePartitions (37) over the
+//!   speculative topics, with [`placement`] (`StripedReplicaPlacer`) and
+//!   [`topic_names`] (`Topic.validate`); [`leadership`]: leaders and ISRs
+//!   after broker changes, AlterPartition (56), ElectLeaders (43) and the
+//!   automatic preferred-leader balance, built by [`partition_change`]
+//!   (`PartitionChangeBuilder`); [`answers`] maps the requests.
 //! - This file: activation, the speculative state's life, and answering
 //!   each request only once the records it caused (and everything appended
 //!   before) are committed, as Kafka's controller event queue does.
@@ -23,8 +30,14 @@
 //! It must not touch the engine except through [`RaftClient`] and must not
 //! block the loop.
 
+pub mod answers;
 pub mod cluster_control;
 pub mod heartbeat;
+pub mod leadership;
+pub mod partition_change;
+pub mod placement;
+pub mod replication_control;
+pub mod topic_names;
 
 use std::collections::BTreeSet;
 
@@ -38,7 +51,11 @@ use kafka_protocol::{
     protocol::StrBytes,
 };
 
-use self::cluster_control::{ClusterControl, Decision, Refusal};
+use self::{
+    cluster_control::{ClusterControl, Decision, Refusal},
+    leadership::broker_states,
+    replication_control::{ReplicationConfig, ReplicationControl},
+};
 use crate::{
     log::ReplicatedLog,
     metadata::{image::MetadataImage, records::METADATA_VERSION_FEATURE},
@@ -59,6 +76,11 @@ pub const API_KEYS: &[ApiKey] = &[
     ApiKey::BrokerRegistration,
     ApiKey::BrokerHeartbeat,
     ApiKey::UnregisterBroker,
+    ApiKey::CreateTopics,
+    ApiKey::DeleteTopics,
+    ApiKey::CreatePartitions,
+    ApiKey::AlterPartition,
+    ApiKey::ElectLeaders,
 ];
 
 /// What the quorum controller needs from the node.
@@ -69,6 +91,12 @@ pub struct QuorumControllerConfig {
     /// `broker.session.timeout.ms`: a broker not heard from for this long
     /// is fenced.
     pub session_timeout_ms: u64,
+    /// `num.partitions` and `default.replication.factor`.
+    pub replication: ReplicationConfig,
+    /// How often the active controller moves leadership back to preferred
+    /// replicas (`leader.imbalance.check.interval.seconds`, ms); `None`
+    /// when `auto.leader.rebalance.enable` is false.
+    pub leader_imbalance_check_interval_ms: Option<u64>,
 }
 
 /// The active controller's state (see the module doc).
@@ -76,6 +104,11 @@ pub struct QuorumControllerConfig {
 struct Active {
     epoch: i32,
     cluster: ClusterControl,
+    replication: ReplicationControl,
+    /// `metadata.version` level of the committed image.
+    metadata_level: i16,
+    /// When the next preferred-leader balance runs (monotonic ms).
+    next_balance_ms: Option<u64>,
 }
 
 /// An answer waiting for its records to commit.
@@ -85,7 +118,8 @@ struct Pending {
     last_offset: i64,
     reply: ReplyHandle,
     answer: ResponseKind,
-    api: ApiKey,
+    /// The answer if the leadership is lost first.
+    not_controller: ResponseKind,
 }
 
 /// The broker half of the quorum controller (see the module doc).
@@ -139,6 +173,11 @@ impl QuorumController {
         }
     }
 
+    /// The speculative topics while active in the current epoch.
+    pub fn replication(&self) -> Option<&ReplicationControl> {
+        self.active.as_ref().map(|a| &a.replication)
+    }
+
     /// The speculative cluster state while active in the current epoch.
     pub fn cluster(&self) -> Option<&ClusterControl> {
         self.active.as_ref().map(|a| &a.cluster)
@@ -175,14 +214,21 @@ impl QuorumController {
             brokers = image.brokers().len(),
             "quorum controller active: broker state rebuilt from the committed image"
         );
+        let now = client.monotonic_ms();
         self.active = Some(Active {
             epoch,
             cluster: ClusterControl::activate(
                 &self.config.cluster_id,
                 image,
                 self.config.session_timeout_ms,
-                client.monotonic_ms(),
+                now,
             ),
+            replication: ReplicationControl::activate(image, self.config.replication),
+            metadata_level: image.feature_level(METADATA_VERSION_FEATURE).unwrap_or(0),
+            next_balance_ms: self
+                .config
+                .leader_imbalance_check_interval_ms
+                .map(|i| now.saturating_add(i)),
         });
     }
 
@@ -196,7 +242,7 @@ impl QuorumController {
             );
         }
         for p in std::mem::take(&mut self.pending) {
-            client.reply(p.reply, Some(not_controller(p.api)));
+            client.reply(p.reply, Some(p.not_controller));
         }
     }
 
@@ -209,6 +255,12 @@ impl QuorumController {
         high_watermark: i64,
     ) {
         self.maybe_activate(client, image);
+        if let (Some(a), Some(level)) = (
+            self.active.as_mut(),
+            image.feature_level(METADATA_VERSION_FEATURE),
+        ) {
+            a.metadata_level = level;
+        }
         let pending = std::mem::take(&mut self.pending);
         for p in pending {
             if p.last_offset < high_watermark {
@@ -236,9 +288,11 @@ impl QuorumController {
         }
     }
 
-    /// Handles BrokerRegistration, BrokerHeartbeat and UnregisterBroker:
-    /// NOT_CONTROLLER unless active; otherwise the decision's error at once,
-    /// or its records appended and its answer given once they commit.
+    /// Handles BrokerRegistration, BrokerHeartbeat, UnregisterBroker and the
+    /// topic requests of [`answers`]: NOT_CONTROLLER unless active;
+    /// otherwise the decision's error at once, or its records (with the
+    /// partition changes a broker change causes) appended and its answer
+    /// given once they commit.
     ///
     /// Errors: [`RaftError`] when the append failed (fatal).
     pub fn on_request<L: ReplicatedLog>(
@@ -252,18 +306,44 @@ impl QuorumController {
             RequestKind::BrokerRegistration(_) => ApiKey::BrokerRegistration,
             RequestKind::BrokerHeartbeat(_) => ApiKey::BrokerHeartbeat,
             RequestKind::UnregisterBroker(_) => ApiKey::UnregisterBroker,
-            _ => {
-                client.reply(reply, None);
-                return Ok(());
-            }
+            other => match answers::topic_api(other) {
+                Some(api) => api,
+                None => {
+                    client.reply(reply, None);
+                    return Ok(());
+                }
+            },
         };
+        let not_controller_answer = answers::error_answer(&request, ResponseError::NotController)
+            .unwrap_or_else(|| not_controller(api));
         self.maybe_activate(client, image);
         let Some(active) = self.active.as_mut() else {
-            client.reply(reply, Some(not_controller(api)));
+            client.reply(reply, Some(not_controller_answer));
             return Ok(());
         };
         let next_offset = client.log().end_offset().offset;
         let now_ms = client.monotonic_ms();
+        let level = active.metadata_level;
+        if let Some(d) = answers::decide(
+            &mut active.replication,
+            &request,
+            active.cluster.brokers(),
+            level,
+        ) {
+            return self.submit(
+                client,
+                d.records,
+                next_offset,
+                reply,
+                d.answer,
+                not_controller_answer,
+            );
+        }
+        let before = broker_states(active.cluster.brokers());
+        let heartbeat_broker = match &request {
+            RequestKind::BrokerHeartbeat(r) => Some(r.broker_id.0),
+            _ => None,
+        };
         let decision: Result<Decision<ResponseKind>, Refusal> = match request {
             RequestKind::BrokerRegistration(r) => {
                 let controllers: BTreeSet<i32> = client
@@ -285,18 +365,21 @@ impl QuorumController {
                         ),
                     })
             }
-            RequestKind::BrokerHeartbeat(r) => active
-                .cluster
-                .heartbeat(&r, next_offset, now_ms)
-                .map(|d| Decision {
-                    records: d.records,
-                    answer: ResponseKind::BrokerHeartbeat(
-                        BrokerHeartbeatResponse::default()
-                            .with_is_caught_up(d.answer.is_caught_up)
-                            .with_is_fenced(d.answer.is_fenced)
-                            .with_should_shut_down(d.answer.should_shut_down),
-                    ),
-                }),
+            RequestKind::BrokerHeartbeat(r) => {
+                let leads = active.replication.is_leader_of_any(r.broker_id.0);
+                active
+                    .cluster
+                    .heartbeat(&r, next_offset, now_ms, leads)
+                    .map(|d| Decision {
+                        records: d.records,
+                        answer: ResponseKind::BrokerHeartbeat(
+                            BrokerHeartbeatResponse::default()
+                                .with_is_caught_up(d.answer.is_caught_up)
+                                .with_is_fenced(d.answer.is_fenced)
+                                .with_should_shut_down(d.answer.should_shut_down),
+                        ),
+                    })
+            }
             RequestKind::UnregisterBroker(r) => active
                 .cluster
                 .unregister_broker(r.broker_id.0, next_offset)
@@ -312,7 +395,34 @@ impl QuorumController {
                 client.reply(reply, Some(refused(api, refusal)));
                 Ok(())
             }
-            Ok(d) => self.submit(client, d.records, next_offset, reply, d.answer, api),
+            Ok(mut d) => {
+                let changes =
+                    active
+                        .replication
+                        .broker_changes(&before, active.cluster.brokers(), level);
+                if !changes.is_empty() {
+                    d.records.extend(changes);
+                    // The shutdown offset is the end of the whole batch.
+                    if let Some(id) = heartbeat_broker
+                        && active
+                            .cluster
+                            .brokers()
+                            .get(&id)
+                            .is_some_and(|b| b.in_controlled_shutdown && !b.fenced)
+                    {
+                        let end = next_offset + d.records.len() as i64 - 1;
+                        active.cluster.set_controlled_shutdown_offset(id, end);
+                    }
+                }
+                self.submit(
+                    client,
+                    d.records,
+                    next_offset,
+                    reply,
+                    d.answer,
+                    not_controller_answer,
+                )
+            }
         }
     }
 
@@ -325,7 +435,7 @@ impl QuorumController {
         next_offset: i64,
         reply: ReplyHandle,
         answer: ResponseKind,
-        api: ApiKey,
+        not_controller: ResponseKind,
     ) -> Result<(), RaftError> {
         let last_offset = if records.is_empty() {
             next_offset - 1
@@ -341,12 +451,12 @@ impl QuorumController {
                         "broker records appended at an unexpected offset"
                     );
                     self.deactivate(client);
-                    client.reply(reply, Some(not_controller(api)));
+                    client.reply(reply, Some(not_controller));
                     return Ok(());
                 }
                 None => {
                     self.deactivate(client);
-                    client.reply(reply, Some(not_controller(api)));
+                    client.reply(reply, Some(not_controller));
                     return Ok(());
                 }
             }
@@ -358,21 +468,27 @@ impl QuorumController {
                 last_offset,
                 reply,
                 answer,
-                api,
+                not_controller,
             });
         }
         Ok(())
     }
 
-    /// When the next broker session expires (ms on the monotonic clock of
+    /// When the next broker session expires or the next preferred-leader
+    /// balance is due (ms on the monotonic clock of
     /// `RaftClient::monotonic_ms`), while active.
     pub fn deadline(&self) -> Option<u64> {
-        self.active
-            .as_ref()
-            .and_then(|a| a.cluster.heartbeats().next_expiry_ms())
+        self.active.as_ref().and_then(|a| {
+            match (a.cluster.heartbeats().next_expiry_ms(), a.next_balance_ms) {
+                (Some(x), Some(y)) => Some(x.min(y)),
+                (x, y) => x.or(y),
+            }
+        })
     }
 
-    /// Fences the brokers whose session expired (one batch).
+    /// Fences the brokers whose session expired, with the partition changes
+    /// that follow (one batch), then, when due, the preferred-leader
+    /// balance (another batch).
     ///
     /// Errors: [`RaftError`] when the append failed (fatal).
     pub fn on_wakeup<L: ReplicatedLog>(
@@ -387,11 +503,39 @@ impl QuorumController {
             return Ok(());
         }
         let next_offset = client.log().end_offset().offset;
-        let records = active
-            .cluster
-            .fence_stale_brokers(client.monotonic_ms(), next_offset);
+        let now = client.monotonic_ms();
+        let level = active.metadata_level;
+        let before = broker_states(active.cluster.brokers());
+        let mut records = active.cluster.fence_stale_brokers(now, next_offset);
+        records.extend(
+            active
+                .replication
+                .broker_changes(&before, active.cluster.brokers(), level),
+        );
         if !records.is_empty() && client.propose(&records)?.is_none() {
             self.deactivate(client);
+            return Ok(());
+        }
+        if let Some(active) = self.active.as_mut()
+            && let (Some(due), Some(interval)) = (
+                active.next_balance_ms,
+                self.config.leader_imbalance_check_interval_ms,
+            )
+            && now >= due
+        {
+            active.next_balance_ms = Some(now.saturating_add(interval));
+            let records = active
+                .replication
+                .balance_partition_leaders(active.cluster.brokers(), level);
+            if !records.is_empty() {
+                tracing::info!(
+                    elections = records.len(),
+                    "moving leadership back to preferred replicas"
+                );
+                if client.propose(&records)?.is_none() {
+                    self.deactivate(client);
+                }
+            }
         }
         Ok(())
     }

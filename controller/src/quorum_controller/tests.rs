@@ -91,6 +91,8 @@ impl Node {
             qc: QuorumController::new(QuorumControllerConfig {
                 cluster_id: CLUSTER.into(),
                 session_timeout_ms: SESSION_MS,
+                replication: Default::default(),
+                leader_imbalance_check_interval_ms: None,
             }),
             kraft_version,
             now: 0,

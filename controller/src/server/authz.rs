@@ -7,7 +7,10 @@
 //! | api | operation |
 //! |---|---|
 //! | Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot, UpdateRaftVoter, ControllerRegistration, BrokerRegistration, BrokerHeartbeat | CLUSTER_ACTION |
-//! | AddRaftVoter, RemoveRaftVoter, DescribeCluster (ALTER on a controller, not DESCRIBE as on a broker), UnregisterBroker | ALTER |
+//! | AddRaftVoter, RemoveRaftVoter, DescribeCluster (ALTER on a controller, not DESCRIBE as on a broker), UnregisterBroker, ElectLeaders, CreatePartitions (Kafka: or ALTER per topic) | ALTER |
+//! | AlterPartition | CLUSTER_ACTION |
+//! | CreateTopics (Kafka: or CREATE per topic) | CREATE |
+//! | DeleteTopics (Kafka: or DELETE per topic) | DELETE |
 //! | DescribeQuorum | DESCRIBE |
 //! | ApiVersions | none |
 //!
@@ -43,6 +46,10 @@ pub enum Operation {
     Alter,
     /// `DESCRIBE`: reading the quorum's state.
     Describe,
+    /// `CREATE`: creating topics.
+    Create,
+    /// `DELETE`: deleting topics.
+    Delete,
 }
 
 impl Operation {
@@ -52,6 +59,8 @@ impl Operation {
             Operation::ClusterAction => "CLUSTER_ACTION",
             Operation::Alter => "ALTER",
             Operation::Describe => "DESCRIBE",
+            Operation::Create => "CREATE",
+            Operation::Delete => "DELETE",
         }
     }
 }
@@ -67,11 +76,18 @@ pub fn required_operation(api: ApiKey) -> Option<Operation> {
         | ApiKey::UpdateRaftVoter
         | ApiKey::ControllerRegistration
         | ApiKey::BrokerRegistration
-        | ApiKey::BrokerHeartbeat => Some(Operation::ClusterAction),
+        | ApiKey::BrokerHeartbeat
+        | ApiKey::AlterPartition => Some(Operation::ClusterAction),
         ApiKey::AddRaftVoter
         | ApiKey::RemoveRaftVoter
         | ApiKey::DescribeCluster
-        | ApiKey::UnregisterBroker => Some(Operation::Alter),
+        | ApiKey::UnregisterBroker
+        | ApiKey::ElectLeaders => Some(Operation::Alter),
+        // Kafka checks these on CLUSTER or on each topic (CREATE, DELETE,
+        // ALTER); only the cluster check here (no topic ACLs yet).
+        ApiKey::CreateTopics => Some(Operation::Create),
+        ApiKey::DeleteTopics => Some(Operation::Delete),
+        ApiKey::CreatePartitions => Some(Operation::Alter),
         ApiKey::DescribeQuorum => Some(Operation::Describe),
         // ApiVersions, and anything else (which the event loop refuses).
         _ => None,
@@ -162,6 +178,17 @@ pub fn denied_response(api: ApiKey, api_version: i16, principal: &str) -> Option
                 .with_error_code(code)
                 .with_error_message(message),
         ),
+        ApiKey::AlterPartition => ResponseKind::AlterPartition(
+            kafka_protocol::messages::AlterPartitionResponse::default().with_error_code(code),
+        ),
+        ApiKey::ElectLeaders => ResponseKind::ElectLeaders(
+            kafka_protocol::messages::ElectLeadersResponse::default().with_error_code(code),
+        ),
+        // CreateTopics, DeleteTopics, CreatePartitions carry errors per
+        // topic: an empty answer here; the event loop has the request.
+        ApiKey::CreateTopics => ResponseKind::CreateTopics(Default::default()),
+        ApiKey::DeleteTopics => ResponseKind::DeleteTopics(Default::default()),
+        ApiKey::CreatePartitions => ResponseKind::CreatePartitions(Default::default()),
         _ => return None,
     })
 }

@@ -31,6 +31,10 @@ pub const WINDOW_MS: u64 = 30_000;
 pub struct BrokerGauges {
     active: Gauge,
     fenced: Gauge,
+    topics: Gauge,
+    partitions: Gauge,
+    offline: Gauge,
+    imbalance: Gauge,
 }
 
 impl BrokerGauges {
@@ -48,7 +52,44 @@ impl BrokerGauges {
             "Registered brokers that are fenced (Kafka's FencedBrokerCount)",
             g.fenced.clone(),
         );
+        for (name, help, gauge) in [
+            (
+                "globaltopiccount",
+                "Topics (Kafka's GlobalTopicCount)",
+                &g.topics,
+            ),
+            (
+                "globalpartitioncount",
+                "Partitions (Kafka's GlobalPartitionCount)",
+                &g.partitions,
+            ),
+            (
+                "offlinepartitionscount",
+                "Partitions without a leader (Kafka's OfflinePartitionsCount)",
+                &g.offline,
+            ),
+            (
+                "preferredreplicaimbalancecount",
+                "Partitions not led by their preferred replica (Kafka's PreferredReplicaImbalanceCount)",
+                &g.imbalance,
+            ),
+        ] {
+            r.register(name, help, gauge.clone());
+        }
         g
+    }
+
+    /// Sets the topic gauges: topics, partitions, offline partitions and
+    /// partitions not led by their preferred replica.
+    pub fn set_topics(&self, topics: usize, partitions: usize, offline: usize, imbalance: usize) {
+        for (gauge, value) in [
+            (&self.topics, topics),
+            (&self.partitions, partitions),
+            (&self.offline, offline),
+            (&self.imbalance, imbalance),
+        ] {
+            gauge.set(i64::try_from(value).unwrap_or(i64::MAX));
+        }
     }
 
     /// Sets the counts of unfenced and fenced brokers.

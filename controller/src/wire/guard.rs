@@ -31,6 +31,8 @@ enum Ty {
     I32Arr,
     /// Array of UUID (16 bytes each).
     UuidArr,
+    /// Array of strings.
+    StrArr,
     /// An embedded struct.
     Struct(&'static Schema),
 }
@@ -401,6 +403,126 @@ static UNREGISTER_BROKER: Schema = Schema {
     flexible_from: 0,
 };
 
+// ---- CreateTopics (19) v2-7 (flexible from 5), DeleteTopics (20) v1-6
+// (from 4), CreatePartitions (37) v0-3 (from 2), AlterPartition (56) v2-3
+// (always), ElectLeaders (43) v0-2 (from 2); Kafka 4.4's schemas.
+static CREATABLE_REPLICA_ASSIGNMENT: Schema = Schema {
+    fields: &[f(Ty::I32, 0, ALL), f(Ty::I32Arr, 0, ALL)], // partition_index, broker_ids
+    tagged: NO_TAGS,
+    flexible_from: 5,
+};
+static CREATABLE_TOPIC_CONFIG: Schema = Schema {
+    fields: &[f(Ty::Str, 0, ALL), f(Ty::Str, 0, ALL)], // name, value
+    tagged: NO_TAGS,
+    flexible_from: 5,
+};
+static CREATABLE_TOPIC: Schema = Schema {
+    fields: &[
+        f(Ty::Str, 0, ALL),                                // name
+        f(Ty::I32, 0, ALL),                                // num_partitions
+        f(Ty::I16, 0, ALL),                                // replication_factor
+        f(Ty::Arr(&CREATABLE_REPLICA_ASSIGNMENT), 0, ALL), // assignments
+        f(Ty::Arr(&CREATABLE_TOPIC_CONFIG), 0, ALL),       // configs
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 5,
+};
+static CREATE_TOPICS: Schema = Schema {
+    fields: &[
+        f(Ty::Arr(&CREATABLE_TOPIC), 0, ALL), // topics
+        f(Ty::I32, 0, ALL),                   // timeout_ms
+        f(Ty::Bool, 1, ALL),                  // validate_only
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 5,
+};
+static DELETE_TOPIC_STATE: Schema = Schema {
+    fields: &[f(Ty::Str, 6, ALL), f(Ty::Uuid, 6, ALL)], // name, topic_id
+    tagged: NO_TAGS,
+    flexible_from: 4,
+};
+static DELETE_TOPICS: Schema = Schema {
+    fields: &[
+        f(Ty::Arr(&DELETE_TOPIC_STATE), 6, ALL), // topics
+        f(Ty::StrArr, 0, 5),                     // topic_names
+        f(Ty::I32, 0, ALL),                      // timeout_ms
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 4,
+};
+static CREATE_PARTITIONS_ASSIGNMENT: Schema = Schema {
+    fields: &[f(Ty::I32Arr, 0, ALL)], // broker_ids
+    tagged: NO_TAGS,
+    flexible_from: 2,
+};
+static CREATE_PARTITIONS_TOPIC: Schema = Schema {
+    fields: &[
+        f(Ty::Str, 0, ALL),                                // name
+        f(Ty::I32, 0, ALL),                                // count
+        f(Ty::Arr(&CREATE_PARTITIONS_ASSIGNMENT), 0, ALL), // assignments
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 2,
+};
+static CREATE_PARTITIONS: Schema = Schema {
+    fields: &[
+        f(Ty::Arr(&CREATE_PARTITIONS_TOPIC), 0, ALL), // topics
+        f(Ty::I32, 0, ALL),                           // timeout_ms
+        f(Ty::Bool, 0, ALL),                          // validate_only
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 2,
+};
+static AP_BROKER_STATE: Schema = Schema {
+    fields: &[f(Ty::I32, 3, ALL), f(Ty::I64, 3, ALL)], // broker_id, broker_epoch
+    tagged: NO_TAGS,
+    flexible_from: 0,
+};
+static AP_PARTITION: Schema = Schema {
+    fields: &[
+        f(Ty::I32, 0, ALL),                   // partition_index
+        f(Ty::I32, 0, ALL),                   // leader_epoch
+        f(Ty::I32Arr, 0, 2),                  // new_isr
+        f(Ty::Arr(&AP_BROKER_STATE), 3, ALL), // new_isr_with_epochs
+        f(Ty::I8, 1, ALL),                    // leader_recovery_state
+        f(Ty::I32, 0, ALL),                   // partition_epoch
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 0,
+};
+static AP_TOPIC: Schema = Schema {
+    fields: &[
+        f(Ty::Str, 0, 1),                  // topic_name
+        f(Ty::Uuid, 2, ALL),               // topic_id
+        f(Ty::Arr(&AP_PARTITION), 0, ALL), // partitions
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 0,
+};
+static ALTER_PARTITION: Schema = Schema {
+    fields: &[
+        f(Ty::I32, 0, ALL),            // broker_id
+        f(Ty::I64, 0, ALL),            // broker_epoch
+        f(Ty::Arr(&AP_TOPIC), 0, ALL), // topics
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 0,
+};
+static EL_TOPIC_PARTITIONS: Schema = Schema {
+    fields: &[f(Ty::Str, 0, ALL), f(Ty::I32Arr, 0, ALL)], // topic, partitions
+    tagged: NO_TAGS,
+    flexible_from: 2,
+};
+static ELECT_LEADERS: Schema = Schema {
+    fields: &[
+        f(Ty::I8, 1, ALL),                        // election_type
+        f(Ty::Arr(&EL_TOPIC_PARTITIONS), 0, ALL), // topic_partitions
+        f(Ty::I32, 0, ALL),                       // timeout_ms
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 2,
+};
+
 // ---- DescribeCluster (60) v0-2 and ApiVersions (18) v0-4: no arrays.
 static DESCRIBE_CLUSTER: Schema = Schema {
     fields: &[f(Ty::Bool, 0, ALL), f(Ty::I8, 1, ALL), f(Ty::Bool, 2, ALL)],
@@ -430,6 +552,11 @@ fn schema(api_key: ApiKey) -> Option<&'static Schema> {
         ApiKey::BrokerRegistration => &BROKER_REGISTRATION,
         ApiKey::BrokerHeartbeat => &BROKER_HEARTBEAT,
         ApiKey::UnregisterBroker => &UNREGISTER_BROKER,
+        ApiKey::CreateTopics => &CREATE_TOPICS,
+        ApiKey::DeleteTopics => &DELETE_TOPICS,
+        ApiKey::CreatePartitions => &CREATE_PARTITIONS,
+        ApiKey::AlterPartition => &ALTER_PARTITION,
+        ApiKey::ElectLeaders => &ELECT_LEADERS,
         _ => return None,
     })
 }
@@ -526,6 +653,13 @@ impl Walker<'_> {
             Ty::UuidArr => {
                 let n = self.count(flexible, 16)?.unwrap_or(0);
                 self.skip(n * 16, "uuid array")
+            }
+            Ty::StrArr => {
+                let n = self.count(flexible, 1)?.unwrap_or(0);
+                for _ in 0..n {
+                    self.value(Ty::Str, flexible)?;
+                }
+                Ok(())
             }
             Ty::Arr(schema) => {
                 let n = self.count(flexible, 1)?.unwrap_or(0);

@@ -3,7 +3,9 @@
 //! decodes them, driven by Kafka's own message schemas (the JSON files of
 //! `clients/src/main/resources/common/message/`, copied into `wire/schemas/`:
 //! Kafka 4.1.2 for the Raft and admin APIs, 4.4.0 (DESIGN.md's reference) for
-//! BrokerRegistration, BrokerHeartbeat and UnregisterBroker, whose response
+//! BrokerRegistration, BrokerHeartbeat, UnregisterBroker and the topic
+//! APIs (CreateTopics, DeleteTopics, CreatePartitions, AlterPartition,
+//! ElectLeaders), whose response
 //! bodies are the same in both (4.4's ApiVersions response is 0-5, harmless
 //! while we advertise 0-4).
 //!
@@ -41,6 +43,11 @@ const SCHEMAS: &[&str] = &[
     include_str!("schemas/UnregisterBrokerResponse.json"),
     include_str!("schemas/UpdateRaftVoterResponse.json"),
     include_str!("schemas/VoteResponse.json"),
+    include_str!("schemas/CreateTopicsResponse.json"),
+    include_str!("schemas/DeleteTopicsResponse.json"),
+    include_str!("schemas/CreatePartitionsResponse.json"),
+    include_str!("schemas/AlterPartitionResponse.json"),
+    include_str!("schemas/ElectLeadersResponse.json"),
     include_str!("schemas/KRaftVersionRecord.json"),
     include_str!("schemas/LeaderChangeMessage.json"),
     include_str!("schemas/SnapshotFooterRecord.json"),

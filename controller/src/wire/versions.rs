@@ -57,6 +57,12 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::BrokerRegistration, 0, 4),
     api(ApiKey::BrokerHeartbeat, 0, 1),
     api(ApiKey::UnregisterBroker, 0, 0),
+    // Topics, partitions, leaders and ISRs (issue 17): Kafka 4.4's ranges.
+    api(ApiKey::CreateTopics, 2, 7),
+    api(ApiKey::DeleteTopics, 1, 6),
+    api(ApiKey::CreatePartitions, 0, 3),
+    api(ApiKey::ElectLeaders, 0, 2),
+    api(ApiKey::AlterPartition, 2, 3),
 ];
 
 /// The supported row for `key`, or `None` when we do not answer that api.

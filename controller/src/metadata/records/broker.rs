@@ -113,7 +113,7 @@ pub struct RegisterBrokerRecord {
     pub cordoned_log_dirs: Option<Vec<Uuid>>,
 }
 
-fn put_uuids(buf: &mut BytesMut, ids: &[Uuid]) {
+pub(super) fn put_uuids(buf: &mut BytesMut, ids: &[Uuid]) {
     put_uvarint(buf, ids.len() as u32 + 1);
     for id in ids {
         buf.put_slice(id.as_bytes());
@@ -121,13 +121,13 @@ fn put_uuids(buf: &mut BytesMut, ids: &[Uuid]) {
 }
 
 /// Appends one tagged field: tag, size, bytes.
-fn put_tagged(buf: &mut BytesMut, tag: u32, value: &[u8]) {
+pub(super) fn put_tagged(buf: &mut BytesMut, tag: u32, value: &[u8]) {
     put_uvarint(buf, tag);
     put_uvarint(buf, value.len() as u32);
     buf.put_slice(value);
 }
 
-fn framed(api_key: u32, version: u32) -> BytesMut {
+pub(super) fn framed(api_key: u32, version: u32) -> BytesMut {
     let mut buf = BytesMut::new();
     put_uvarint(&mut buf, FRAME_VERSION);
     put_uvarint(&mut buf, api_key);
@@ -136,13 +136,13 @@ fn framed(api_key: u32, version: u32) -> BytesMut {
 }
 
 impl Reader<'_> {
-    fn i64(&mut self) -> Result<i64, RecordsError> {
+    pub(super) fn i64(&mut self) -> Result<i64, RecordsError> {
         let b = self.take(8)?;
         let mut a = [0u8; 8];
         a.copy_from_slice(b);
         Ok(i64::from_be_bytes(a))
     }
-    fn uuid(&mut self) -> Result<Uuid, RecordsError> {
+    pub(super) fn uuid(&mut self) -> Result<Uuid, RecordsError> {
         let mut id = [0u8; 16];
         id.copy_from_slice(self.take(16)?);
         Ok(Uuid::from_bytes(id))
@@ -151,7 +151,7 @@ impl Reader<'_> {
         Ok(self.take(1)?[0] != 0)
     }
     /// A nullable compact uuid array: length 0 is null.
-    fn nullable_uuids(&mut self) -> Result<Option<Vec<Uuid>>, RecordsError> {
+    pub(super) fn nullable_uuids(&mut self) -> Result<Option<Vec<Uuid>>, RecordsError> {
         let n = self.uvarint()?;
         if n == 0 {
             return Ok(None);
@@ -163,7 +163,7 @@ impl Reader<'_> {
         Ok(Some(out))
     }
     /// The tagged fields section as `(tag, bytes)` pairs.
-    fn tagged_fields(&mut self) -> Result<Vec<(u32, &[u8])>, RecordsError> {
+    pub(super) fn tagged_fields(&mut self) -> Result<Vec<(u32, &[u8])>, RecordsError> {
         let count = self.uvarint()?;
         let mut out = Vec::new();
         for _ in 0..count {
@@ -175,7 +175,7 @@ impl Reader<'_> {
     }
 }
 
-fn reader(message: &[u8]) -> Reader<'_> {
+pub(super) fn reader(message: &[u8]) -> Reader<'_> {
     Reader {
         bytes: message,
         position: 0,

@@ -30,10 +30,11 @@ pub mod broker;
 pub mod config;
 pub mod feature;
 pub mod registration;
+pub mod topic;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-pub use self::{broker::*, config::*, feature::*, registration::*};
+pub use self::{broker::*, config::*, feature::*, registration::*, topic::*};
 
 /// Frame version of `ApiMessageAndVersion` in the metadata log.
 pub const FRAME_VERSION: u32 = 1;
