@@ -15,68 +15,18 @@ use kafka_protocol::{
     messages::{
         BrokerHeartbeatRequest, BrokerHeartbeatResponse, BrokerRegistrationRequest,
         BrokerRegistrationResponse, RequestKind, ResponseKind,
-        broker_registration_request::{Feature, Listener},
     },
-    protocol::StrBytes,
 };
-use kraft_controller::wire::client::{ClientConfig, Connection};
 use serde_json::Value;
-use support::{CLUSTER_ID, Quorum, QuorumBuilder, wait_for};
+use support::{
+    CLUSTER_ID, Quorum, QuorumBuilder,
+    kafka_broker::{call, registration},
+    wait_for,
+};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 const BROKER: i32 = 100;
 const SESSION_TIMEOUT_MS: u64 = 2_000;
-
-fn call(quorum: &Quorum, id: i32, version: i16, request: RequestKind) -> ResponseKind {
-    let address = quorum.node(id).address();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
-    runtime
-        .block_on(async move {
-            let connection = Connection::connect(&address, ClientConfig::default()).await?;
-            connection.call(version, request).await
-        })
-        .expect("an answer")
-}
-
-fn registration(cluster_id: &str, broker_id: i32) -> BrokerRegistrationRequest {
-    BrokerRegistrationRequest::default()
-        .with_broker_id(broker_id.into())
-        .with_cluster_id(StrBytes::from_string(cluster_id.to_owned()))
-        .with_incarnation_id(uuid::Uuid::from_u128(0xb0b))
-        .with_listeners(vec![
-            Listener::default()
-                .with_name(StrBytes::from_static_str("PLAINTEXT"))
-                .with_host(StrBytes::from_static_str("127.0.0.1"))
-                .with_port(9092),
-        ])
-        .with_features(vec![
-            Feature::default()
-                .with_name(StrBytes::from_static_str("metadata.version"))
-                .with_min_supported_version(7)
-                .with_max_supported_version(27),
-            Feature::default()
-                .with_name(StrBytes::from_static_str("kraft.version"))
-                .with_max_supported_version(1),
-            Feature::default()
-                .with_name(StrBytes::from_static_str("group.version"))
-                .with_max_supported_version(1),
-            Feature::default()
-                .with_name(StrBytes::from_static_str("transaction.version"))
-                .with_max_supported_version(2),
-            Feature::default()
-                .with_name(StrBytes::from_static_str(
-                    "eligible.leader.replicas.version",
-                ))
-                .with_max_supported_version(1),
-        ])
-        .with_log_dirs(vec![uuid::Uuid::from_u128(
-            0xd1d1_0000_0000_0000_0000_0000_0000_0001,
-        )])
-        .with_previous_broker_epoch(-1)
-}
 
 fn register_at(
     quorum: &Quorum,

@@ -175,6 +175,20 @@ fn data_text(record: &DataRecord) -> String {
                         ),
                     }
                 }
+                (crate::metadata::records::PRODUCER_IDS_RECORD_API_KEY, 0, _) => {
+                    match crate::metadata::records::ProducerIdsRecord::decode_message(
+                        &framed.message,
+                    ) {
+                        Ok(r) => format!(
+                            "PRODUCER_IDS_RECORD(15) version=0 broker_id={} broker_epoch={} next_producer_id={}",
+                            r.broker_id, r.broker_epoch, r.next_producer_id
+                        ),
+                        Err(e) => format!(
+                            "PRODUCER_IDS_RECORD(15) undecodable ({e}) bytes={}",
+                            hex(&framed.message)
+                        ),
+                    }
+                }
                 (BEGIN_TRANSACTION_RECORD_API_KEY, 0, _) => {
                     match begin_transaction_name(&framed.message) {
                         Ok(n) => format!(
@@ -455,5 +469,25 @@ mod broker_record_tests {
              fenced=-1 in_controlled_shutdown=0 log_dirs=[]"
         );
         assert!(broker_text("FENCE_BROKER_RECORD", 7, 0, &[0, 0]).contains("undecodable"));
+    }
+
+    #[test]
+    fn producer_ids_records_are_decoded_by_name() {
+        let value = crate::metadata::records::ProducerIdsRecord {
+            broker_id: 1,
+            broker_epoch: 42,
+            next_producer_id: 2000,
+        }
+        .encode_framed();
+        let record = DataRecord {
+            offset: 0,
+            timestamp: 0,
+            key: None,
+            value: Some(value),
+        };
+        assert_eq!(
+            data_text(&record),
+            "PRODUCER_IDS_RECORD(15) version=0 broker_id=1 broker_epoch=42 next_producer_id=2000"
+        );
     }
 }

@@ -8,6 +8,8 @@
 //! | RegisterControllerRecord (27) | replaces the registration of its controller id (KIP-919) |
 //! | broker records (0, 1, 7, 8, 17) | broker registrations, fencing, controlled shutdown (`metadata::brokers`) |
 //! | topic records (2, 3, 5, 9, 28) | topics, partitions, leaders, ISRs (`metadata::topics`) |
+//! | ConfigRecord (4) | a resource's dynamic config key set or (null value) deleted (`metadata::configs`) |
+//! | ProducerIdsRecord (15) | the next producer id to hand out (Kafka's `ProducerIdsImage`) |
 //! | NoOpRecord (20) | counted |
 //! | Begin/End/AbortTransactionRecord (23/24/25) | counted, not state (see below) |
 //! | any other type or version | kept untouched, with its offset, so a newer writer's records survive an older reader (and its snapshots) |
@@ -30,10 +32,12 @@ use bytes::Bytes;
 use super::brokers::{
     BrokerRecordError, BrokerRegistration, apply_broker_record, is_broker_record,
 };
+use super::configs::ConfigsImage;
 use super::records::{
-    ABORT_TRANSACTION_RECORD_API_KEY, BEGIN_TRANSACTION_RECORD_API_KEY, ControllerEndpoint,
-    ControllerFeature, END_TRANSACTION_RECORD_API_KEY, FEATURE_LEVEL_RECORD_API_KEY,
-    FeatureLevelRecord, FramedRecord, METADATA_VERSION_FEATURE, NO_OP_RECORD_API_KEY,
+    ABORT_TRANSACTION_RECORD_API_KEY, BEGIN_TRANSACTION_RECORD_API_KEY, CONFIG_RECORD_API_KEY,
+    ConfigRecord, ControllerEndpoint, ControllerFeature, END_TRANSACTION_RECORD_API_KEY,
+    FEATURE_LEVEL_RECORD_API_KEY, FeatureLevelRecord, FramedRecord, METADATA_VERSION_FEATURE,
+    NO_OP_RECORD_API_KEY, PRODUCER_IDS_RECORD_API_KEY, ProducerIdsRecord,
     REGISTER_CONTROLLER_RECORD_API_KEY, RecordsError, RegisterControllerRecord,
     partition_record_version, register_broker_record_version,
 };
@@ -118,6 +122,8 @@ pub struct MetadataImage {
     controllers: BTreeMap<i32, ControllerRegistration>,
     brokers: BTreeMap<i32, BrokerRegistration>,
     topics: TopicsImage,
+    next_producer_id: Option<i64>,
+    configs: ConfigsImage,
     no_op_records: u64,
     transaction_markers: u64,
     unknown: Vec<UnknownRecord>,
@@ -158,6 +164,17 @@ impl MetadataImage {
     /// Topics and their partitions.
     pub fn topics(&self) -> &TopicsImage {
         &self.topics
+    }
+
+    /// The dynamic configurations (ConfigRecords) by resource.
+    pub fn configs(&self) -> &ConfigsImage {
+        &self.configs
+    }
+
+    /// The first producer id of the next block to hand out, `None` before
+    /// any ProducerIdsRecord (Kafka's `ProducerIdsImage.EMPTY`, -1).
+    pub fn next_producer_id(&self) -> Option<i64> {
+        self.next_producer_id
     }
 
     /// Sets every broker's record offset to `offset` (a loaded snapshot's
@@ -245,6 +262,14 @@ impl MetadataImage {
                 self.topics
                     .apply(&framed)
                     .map_err(|source| ImageError::Topic { offset, source })?;
+            }
+            (CONFIG_RECORD_API_KEY, 0) => {
+                let r = ConfigRecord::decode_message(&framed.message).map_err(err)?;
+                self.configs.apply(&r);
+            }
+            (PRODUCER_IDS_RECORD_API_KEY, 0) => {
+                let r = ProducerIdsRecord::decode_message(&framed.message).map_err(err)?;
+                self.next_producer_id = Some(r.next_producer_id);
             }
             (NO_OP_RECORD_API_KEY, _) => self.no_op_records += 1,
             (
@@ -337,7 +362,9 @@ impl MetadataImage {
 /// RegisterBrokerRecord version of the image's `metadata.version`, as
 /// Kafka's `ClusterImage` writes them), topics by id each with its partitions
 /// (at the PartitionRecord version of the `metadata.version`, as Kafka's
-/// `TopicsImage` writes them), then unknown records in offset order
+/// `TopicsImage` writes them), the configurations by resource and key, the
+/// next producer id (as Kafka's `ProducerIdsImage` writes it), then unknown
+/// records in offset order
 /// (no-ops and transaction markers are not state). Applying them to an empty
 /// image gives an image equal to this one but for the no-op count and the
 /// offsets: what a snapshot of the image holds.
@@ -382,6 +409,18 @@ pub fn image_records(image: &MetadataImage) -> Vec<Bytes> {
     out.extend(image.topics.records(partition_record_version(
         image.feature_level(METADATA_VERSION_FEATURE).unwrap_or(0),
     )));
+    out.extend(image.configs.records());
+    if let Some(next_producer_id) = image.next_producer_id {
+        // Kafka's ProducerIdsImage.write: no broker, no epoch.
+        out.push(
+            ProducerIdsRecord {
+                broker_id: -1,
+                broker_epoch: -1,
+                next_producer_id,
+            }
+            .encode_framed(),
+        );
+    }
     for u in &image.unknown {
         out.push(u.record.encode());
     }
@@ -532,5 +571,33 @@ mod tests {
         assert_eq!(records.len(), 3);
         assert_eq!(records[0], level(METADATA_VERSION_FEATURE, 27));
         assert_eq!(records[1], level("eligible.leader.replicas.version", 1));
+    }
+
+    #[test]
+    fn a_producer_ids_record_sets_the_next_producer_id_and_the_image_writes_it_without_a_broker() {
+        let mut image = MetadataImage::default();
+        assert_eq!(image.next_producer_id(), None);
+        assert!(image_records(&image).is_empty());
+        let record = |next| {
+            ProducerIdsRecord {
+                broker_id: 1,
+                broker_epoch: 42,
+                next_producer_id: next,
+            }
+            .encode_framed()
+        };
+        image.apply_record(0, &record(1000)).expect("applies");
+        image.apply_record(1, &record(2000)).expect("applies");
+        assert_eq!(image.next_producer_id(), Some(2000));
+        let records = image_records(&image);
+        let expected = ProducerIdsRecord {
+            broker_id: -1,
+            broker_epoch: -1,
+            next_producer_id: 2000,
+        };
+        assert_eq!(records, vec![expected.encode_framed()]);
+        let mut rebuilt = MetadataImage::default();
+        rebuilt.apply_record(0, &records[0]).expect("applies");
+        assert_eq!(rebuilt.next_producer_id(), Some(2000));
     }
 }

@@ -139,6 +139,9 @@ const API_KEYS: &[ApiKey] = &[
     ApiKey::CreatePartitions,
     ApiKey::AlterPartition,
     ApiKey::ElectLeaders,
+    ApiKey::AllocateProducerIds,
+    ApiKey::IncrementalAlterConfigs,
+    ApiKey::AlterConfigs,
 ];
 
 impl MetadataListener {
@@ -333,7 +336,10 @@ impl Listener<FileLog> for MetadataListener {
             | RequestKind::DeleteTopics(_)
             | RequestKind::CreatePartitions(_)
             | RequestKind::AlterPartition(_)
-            | RequestKind::ElectLeaders(_)) => {
+            | RequestKind::ElectLeaders(_)
+            | RequestKind::AllocateProducerIds(_)
+            | RequestKind::IncrementalAlterConfigs(_)
+            | RequestKind::AlterConfigs(_)) => {
                 self.quorum
                     .on_request(client, &self.image, request, handle)?;
             }

@@ -2,7 +2,7 @@
 //!
 //! [`records`] holds the encoders and decoders of the few Kafka metadata
 //! records this project writes or reads; [`image`] is the state machine over
-//! the committed ones; [`bootstrap`] the records a new cluster's first leader
+//! the committed ones ([`configs`] its dynamic configurations); [`bootstrap`] the records a new cluster's first leader
 //! writes; [`registration`] KIP-919 controller registration (when to send,
 //! what the active controller appends); [`view`] the image as JSON and
 //! [`http`] its `GET /metadata` route; [`cluster`] the answers built from
@@ -13,6 +13,7 @@
 pub mod bootstrap;
 pub mod brokers;
 pub mod cluster;
+pub mod configs;
 pub mod http;
 pub mod image;
 pub mod listener;

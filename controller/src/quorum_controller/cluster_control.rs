@@ -364,6 +364,28 @@ impl ClusterControl {
         Ok(())
     }
 
+    /// Kafka's `ClusterControlManager.checkBrokerEpoch`: the registration of
+    /// broker `id` when `epoch` is its current epoch; otherwise
+    /// STALE_BROKER_EPOCH with Kafka's message.
+    pub fn check_broker_epoch(&self, id: i32, epoch: i64) -> Result<&BrokerRegistration, Refusal> {
+        let Some(b) = self.brokers.get(&id) else {
+            return refuse(
+                ResponseError::StaleBrokerEpoch,
+                format!("No broker registration found for broker id {id}"),
+            );
+        };
+        if b.epoch != epoch {
+            return refuse(
+                ResponseError::StaleBrokerEpoch,
+                format!(
+                    "Expected broker epoch {}, but got broker epoch {epoch}",
+                    b.epoch
+                ),
+            );
+        }
+        Ok(b)
+    }
+
     /// BrokerHeartbeat (API 63), Kafka's `processBrokerHeartbeat`:
     /// STALE_BROKER_EPOCH for an unknown broker or another epoch; otherwise
     /// the next control state ([`BrokerHeartbeatManager::next_state`];
@@ -381,21 +403,7 @@ impl ClusterControl {
         has_leaderships: bool,
     ) -> Result<Decision<HeartbeatAnswer>, Refusal> {
         let id = request.broker_id.0;
-        let Some(b) = self.brokers.get(&id) else {
-            return refuse(
-                ResponseError::StaleBrokerEpoch,
-                format!("No broker registration found for broker id {id}"),
-            );
-        };
-        if b.epoch != request.broker_epoch {
-            return refuse(
-                ResponseError::StaleBrokerEpoch,
-                format!(
-                    "Expected broker epoch {}, but got broker epoch {}",
-                    b.epoch, request.broker_epoch
-                ),
-            );
-        }
+        let b = self.check_broker_epoch(id, request.broker_epoch)?;
         let (epoch, register_offset, current) = (b.epoch, b.record_offset, current_state(b));
         let ask = HeartbeatAsk {
             want_fence: request.want_fence,

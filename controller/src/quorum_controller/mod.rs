@@ -13,6 +13,11 @@
 //!   after broker changes, AlterPartition (56), ElectLeaders (43) and the
 //!   automatic preferred-leader balance, built by [`partition_change`]
 //!   (`PartitionChangeBuilder`); [`answers`] maps the requests.
+//! - [`producer_ids`] (Kafka's `ProducerIdControlManager`): AllocateProducerIds
+//!   (67), blocks of producer ids.
+//! - [`configs`] (Kafka's `ConfigurationControlManager`) and
+//!   [`topic_config_defs`] (Kafka's `LogConfig` keys and checks):
+//!   IncrementalAlterConfigs (44) and AlterConfigs (33).
 //! - This file: activation, the speculative state's life, and answering
 //!   each request only once the records it caused (and everything appended
 //!   before) are committed, as Kafka's controller event queue does.
@@ -32,12 +37,15 @@
 
 pub mod answers;
 pub mod cluster_control;
+pub mod configs;
 pub mod heartbeat;
 pub mod leadership;
 pub mod partition_change;
 pub mod placement;
 pub mod replication_control;
 pub mod topic_names;
+pub mod producer_ids;
+pub mod topic_config_defs;
 
 use std::collections::BTreeSet;
 
@@ -45,8 +53,8 @@ use bytes::Bytes;
 use kafka_protocol::{
     error::ResponseError,
     messages::{
-        ApiKey, BrokerHeartbeatResponse, BrokerRegistrationResponse, RequestKind, ResponseKind,
-        UnregisterBrokerResponse,
+        AllocateProducerIdsResponse, ApiKey, BrokerHeartbeatResponse, BrokerRegistrationResponse,
+        RequestKind, ResponseKind, UnregisterBrokerResponse,
     },
     protocol::StrBytes,
 };
@@ -55,6 +63,8 @@ use self::{
     cluster_control::{ClusterControl, Decision, Refusal},
     leadership::broker_states,
     replication_control::{ReplicationConfig, ReplicationControl},
+    configs::{ConfigurationControl, ResourceExistence},
+    producer_ids::ProducerIdControl,
 };
 use crate::{
     log::ReplicatedLog,
@@ -81,6 +91,9 @@ pub const API_KEYS: &[ApiKey] = &[
     ApiKey::CreatePartitions,
     ApiKey::AlterPartition,
     ApiKey::ElectLeaders,
+    ApiKey::AllocateProducerIds,
+    ApiKey::IncrementalAlterConfigs,
+    ApiKey::AlterConfigs,
 ];
 
 /// What the quorum controller needs from the node.
@@ -109,6 +122,8 @@ struct Active {
     metadata_level: i16,
     /// When the next preferred-leader balance runs (monotonic ms).
     next_balance_ms: Option<u64>,
+    producer_ids: ProducerIdControl,
+    configs: ConfigurationControl,
 }
 
 /// An answer waiting for its records to commit.
@@ -130,15 +145,40 @@ pub struct QuorumController {
     pending: Vec<Pending>,
 }
 
+fn not_controller_refusal() -> Refusal {
+    (
+        ResponseError::NotController,
+        "this node is not the active controller".into(),
+    )
+}
+
 /// The NOT_CONTROLLER answer to a request of `api`.
 fn not_controller(api: ApiKey) -> ResponseKind {
-    refused(
-        api,
-        (
-            ResponseError::NotController,
-            "this node is not the active controller".into(),
-        ),
-    )
+    refused(api, not_controller_refusal())
+}
+
+/// Whether a topic exists, for the config checks: there are no topics in
+/// this image yet (the topics half of the controller is another branch),
+/// so every topic is unknown; wire the speculative topics in here.
+fn topic_exists(_image: &MetadataImage, _name: &str) -> bool {
+    false
+}
+
+/// What the config checks read: the speculative brokers, the controllers
+/// (voters and registered ones) and the topics.
+struct Existence<'a> {
+    image: &'a MetadataImage,
+    cluster: &'a ClusterControl,
+    controllers: BTreeSet<i32>,
+}
+
+impl ResourceExistence for Existence<'_> {
+    fn topic_exists(&self, name: &str) -> bool {
+        topic_exists(self.image, name)
+    }
+    fn node_exists(&self, id: i32) -> bool {
+        self.cluster.brokers().contains_key(&id) || self.controllers.contains(&id)
+    }
 }
 
 /// The answer refusing a request of `api` with `error`.
@@ -154,6 +194,9 @@ fn refused(api: ApiKey, (error, message): Refusal) -> ResponseKind {
             BrokerHeartbeatResponse::default()
                 .with_error_code(code)
                 .with_is_fenced(true),
+        ),
+        ApiKey::AllocateProducerIds => ResponseKind::AllocateProducerIds(
+            AllocateProducerIdsResponse::default().with_error_code(code),
         ),
         _ => ResponseKind::UnregisterBroker(
             UnregisterBrokerResponse::default()
@@ -229,6 +272,8 @@ impl QuorumController {
                 .config
                 .leader_imbalance_check_interval_ms
                 .map(|i| now.saturating_add(i)),
+            producer_ids: ProducerIdControl::activate(image),
+            configs: ConfigurationControl::activate(image),
         });
     }
 
@@ -288,11 +333,11 @@ impl QuorumController {
         }
     }
 
-    /// Handles BrokerRegistration, BrokerHeartbeat, UnregisterBroker and the
-    /// topic requests of [`answers`]: NOT_CONTROLLER unless active;
-    /// otherwise the decision's error at once, or its records (with the
-    /// partition changes a broker change causes) appended and its answer
-    /// given once they commit.
+    /// Handles BrokerRegistration, BrokerHeartbeat, UnregisterBroker,
+    /// AllocateProducerIds, the config requests and the topic requests of
+    /// [`answers`]: NOT_CONTROLLER unless active; otherwise the decision's
+    /// error at once, or its records (with the partition changes a broker
+    /// change causes) appended and its answer given once they commit.
     ///
     /// Errors: [`RaftError`] when the append failed (fatal).
     pub fn on_request<L: ReplicatedLog>(
@@ -306,6 +351,9 @@ impl QuorumController {
             RequestKind::BrokerRegistration(_) => ApiKey::BrokerRegistration,
             RequestKind::BrokerHeartbeat(_) => ApiKey::BrokerHeartbeat,
             RequestKind::UnregisterBroker(_) => ApiKey::UnregisterBroker,
+            RequestKind::AllocateProducerIds(_) => ApiKey::AllocateProducerIds,
+            RequestKind::IncrementalAlterConfigs(_) => ApiKey::IncrementalAlterConfigs,
+            RequestKind::AlterConfigs(_) => ApiKey::AlterConfigs,
             other => match answers::topic_api(other) {
                 Some(api) => api,
                 None => {
@@ -315,6 +363,7 @@ impl QuorumController {
             },
         };
         let not_controller_answer = answers::error_answer(&request, ResponseError::NotController)
+            .or_else(|| configs::refused_response(&request, &not_controller_refusal()))
             .unwrap_or_else(|| not_controller(api));
         self.maybe_activate(client, image);
         let Some(active) = self.active.as_mut() else {
@@ -344,13 +393,13 @@ impl QuorumController {
             RequestKind::BrokerHeartbeat(r) => Some(r.broker_id.0),
             _ => None,
         };
+        let controllers: BTreeSet<i32> = client
+            .voters()
+            .ids()
+            .chain(image.controllers().keys().copied())
+            .collect();
         let decision: Result<Decision<ResponseKind>, Refusal> = match request {
             RequestKind::BrokerRegistration(r) => {
-                let controllers: BTreeSet<i32> = client
-                    .voters()
-                    .ids()
-                    .chain(image.controllers().keys().copied())
-                    .collect();
                 // Kafka's QuorumController.registerBroker adds the raft
                 // layer's kraft.version to the image's finalized features.
                 let mut finalized = image.features().clone();
@@ -387,6 +436,49 @@ impl QuorumController {
                     records: d.records,
                     answer: ResponseKind::UnregisterBroker(UnregisterBrokerResponse::default()),
                 }),
+            RequestKind::AllocateProducerIds(r) => active
+                .producer_ids
+                .allocate(&active.cluster, r.broker_id.0, r.broker_epoch)
+                .map(|d| Decision {
+                    records: d.records,
+                    answer: ResponseKind::AllocateProducerIds(
+                        AllocateProducerIdsResponse::default()
+                            .with_producer_id_start(d.answer.start.into())
+                            .with_producer_id_len(d.answer.len),
+                    ),
+                }),
+            RequestKind::IncrementalAlterConfigs(r) => {
+                let exists = Existence {
+                    image,
+                    cluster: &active.cluster,
+                    controllers,
+                };
+                let d = active.configs.incremental_alter(
+                    configs::incremental_resources(&r),
+                    r.validate_only,
+                    &exists,
+                );
+                Ok(Decision {
+                    records: d.records,
+                    answer: configs::incremental_response(&d.results),
+                })
+            }
+            RequestKind::AlterConfigs(r) => {
+                let exists = Existence {
+                    image,
+                    cluster: &active.cluster,
+                    controllers,
+                };
+                let d = active.configs.legacy_alter(
+                    configs::legacy_resources(&r),
+                    r.validate_only,
+                    &exists,
+                );
+                Ok(Decision {
+                    records: d.records,
+                    answer: configs::legacy_response(&d.results),
+                })
+            }
             _ => unreachable!("api keys matched above"),
         };
         match decision {

@@ -596,3 +596,55 @@ fn on_kraft_version_1_a_broker_without_kraft_version_1_is_unsupported_and_nothin
     node.commit_all();
     assert_eq!(node.registration_answer(h), (0, end));
 }
+
+fn allocate(id: i32, epoch: i64) -> RequestKind {
+    RequestKind::AllocateProducerIds(
+        kafka_protocol::messages::AllocateProducerIdsRequest::default()
+            .with_broker_id(id.into())
+            .with_broker_epoch(epoch),
+    )
+}
+
+/// The one AllocateProducerIds answer to `handle`: (error code, start, len).
+fn producer_ids_answer(node: &Node, handle: ReplyHandle) -> (i16, i64, i32) {
+    match node.answers(handle).as_slice() {
+        [ResponseKind::AllocateProducerIds(r)] => {
+            (r.error_code, r.producer_id_start.0, r.producer_id_len)
+        }
+        other => panic!("expected one AllocateProducerIds answer, got {other:?}"),
+    }
+}
+
+// Kafka's ProducerIdControlManager: the next block after the last handed
+// out, committed or not; answered once its record commits.
+#[test]
+fn two_producer_id_requests_before_a_commit_get_different_blocks_answered_once_committed() {
+    let mut node = Node::active(0);
+    let epoch = node.end_offset();
+    let h = node.request(broker(11));
+    node.commit_all();
+    assert_eq!(node.registration_answer(h), (0, epoch));
+    let a = node.request(allocate(11, epoch));
+    let b = node.request(allocate(11, epoch));
+    assert!(node.answers(a).is_empty() && node.answers(b).is_empty());
+    assert_eq!(node.qc.pending_answers(), 2);
+    let stale = node.request(allocate(11, epoch + 1));
+    assert_eq!(
+        producer_ids_answer(&node, stale),
+        (ResponseError::StaleBrokerEpoch.code(), 0, 0),
+        "refused at once, nothing appended"
+    );
+    node.commit_all();
+    assert_eq!(producer_ids_answer(&node, a), (0, 0, 1000));
+    assert_eq!(producer_ids_answer(&node, b), (0, 1000, 1000));
+    assert_eq!(node.image.next_producer_id(), Some(2000));
+    // A controller activated over the committed image continues after it.
+    let mut fresh = QuorumController::new(QuorumControllerConfig {
+        cluster_id: CLUSTER.into(),
+        session_timeout_ms: SESSION_MS,
+    });
+    std::mem::swap(&mut node.qc, &mut fresh);
+    let c = node.request(allocate(11, epoch));
+    node.commit_all();
+    assert_eq!(producer_ids_answer(&node, c), (0, 2000, 1000));
+}

@@ -6,12 +6,13 @@
 //!
 //! | api | operation |
 //! |---|---|
-//! | Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot, UpdateRaftVoter, ControllerRegistration, BrokerRegistration, BrokerHeartbeat | CLUSTER_ACTION |
+//! | Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot, UpdateRaftVoter, ControllerRegistration, BrokerRegistration, BrokerHeartbeat, AllocateProducerIds | CLUSTER_ACTION |
 //! | AddRaftVoter, RemoveRaftVoter, DescribeCluster (ALTER on a controller, not DESCRIBE as on a broker), UnregisterBroker, ElectLeaders, CreatePartitions (Kafka: or ALTER per topic) | ALTER |
 //! | AlterPartition | CLUSTER_ACTION |
 //! | CreateTopics (Kafka: or CREATE per topic) | CREATE |
 //! | DeleteTopics (Kafka: or DELETE per topic) | DELETE |
 //! | DescribeQuorum | DESCRIBE |
+//! | IncrementalAlterConfigs, AlterConfigs (Kafka checks each resource: CLUSTER for brokers, the TOPIC for topics; without stored ACLs the decision is the same for all) | ALTER_CONFIGS |
 //! | ApiVersions | none |
 //!
 //! The decision is the `StandardAuthorizer`'s without stored ACLs: super
@@ -50,6 +51,8 @@ pub enum Operation {
     Create,
     /// `DELETE`: deleting topics.
     Delete,
+    /// `ALTER_CONFIGS`: dynamic configs of topics and brokers.
+    AlterConfigs,
 }
 
 impl Operation {
@@ -61,6 +64,7 @@ impl Operation {
             Operation::Describe => "DESCRIBE",
             Operation::Create => "CREATE",
             Operation::Delete => "DELETE",
+            Operation::AlterConfigs => "ALTER_CONFIGS",
         }
     }
 }
@@ -77,7 +81,8 @@ pub fn required_operation(api: ApiKey) -> Option<Operation> {
         | ApiKey::ControllerRegistration
         | ApiKey::BrokerRegistration
         | ApiKey::BrokerHeartbeat
-        | ApiKey::AlterPartition => Some(Operation::ClusterAction),
+        | ApiKey::AlterPartition
+        | ApiKey::AllocateProducerIds => Some(Operation::ClusterAction),
         ApiKey::AddRaftVoter
         | ApiKey::RemoveRaftVoter
         | ApiKey::DescribeCluster
@@ -89,6 +94,7 @@ pub fn required_operation(api: ApiKey) -> Option<Operation> {
         ApiKey::DeleteTopics => Some(Operation::Delete),
         ApiKey::CreatePartitions => Some(Operation::Alter),
         ApiKey::DescribeQuorum => Some(Operation::Describe),
+        ApiKey::IncrementalAlterConfigs | ApiKey::AlterConfigs => Some(Operation::AlterConfigs),
         // ApiVersions, and anything else (which the event loop refuses).
         _ => None,
     }
@@ -173,6 +179,17 @@ pub fn denied_response(api: ApiKey, api_version: i16, principal: &str) -> Option
         ApiKey::BrokerHeartbeat => ResponseKind::BrokerHeartbeat(
             kafka_protocol::messages::BrokerHeartbeatResponse::default().with_error_code(code),
         ),
+        // Kafka answers each resource CLUSTER_/TOPIC_AUTHORIZATION_FAILED;
+        // this layer does not read the resources, so none are listed.
+        ApiKey::IncrementalAlterConfigs => ResponseKind::IncrementalAlterConfigs(
+            kafka_protocol::messages::IncrementalAlterConfigsResponse::default(),
+        ),
+        ApiKey::AlterConfigs => {
+            ResponseKind::AlterConfigs(kafka_protocol::messages::AlterConfigsResponse::default())
+        }
+        ApiKey::AllocateProducerIds => ResponseKind::AllocateProducerIds(
+            kafka_protocol::messages::AllocateProducerIdsResponse::default().with_error_code(code),
+        ),
         ApiKey::UnregisterBroker => ResponseKind::UnregisterBroker(
             kafka_protocol::messages::UnregisterBrokerResponse::default()
                 .with_error_code(code)
@@ -251,6 +268,14 @@ mod tests {
         assert_eq!(
             required_operation(ApiKey::DescribeQuorum),
             Some(Operation::Describe)
+        );
+        assert_eq!(
+            required_operation(ApiKey::AllocateProducerIds),
+            Some(Operation::ClusterAction)
+        );
+        assert_eq!(
+            required_operation(ApiKey::IncrementalAlterConfigs),
+            Some(Operation::AlterConfigs)
         );
         assert_eq!(required_operation(ApiKey::ApiVersions), None);
     }

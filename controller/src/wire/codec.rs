@@ -255,6 +255,9 @@ pub fn request_api_key(body: &RequestKind) -> Option<ApiKey> {
         RequestKind::BrokerRegistration(_) => ApiKey::BrokerRegistration,
         RequestKind::BrokerHeartbeat(_) => ApiKey::BrokerHeartbeat,
         RequestKind::UnregisterBroker(_) => ApiKey::UnregisterBroker,
+        RequestKind::AllocateProducerIds(_) => ApiKey::AllocateProducerIds,
+        RequestKind::IncrementalAlterConfigs(_) => ApiKey::IncrementalAlterConfigs,
+        RequestKind::AlterConfigs(_) => ApiKey::AlterConfigs,
         _ => return None,
     })
 }
@@ -278,6 +281,9 @@ fn response_api_key(body: &ResponseKind) -> ApiKey {
         ResponseKind::BrokerRegistration(_) => ApiKey::BrokerRegistration,
         ResponseKind::BrokerHeartbeat(_) => ApiKey::BrokerHeartbeat,
         ResponseKind::UnregisterBroker(_) => ApiKey::UnregisterBroker,
+        ResponseKind::AllocateProducerIds(_) => ApiKey::AllocateProducerIds,
+        ResponseKind::IncrementalAlterConfigs(_) => ApiKey::IncrementalAlterConfigs,
+        ResponseKind::AlterConfigs(_) => ApiKey::AlterConfigs,
         _ => ApiKey::Produce,
     }
 }

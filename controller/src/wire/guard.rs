@@ -523,6 +523,70 @@ static ELECT_LEADERS: Schema = Schema {
     flexible_from: 2,
 };
 
+// ---- AllocateProducerIds (67) v0, flexible: no arrays.
+static ALLOCATE_PRODUCER_IDS: Schema = Schema {
+    fields: &[
+        f(Ty::I32, 0, ALL), // broker_id
+        f(Ty::I64, 0, ALL), // broker_epoch
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 0,
+};
+
+// ---- IncrementalAlterConfigs (44) v0-1, flexible from 1; AlterConfigs
+// (33) v0-2, flexible from 2.
+static IAC_CONFIG: Schema = Schema {
+    fields: &[
+        f(Ty::Str, 0, ALL), // name
+        f(Ty::I8, 0, ALL),  // config_operation
+        f(Ty::Str, 0, ALL), // value
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 1,
+};
+static IAC_RESOURCE: Schema = Schema {
+    fields: &[
+        f(Ty::I8, 0, ALL),               // resource_type
+        f(Ty::Str, 0, ALL),              // resource_name
+        f(Ty::Arr(&IAC_CONFIG), 0, ALL), // configs
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 1,
+};
+static INCREMENTAL_ALTER_CONFIGS: Schema = Schema {
+    fields: &[
+        f(Ty::Arr(&IAC_RESOURCE), 0, ALL), // resources
+        f(Ty::Bool, 0, ALL),               // validate_only
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 1,
+};
+static AC_CONFIG: Schema = Schema {
+    fields: &[
+        f(Ty::Str, 0, ALL), // name
+        f(Ty::Str, 0, ALL), // value
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 2,
+};
+static AC_RESOURCE: Schema = Schema {
+    fields: &[
+        f(Ty::I8, 0, ALL),              // resource_type
+        f(Ty::Str, 0, ALL),             // resource_name
+        f(Ty::Arr(&AC_CONFIG), 0, ALL), // configs
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 2,
+};
+static ALTER_CONFIGS: Schema = Schema {
+    fields: &[
+        f(Ty::Arr(&AC_RESOURCE), 0, ALL), // resources
+        f(Ty::Bool, 0, ALL),              // validate_only
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 2,
+};
+
 // ---- DescribeCluster (60) v0-2 and ApiVersions (18) v0-4: no arrays.
 static DESCRIBE_CLUSTER: Schema = Schema {
     fields: &[f(Ty::Bool, 0, ALL), f(Ty::I8, 1, ALL), f(Ty::Bool, 2, ALL)],
@@ -557,6 +621,9 @@ fn schema(api_key: ApiKey) -> Option<&'static Schema> {
         ApiKey::CreatePartitions => &CREATE_PARTITIONS,
         ApiKey::AlterPartition => &ALTER_PARTITION,
         ApiKey::ElectLeaders => &ELECT_LEADERS,
+        ApiKey::AllocateProducerIds => &ALLOCATE_PRODUCER_IDS,
+        ApiKey::IncrementalAlterConfigs => &INCREMENTAL_ALTER_CONFIGS,
+        ApiKey::AlterConfigs => &ALTER_CONFIGS,
         _ => return None,
     })
 }

@@ -3,9 +3,10 @@
 //! decodes them, driven by Kafka's own message schemas (the JSON files of
 //! `clients/src/main/resources/common/message/`, copied into `wire/schemas/`:
 //! Kafka 4.1.2 for the Raft and admin APIs, 4.4.0 (DESIGN.md's reference) for
-//! BrokerRegistration, BrokerHeartbeat, UnregisterBroker and the topic
-//! APIs (CreateTopics, DeleteTopics, CreatePartitions, AlterPartition,
-//! ElectLeaders), whose response
+//! BrokerRegistration, BrokerHeartbeat, UnregisterBroker, the topic APIs
+//! (CreateTopics, DeleteTopics, CreatePartitions, AlterPartition,
+//! ElectLeaders), AllocateProducerIds, AlterConfigs and
+//! IncrementalAlterConfigs, whose response
 //! bodies are the same in both (4.4's ApiVersions response is 0-5, harmless
 //! while we advertise 0-4).
 //!
@@ -29,6 +30,9 @@ use serde_json::Value;
 /// Kafka's schemas of the messages checked here, by their `name`.
 const SCHEMAS: &[&str] = &[
     include_str!("schemas/AddRaftVoterResponse.json"),
+    include_str!("schemas/AllocateProducerIdsResponse.json"),
+    include_str!("schemas/AlterConfigsResponse.json"),
+    include_str!("schemas/IncrementalAlterConfigsResponse.json"),
     include_str!("schemas/ApiVersionsResponse.json"),
     include_str!("schemas/BeginQuorumEpochResponse.json"),
     include_str!("schemas/BrokerHeartbeatResponse.json"),

@@ -63,6 +63,11 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::CreatePartitions, 0, 3),
     api(ApiKey::ElectLeaders, 0, 2),
     api(ApiKey::AlterPartition, 2, 3),
+    // Brokers ask for blocks of producer ids (Kafka's ProducerIdControlManager).
+    api(ApiKey::AllocateProducerIds, 0, 0),
+    // Dynamic configs of topics and brokers (Kafka's ConfigurationControlManager).
+    api(ApiKey::IncrementalAlterConfigs, 0, 1),
+    api(ApiKey::AlterConfigs, 0, 2),
 ];
 
 /// The supported row for `key`, or `None` when we do not answer that api.

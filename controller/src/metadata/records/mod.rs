@@ -24,17 +24,18 @@
 //! names and the no-op record; one file per record family:
 //! [`feature`] (FeatureLevelRecord), [`registration`]
 //! (RegisterControllerRecord, KIP-919), [`config`] (ConfigRecord and the
-//! KIP-868 transaction markers).
+//! KIP-868 transaction markers), [`producer_ids`] (ProducerIdsRecord).
 
 pub mod broker;
 pub mod config;
 pub mod feature;
+pub mod producer_ids;
 pub mod registration;
 pub mod topic;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-pub use self::{broker::*, config::*, feature::*, registration::*, topic::*};
+pub use self::{broker::*, config::*, feature::*, producer_ids::*, registration::*, topic::*};
 
 /// Frame version of `ApiMessageAndVersion` in the metadata log.
 pub const FRAME_VERSION: u32 = 1;
