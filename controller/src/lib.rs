@@ -8,6 +8,7 @@
 //! - [`log`]: the metadata log on disk in Kafka's layout;
 //! - [`raft`]: the sans-IO KIP-595 consensus engine;
 //! - [`metadata`]: the state machine over committed records;
+//! - [`acl`]: Kafka's ACLs and the StandardAuthorizer's decision;
 //! - [`quorum_controller`]: the broker half of Kafka's `QuorumController`
 //!   (broker registration, heartbeats, fencing) above the image;
 //! - [`wire`]: Kafka framing, headers and API version negotiation;
@@ -16,6 +17,7 @@
 //! - [`server`]: the tokio runtime that drives the engine;
 //! - [`cli`]: the `kraft-controller` command line.
 
+pub mod acl;
 pub mod admin;
 pub mod cli;
 pub mod config;

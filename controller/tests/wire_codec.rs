@@ -173,7 +173,7 @@ fn every_supported_request_round_trips_at_every_version_of_the_table() {
     }
     assert_eq!(
         checked,
-        15 + 5 + 3 + 2 + 2 + 3 + 2 + 3 + 1 + 1 + 1 + 1 + 5 + 2 + 1
+        15 + 5 + 3 + 2 + 2 + 3 + 2 + 3 + 1 + 1 + 1 + 1 + 5 + 2 + 1 + 1 + 3 + 3 + 3
     );
 }
 
@@ -222,10 +222,14 @@ fn api_versions_lists_our_table_and_kafka_4_1_controller_features() {
         vec![
             (1, 4, 18),
             (18, 0, 4),
+            (29, 1, 3),
+            (30, 1, 3),
+            (31, 1, 3),
             (52, 0, 2),
             (53, 0, 1),
             (54, 0, 1),
             (55, 0, 2),
+            (58, 0, 0),
             (59, 0, 1),
             (60, 0, 2),
             (62, 0, 4),

@@ -22,9 +22,11 @@ use kraft_common::METADATA_PARTITION_DIR;
 use crate::{
     log::{bootstrap::BOOTSTRAP_CHECKPOINT_FILE, meta_properties::META_PROPERTIES_FILE},
     metadata::records::{
+        ACCESS_CONTROL_ENTRY_RECORD_API_KEY, AccessControlEntryRecord,
         BEGIN_TRANSACTION_RECORD_API_KEY, CONFIG_RECORD_API_KEY, ConfigRecord,
         END_TRANSACTION_RECORD_API_KEY, FeatureLevelRecord, FramedRecord,
-        REGISTER_CONTROLLER_RECORD_API_KEY, RegisterControllerRecord, begin_transaction_name,
+        REGISTER_CONTROLLER_RECORD_API_KEY, REMOVE_ACCESS_CONTROL_ENTRY_RECORD_API_KEY,
+        RegisterControllerRecord, begin_transaction_name, decode_remove_access_control_entry,
         metadata_record_type_name,
     },
     record::{ControlRecord, DataRecord, DecodedBatch, iter_batches},
@@ -210,6 +212,37 @@ fn data_text(record: &DataRecord) -> String {
                     if crate::metadata::topics::is_topic_record(key, version) =>
                 {
                     super::dump_topics::topic_text(name, key, version, &framed.message)
+                }
+                (ACCESS_CONTROL_ENTRY_RECORD_API_KEY, 0, _) => {
+                    match AccessControlEntryRecord::decode_message(&framed.message) {
+                        Ok(r) => format!(
+                            "ACCESS_CONTROL_ENTRY_RECORD(18) version=0 id={} resource_type={} resource_name={:?} pattern_type={} principal={} host={} operation={} permission_type={}",
+                            kraft_common::kafka_uuid::to_string(r.id),
+                            r.resource_type,
+                            r.resource_name,
+                            r.pattern_type,
+                            r.principal,
+                            r.host,
+                            r.operation,
+                            r.permission_type
+                        ),
+                        Err(e) => format!(
+                            "ACCESS_CONTROL_ENTRY_RECORD(18) undecodable ({e}) bytes={}",
+                            hex(&framed.message)
+                        ),
+                    }
+                }
+                (REMOVE_ACCESS_CONTROL_ENTRY_RECORD_API_KEY, 0, _) => {
+                    match decode_remove_access_control_entry(&framed.message) {
+                        Ok(id) => format!(
+                            "REMOVE_ACCESS_CONTROL_ENTRY_RECORD(19) version=0 id={}",
+                            kraft_common::kafka_uuid::to_string(id)
+                        ),
+                        Err(e) => format!(
+                            "REMOVE_ACCESS_CONTROL_ENTRY_RECORD(19) undecodable ({e}) bytes={}",
+                            hex(&framed.message)
+                        ),
+                    }
                 }
                 (END_TRANSACTION_RECORD_API_KEY, 0, _) => {
                     "END_TRANSACTION_RECORD(24) version=0".to_owned()

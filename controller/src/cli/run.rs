@@ -180,6 +180,7 @@ fn metadata_listener(
                 .auto_leader_rebalance_enable
                 .then_some(config.leader_imbalance_check_interval_ms),
             broker_gauges: node.broker_gauges.clone(),
+            acls: node.acls.clone(),
             snapshot_policy: SnapshotPolicy {
                 max_bytes_between: config.max_bytes_between_snapshots,
                 max_interval_ms: config.max_snapshot_interval_ms,

@@ -10,6 +10,7 @@
 //! | topic records (2, 3, 5, 9, 28) | topics, partitions, leaders, ISRs (`metadata::topics`) |
 //! | ConfigRecord (4) | a resource's dynamic config key set or (null value) deleted (`metadata::configs`) |
 //! | ProducerIdsRecord (15) | the next producer id to hand out (Kafka's `ProducerIdsImage`) |
+//! | AccessControlEntryRecord (18), RemoveAccessControlEntryRecord (19) | adds or removes an ACL by id (Kafka's `AclControlManager.replay`; removing an unknown id is an error) |
 //! | NoOpRecord (20) | counted |
 //! | Begin/End/AbortTransactionRecord (23/24/25) | counted, not state (see below) |
 //! | any other type or version | kept untouched, with its offset, so a newer writer's records survive an older reader (and its snapshots) |
@@ -34,12 +35,14 @@ use super::brokers::{
 };
 use super::configs::ConfigsImage;
 use super::records::{
-    ABORT_TRANSACTION_RECORD_API_KEY, BEGIN_TRANSACTION_RECORD_API_KEY, CONFIG_RECORD_API_KEY,
+    ABORT_TRANSACTION_RECORD_API_KEY, ACCESS_CONTROL_ENTRY_RECORD_API_KEY,
+    AccessControlEntryRecord, BEGIN_TRANSACTION_RECORD_API_KEY, CONFIG_RECORD_API_KEY,
     ConfigRecord, ControllerEndpoint, ControllerFeature, END_TRANSACTION_RECORD_API_KEY,
     FEATURE_LEVEL_RECORD_API_KEY, FeatureLevelRecord, FramedRecord, METADATA_VERSION_FEATURE,
     NO_OP_RECORD_API_KEY, PRODUCER_IDS_RECORD_API_KEY, ProducerIdsRecord,
-    REGISTER_CONTROLLER_RECORD_API_KEY, RecordsError, RegisterControllerRecord,
-    partition_record_version, register_broker_record_version,
+    REGISTER_CONTROLLER_RECORD_API_KEY, REMOVE_ACCESS_CONTROL_ENTRY_RECORD_API_KEY, RecordsError,
+    RegisterControllerRecord, decode_remove_access_control_entry, partition_record_version,
+    register_broker_record_version,
 };
 use super::topics::{TopicRecordError, TopicsImage, is_topic_record};
 use crate::{
@@ -76,6 +79,15 @@ pub enum ImageError {
         offset: i64,
         /// What was wrong.
         source: TopicRecordError,
+    },
+    /// A RemoveAccessControlEntryRecord of an ACL the image does not hold
+    /// (Kafka's replay throws).
+    #[error("RemoveAccessControlEntryRecord at offset {offset}: no acl with id {id}")]
+    UnknownAcl {
+        /// Offset of the record.
+        offset: i64,
+        /// The id it names.
+        id: uuid::Uuid,
     },
     /// A data record without a value.
     #[error("metadata record at offset {offset} has no value")]
@@ -124,6 +136,7 @@ pub struct MetadataImage {
     topics: TopicsImage,
     next_producer_id: Option<i64>,
     configs: ConfigsImage,
+    acls: crate::acl::AclSet,
     no_op_records: u64,
     transaction_markers: u64,
     unknown: Vec<UnknownRecord>,
@@ -175,6 +188,11 @@ impl MetadataImage {
     /// any ProducerIdsRecord (Kafka's `ProducerIdsImage.EMPTY`, -1).
     pub fn next_producer_id(&self) -> Option<i64> {
         self.next_producer_id
+    }
+
+    /// The ACLs by id (`crate::acl`).
+    pub fn acls(&self) -> &crate::acl::AclSet {
+        &self.acls
     }
 
     /// Sets every broker's record offset to `offset` (a loaded snapshot's
@@ -271,6 +289,17 @@ impl MetadataImage {
                 let r = ProducerIdsRecord::decode_message(&framed.message).map_err(err)?;
                 self.next_producer_id = Some(r.next_producer_id);
             }
+            (ACCESS_CONTROL_ENTRY_RECORD_API_KEY, 0) => {
+                let r = AccessControlEntryRecord::decode_message(&framed.message).map_err(err)?;
+                self.acls
+                    .insert(r.id, crate::acl::StandardAcl::from_record(&r));
+            }
+            (REMOVE_ACCESS_CONTROL_ENTRY_RECORD_API_KEY, 0) => {
+                let id = decode_remove_access_control_entry(&framed.message).map_err(err)?;
+                if self.acls.remove(&id).is_none() {
+                    return Err(ImageError::UnknownAcl { offset, id });
+                }
+            }
             (NO_OP_RECORD_API_KEY, _) => self.no_op_records += 1,
             (
                 BEGIN_TRANSACTION_RECORD_API_KEY
@@ -363,8 +392,8 @@ impl MetadataImage {
 /// Kafka's `ClusterImage` writes them), topics by id each with its partitions
 /// (at the PartitionRecord version of the `metadata.version`, as Kafka's
 /// `TopicsImage` writes them), the configurations by resource and key, the
-/// next producer id (as Kafka's `ProducerIdsImage` writes it), then unknown
-/// records in offset order
+/// next producer id (as Kafka's `ProducerIdsImage` writes it), ACLs by id
+/// (Kafka's `AclsImage`), then unknown records in offset order
 /// (no-ops and transaction markers are not state). Applying them to an empty
 /// image gives an image equal to this one but for the no-op count and the
 /// offsets: what a snapshot of the image holds.
@@ -420,6 +449,9 @@ pub fn image_records(image: &MetadataImage) -> Vec<Bytes> {
             }
             .encode_framed(),
         );
+    }
+    for (id, acl) in &image.acls {
+        out.push(acl.to_record(*id).encode_framed());
     }
     for u in &image.unknown {
         out.push(u.record.encode());
@@ -494,6 +526,43 @@ mod tests {
         assert_eq!(image.unknown_records()[0].offset, 3);
         assert_eq!(image.unknown_records()[0].record.encode(), unknown());
         assert_eq!(image.next_offset(), 8);
+    }
+
+    #[test]
+    fn acl_records_add_and_remove_acls_survive_a_rebuild_and_an_unknown_removal_fails() {
+        use crate::metadata::records::remove_access_control_entry_record;
+        let acl = crate::acl::StandardAcl {
+            resource_type: crate::acl::resource_type::CLUSTER,
+            resource_name: crate::acl::CLUSTER_NAME.into(),
+            pattern_type: crate::acl::pattern_type::LITERAL,
+            principal: "User:broker".into(),
+            host: "*".into(),
+            operation: crate::acl::operation::CLUSTER_ACTION,
+            permission_type: crate::acl::permission::ALLOW,
+        };
+        let (a, b) = (uuid::Uuid::from_u128(1), uuid::Uuid::from_u128(2));
+        let mut image = MetadataImage::default();
+        for (offset, v) in [
+            acl.to_record(a).encode_framed(),
+            acl.to_record(b).encode_framed(),
+            remove_access_control_entry_record(a),
+        ]
+        .iter()
+        .enumerate()
+        {
+            image.apply_record(offset as i64, v).expect("applies");
+        }
+        assert_eq!(image.acls().len(), 1);
+        assert_eq!(image.acls()[&b], acl);
+        let mut rebuilt = MetadataImage::default();
+        for v in image_records(&image) {
+            rebuilt.apply_record(0, &v).expect("applies");
+        }
+        assert_eq!(rebuilt.acls(), image.acls());
+        let err = image
+            .apply_record(9, &remove_access_control_entry_record(a))
+            .expect_err("no such acl");
+        assert!(err.to_string().contains("offset 9"), "{err}");
     }
 
     #[test]

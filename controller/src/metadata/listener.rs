@@ -15,7 +15,9 @@
 //!   BrokerHeartbeat and UnregisterBroker go to the quorum controller
 //!   (`crate::quorum_controller`), which also answers after commits, drops
 //!   its speculative state on leader changes and fences expired sessions
-//!   at its deadline.
+//!   at its deadline. DescribeAcls, CreateAcls and DeleteAcls go to
+//!   `crate::acl::requests`; the committed ACLs are published for the
+//!   authorizer with the image view.
 //! - Deadlines: the idle no-op record (`metadata.max.idle.interval.ms`) and
 //!   the registration backoff.
 //!
@@ -103,6 +105,8 @@ pub struct MetadataConfig {
     pub leader_imbalance_check_interval_ms: Option<u64>,
     /// Kafka's ActiveBrokerCount and FencedBrokerCount, set from the image.
     pub broker_gauges: crate::server::metrics::BrokerGauges,
+    /// Where the committed ACLs are published for the authorizer.
+    pub acls: crate::acl::AclsConfig,
 }
 
 /// What the listener's background work hands back to it.
@@ -124,6 +128,7 @@ pub struct MetadataListener {
     snapshots: Snapshots,
     registration: Registration,
     quorum: QuorumController,
+    acls: crate::acl::requests::AclRequests,
 }
 
 /// The api keys the metadata listener answers.
@@ -142,6 +147,9 @@ const API_KEYS: &[ApiKey] = &[
     ApiKey::AllocateProducerIds,
     ApiKey::IncrementalAlterConfigs,
     ApiKey::AlterConfigs,
+    ApiKey::DescribeAcls,
+    ApiKey::CreateAcls,
+    ApiKey::DeleteAcls,
 ];
 
 impl MetadataListener {
@@ -157,6 +165,7 @@ impl MetadataListener {
                 leader_imbalance_check_interval_ms: config.leader_imbalance_check_interval_ms,
             }),
             snapshots: Snapshots::new(now_ms),
+            acls: crate::acl::requests::AclRequests::new(config.acls.authorizer_enabled),
             image: MetadataImage::starting_at(log_start_offset),
             config,
         }
@@ -216,6 +225,7 @@ impl MetadataListener {
             &self.image,
             &[("kraft.version", client.status().kraft_version)],
         );
+        self.config.acls.shared.publish(self.image.acls());
         self.config.view.send_if_modified(|v| {
             let changed = *v != view;
             *v = view;
@@ -257,6 +267,7 @@ impl Listener<FileLog> for MetadataListener {
             high_watermark,
         )?;
         self.quorum.on_commit(client, &self.image, high_watermark);
+        self.acls.on_commit(client, high_watermark);
         self.publish_view(client);
         self.registration.drive(client, &self.image, &self.config);
         Ok(())
@@ -269,6 +280,7 @@ impl Listener<FileLog> for MetadataListener {
         source: SnapshotSource,
     ) -> Result<(), MetadataError> {
         self.image = Self::load(client, snapshot_id)?;
+        self.config.acls.shared.publish(self.image.acls());
         match source {
             SnapshotSource::Local => {
                 self.snapshots.loaded_at_start(snapshot_id);
@@ -290,6 +302,7 @@ impl Listener<FileLog> for MetadataListener {
     ) -> Result<(), MetadataError> {
         self.registration.on_leader_change(client, change);
         self.quorum.on_leader_change(client, change);
+        self.acls.on_leader_change(client, change);
         Ok(())
     }
 
@@ -342,6 +355,11 @@ impl Listener<FileLog> for MetadataListener {
             | RequestKind::AlterConfigs(_)) => {
                 self.quorum
                     .on_request(client, &self.image, request, handle)?;
+            }
+            request @ (RequestKind::DescribeAcls(_)
+            | RequestKind::CreateAcls(_)
+            | RequestKind::DeleteAcls(_)) => {
+                self.acls.on_request(client, &self.image, request, handle)?;
             }
             _ => client.reply(handle, None),
         }

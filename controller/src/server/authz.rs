@@ -6,19 +6,23 @@
 //!
 //! | api | operation |
 //! |---|---|
-//! | Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot, UpdateRaftVoter, ControllerRegistration, BrokerRegistration, BrokerHeartbeat, AllocateProducerIds | CLUSTER_ACTION |
-//! | AddRaftVoter, RemoveRaftVoter, DescribeCluster (ALTER on a controller, not DESCRIBE as on a broker), UnregisterBroker, ElectLeaders, CreatePartitions (Kafka: or ALTER per topic) | ALTER |
+//! | Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot, UpdateRaftVoter, ControllerRegistration, BrokerRegistration, BrokerHeartbeat, AllocateProducerIds, Envelope (the broker's own principal; the inner request is checked with the client's) | CLUSTER_ACTION |
+//! | AddRaftVoter, RemoveRaftVoter, DescribeCluster (ALTER on a controller, not DESCRIBE as on a broker), UnregisterBroker, ElectLeaders, CreatePartitions (Kafka: or ALTER per topic), CreateAcls, DeleteAcls | ALTER |
 //! | AlterPartition | CLUSTER_ACTION |
 //! | CreateTopics (Kafka: or CREATE per topic) | CREATE |
 //! | DeleteTopics (Kafka: or DELETE per topic) | DELETE |
-//! | DescribeQuorum | DESCRIBE |
+//! | DescribeQuorum, DescribeAcls | DESCRIBE |
 //! | IncrementalAlterConfigs, AlterConfigs (Kafka checks each resource: CLUSTER for brokers, the TOPIC for topics; without stored ACLs the decision is the same for all) | ALTER_CONFIGS |
 //! | ApiVersions | none |
 //!
-//! The decision is the `StandardAuthorizer`'s without stored ACLs: super
-//! users are allowed; anyone else is allowed only with
-//! `allow.everyone.if.no.acl.found=true`. It owns that decision and the
-//! error answers; it must not look at the request's content.
+//! The decision is the `StandardAuthorizer`'s ([`crate::acl::authorize`]):
+//! super users, then the committed ACLs (published by the metadata listener
+//! into [`SharedAcls`]) of the principal and the client's host, then
+//! `allow.everyone.if.no.acl.found` when no ACL names the resource. It owns
+//! that decision and the error answers; it reads a request only to give
+//! each of its items the error (CreateAcls, DeleteAcls).
+
+use std::sync::Arc;
 
 use kafka_protocol::{
     messages::{
@@ -30,7 +34,11 @@ use kafka_protocol::{
     protocol::StrBytes,
 };
 
-use crate::config::security::AuthorizerSettings;
+use crate::{
+    acl::{self, Action, SharedAcls},
+    config::security::AuthorizerSettings,
+    wire::DecodedRequest,
+};
 
 /// Kafka's `CLUSTER_AUTHORIZATION_FAILED`.
 pub const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
@@ -56,6 +64,18 @@ pub enum Operation {
 }
 
 impl Operation {
+    /// Kafka's `AclOperation` code.
+    pub fn code(self) -> i8 {
+        match self {
+            Operation::ClusterAction => acl::operation::CLUSTER_ACTION,
+            Operation::Alter => acl::operation::ALTER,
+            Operation::Describe => acl::operation::DESCRIBE,
+            Operation::Create => acl::operation::CREATE,
+            Operation::Delete => acl::operation::DELETE,
+            Operation::AlterConfigs => acl::operation::ALTER_CONFIGS,
+        }
+    }
+
     /// Kafka's name, e.g. `CLUSTER_ACTION`.
     pub fn name(self) -> &'static str {
         match self {
@@ -82,18 +102,21 @@ pub fn required_operation(api: ApiKey) -> Option<Operation> {
         | ApiKey::BrokerRegistration
         | ApiKey::BrokerHeartbeat
         | ApiKey::AlterPartition
-        | ApiKey::AllocateProducerIds => Some(Operation::ClusterAction),
+        | ApiKey::AllocateProducerIds
+        | ApiKey::Envelope => Some(Operation::ClusterAction),
         ApiKey::AddRaftVoter
         | ApiKey::RemoveRaftVoter
         | ApiKey::DescribeCluster
         | ApiKey::UnregisterBroker
-        | ApiKey::ElectLeaders => Some(Operation::Alter),
+        | ApiKey::ElectLeaders
+        | ApiKey::CreateAcls
+        | ApiKey::DeleteAcls => Some(Operation::Alter),
         // Kafka checks these on CLUSTER or on each topic (CREATE, DELETE,
         // ALTER); only the cluster check here (no topic ACLs yet).
         ApiKey::CreateTopics => Some(Operation::Create),
         ApiKey::DeleteTopics => Some(Operation::Delete),
         ApiKey::CreatePartitions => Some(Operation::Alter),
-        ApiKey::DescribeQuorum => Some(Operation::Describe),
+        ApiKey::DescribeQuorum | ApiKey::DescribeAcls => Some(Operation::Describe),
         ApiKey::IncrementalAlterConfigs | ApiKey::AlterConfigs => Some(Operation::AlterConfigs),
         // ApiVersions, and anything else (which the event loop refuses).
         _ => None,
@@ -104,22 +127,65 @@ pub fn required_operation(api: ApiKey) -> Option<Operation> {
 #[derive(Debug, Clone, Default)]
 pub struct Authorizer {
     settings: AuthorizerSettings,
+    acls: Arc<SharedAcls>,
 }
 
 impl Authorizer {
-    /// An authorizer with `settings`; disabled settings allow everything.
+    /// An authorizer with `settings` and no ACLs; disabled settings allow
+    /// everything.
     pub fn new(settings: AuthorizerSettings) -> Self {
-        Self { settings }
+        Self::with_acls(settings, Arc::default())
     }
 
-    /// Whether `principal` (`User:NAME`) may send `api`.
-    pub fn allows(&self, principal: &str, api: ApiKey) -> bool {
-        if !self.settings.enabled || required_operation(api).is_none() {
-            return true;
-        }
-        self.settings.super_users.iter().any(|u| u == principal)
-            || self.settings.allow_everyone_if_no_acl_found
+    /// An authorizer with `settings` that reads the ACLs published in `acls`.
+    pub fn with_acls(settings: AuthorizerSettings, acls: Arc<SharedAcls>) -> Self {
+        Self { settings, acls }
     }
+
+    /// Whether an authorizer is configured (`authorizer.class.name`).
+    pub fn enabled(&self) -> bool {
+        self.settings.enabled
+    }
+
+    /// Whether `principal` (`User:NAME`) connected from `host` (the
+    /// client's address as text) may send `api`: its operation on CLUSTER.
+    pub fn allows(&self, principal: &str, host: &str, api: ApiKey) -> bool {
+        let Some(op) = required_operation(api) else {
+            return true;
+        };
+        self.authorize(&Action {
+            principal,
+            host,
+            operation: op.code(),
+            resource_type: acl::resource_type::CLUSTER,
+            resource_name: acl::CLUSTER_NAME,
+        })
+    }
+
+    /// Kafka's `Authorizer.authorize` for one action (any resource); always
+    /// true without an authorizer.
+    pub fn authorize(&self, action: &Action<'_>) -> bool {
+        !self.settings.enabled
+            || acl::authorize(
+                &self.acls.current(),
+                &self.settings.super_users,
+                self.settings.allow_everyone_if_no_acl_found,
+                action,
+            )
+    }
+}
+
+/// The CLUSTER_AUTHORIZATION_FAILED answer to `request` from `principal`:
+/// every item of a CreateAcls/DeleteAcls/DescribeAcls, else
+/// [`denied_response`].
+pub fn denied_answer(request: &DecodedRequest, principal: &str) -> Option<ResponseKind> {
+    let op = required_operation(request.api_key)?;
+    let message = format!(
+        "Principal {principal} does not have required {} on CLUSTER",
+        op.name()
+    );
+    acl::control::refuse_all(&request.body, CLUSTER_AUTHORIZATION_FAILED, &message)
+        .or_else(|| denied_response(request.api_key, request.api_version, principal))
 }
 
 /// The CLUSTER_AUTHORIZATION_FAILED answer to a request of `api` (the
@@ -190,6 +256,7 @@ pub fn denied_response(api: ApiKey, api_version: i16, principal: &str) -> Option
         ApiKey::AllocateProducerIds => ResponseKind::AllocateProducerIds(
             kafka_protocol::messages::AllocateProducerIdsResponse::default().with_error_code(code),
         ),
+        ApiKey::Envelope => super::envelope::refused_response(code),
         ApiKey::UnregisterBroker => ResponseKind::UnregisterBroker(
             kafka_protocol::messages::UnregisterBrokerResponse::default()
                 .with_error_code(code)
@@ -224,7 +291,7 @@ mod tests {
 
     #[test]
     fn without_an_authorizer_everyone_may_do_everything() {
-        assert!(Authorizer::default().allows(ANONYMOUS, ApiKey::RemoveRaftVoter));
+        assert!(Authorizer::default().allows(ANONYMOUS, "h", ApiKey::RemoveRaftVoter));
     }
 
     #[test]
@@ -238,13 +305,53 @@ mod tests {
             ApiKey::UpdateRaftVoter,
             ApiKey::DescribeQuorum,
         ] {
-            assert!(a.allows("User:CN=controller", api), "{api:?}");
-            assert!(!a.allows("User:CN=intruder", api), "{api:?}");
-            assert!(!a.allows(ANONYMOUS, api), "{api:?}");
+            assert!(a.allows("User:CN=controller", "h", api), "{api:?}");
+            assert!(!a.allows("User:CN=intruder", "h", api), "{api:?}");
+            assert!(!a.allows(ANONYMOUS, "h", api), "{api:?}");
         }
         // ApiVersions needs nothing (a client must learn the versions first).
-        assert!(a.allows(ANONYMOUS, ApiKey::ApiVersions));
-        assert!(on(&[], true).allows("User:anyone", ApiKey::RemoveRaftVoter));
+        assert!(a.allows(ANONYMOUS, "h", ApiKey::ApiVersions));
+        assert!(on(&[], true).allows("User:anyone", "h", ApiKey::RemoveRaftVoter));
+    }
+
+    /// A CLUSTER_ACTION ACL lets a broker send Envelope and registrations,
+    /// not ALTER; once published, readers see it.
+    #[test]
+    fn published_acls_grant_what_they_name() {
+        let shared = Arc::new(SharedAcls::default());
+        let a = Authorizer::with_acls(
+            AuthorizerSettings {
+                enabled: true,
+                super_users: vec!["User:CN=controller".to_owned()],
+                allow_everyone_if_no_acl_found: false,
+            },
+            shared.clone(),
+        );
+        assert!(!a.allows("User:CN=broker", "10.0.0.1", ApiKey::Envelope));
+        let mut acls = acl::AclSet::new();
+        acls.insert(
+            uuid::Uuid::from_u128(1),
+            acl::StandardAcl {
+                resource_type: acl::resource_type::CLUSTER,
+                resource_name: acl::CLUSTER_NAME.into(),
+                pattern_type: acl::pattern_type::LITERAL,
+                principal: "User:CN=broker".into(),
+                host: "*".into(),
+                operation: acl::operation::CLUSTER_ACTION,
+                permission_type: acl::permission::ALLOW,
+            },
+        );
+        shared.publish(&acls);
+        for api in [
+            ApiKey::Envelope,
+            ApiKey::BrokerRegistration,
+            ApiKey::BrokerHeartbeat,
+            ApiKey::Fetch,
+        ] {
+            assert!(a.allows("User:CN=broker", "10.0.0.1", api), "{api:?}");
+        }
+        assert!(!a.allows("User:CN=broker", "10.0.0.1", ApiKey::CreateAcls));
+        assert!(!a.allows("User:CN=broker", "10.0.0.1", ApiKey::DescribeQuorum));
     }
 
     #[test]

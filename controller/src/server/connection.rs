@@ -14,7 +14,7 @@
 use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use futures::{SinkExt, StreamExt};
-use kafka_protocol::messages::{ApiKey, ResponseKind};
+use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 use tokio::{
     io::{AsyncRead, AsyncWrite},
     sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot},
@@ -24,7 +24,8 @@ use tokio_util::codec::Framed;
 
 use super::{
     authz::{self, Authorizer},
-    limits::{ConnectionLimiter, ConnectionPermit},
+    envelope,
+    limits::{ConnectionLimiter, ConnectionPermit, ListenerMetrics},
 };
 use crate::wire::{self, AnnouncingFrameCodec, DecodedRequest, Incoming, WireError};
 
@@ -222,7 +223,8 @@ pub async fn serve_connection<S>(
     // Whether this connection's requests take `queued.max.request.bytes`
     // from the trusted part: its principal may send Raft RPCs (a voter's
     // certificate, or no authorizer at all), or one of its requests passed.
-    let mut trusted = ctx.authorizer.allows(&principal, ApiKey::Fetch);
+    let host = peer.ip().to_string();
+    let mut trusted = ctx.authorizer.allows(&principal, &host, ApiKey::Fetch);
     let mut framed = Framed::new(
         stream,
         AnnouncingFrameCodec::new(
@@ -287,8 +289,8 @@ pub async fn serve_connection<S>(
         let correlation_id = request.correlation_id();
         let api_key = request.api_key;
         let api_version = request.api_version;
-        if !ctx.authorizer.allows(&principal, api_key) {
-            let Some(body) = authz::denied_response(api_key, api_version, &principal) else {
+        if !ctx.authorizer.allows(&principal, &host, api_key) {
+            let Some(body) = authz::denied_answer(&request, &principal) else {
                 return;
             };
             metrics.authorization_failures.inc();
@@ -311,17 +313,20 @@ pub async fn serve_connection<S>(
             trusted = true;
             framed.codec_mut().set_max_frame_bytes(ctx.max_frame_bytes);
         }
-        let (reply, answer) = oneshot::channel();
-        let inbound = InboundRequest {
-            connection_id,
-            peer,
-            request,
-            reply,
+        let answer = if api_key == ApiKey::Envelope {
+            serve_envelope(
+                &ctx.authorizer,
+                &metrics,
+                &requests,
+                connection_id,
+                peer,
+                request,
+            )
+            .await
+        } else {
+            dispatch(&requests, connection_id, peer, request).await
         };
-        if requests.send(inbound).await.is_err() {
-            return; // the event loop stopped: the server is shutting down
-        }
-        let Ok(Some(body)) = answer.await else {
+        let Some(body) = answer else {
             tracing::debug!(%peer, connection_id, ?api_key, "closing connection: request not answered");
             return;
         };
@@ -340,17 +345,91 @@ pub async fn serve_connection<S>(
     }
 }
 
+/// Hands `request` to the event loop and waits for its answer; `None` when
+/// the loop went away or chose to close the connection.
+async fn dispatch(
+    requests: &mpsc::Sender<InboundRequest>,
+    connection_id: u64,
+    peer: SocketAddr,
+    request: DecodedRequest,
+) -> Option<ResponseKind> {
+    let (reply, answer) = oneshot::channel();
+    let inbound = InboundRequest {
+        connection_id,
+        peer,
+        request,
+        reply,
+    };
+    requests.send(inbound).await.ok()?;
+    answer.await.ok().flatten()
+}
+
+/// Answers an Envelope whose sender passed CLUSTER_ACTION ([`envelope`]):
+/// a refused envelope gets its error code; the inner request is authorized
+/// with the client's principal (a refusal is its own
+/// CLUSTER_AUTHORIZATION_FAILED answer, wrapped) and otherwise dispatched as
+/// a direct request. `None`: close the connection (the event loop did not
+/// answer the inner request, as for a direct one).
+async fn serve_envelope(
+    authorizer: &Authorizer,
+    metrics: &ListenerMetrics,
+    requests: &mpsc::Sender<InboundRequest>,
+    connection_id: u64,
+    peer: SocketAddr,
+    request: DecodedRequest,
+) -> Option<ResponseKind> {
+    let RequestKind::Envelope(outer) = &request.body else {
+        return Some(envelope::refused_response(wire::INVALID_REQUEST));
+    };
+    let forwarded = match envelope::unwrap_request(outer) {
+        Ok(forwarded) => forwarded,
+        Err(refused) => {
+            tracing::warn!(%peer, connection_id, code = refused.code, reason = %refused.reason,
+                "envelope refused");
+            return Some(envelope::refused_response(refused.code));
+        }
+    };
+    let inner = forwarded.request;
+    let (correlation_id, api_key, api_version) =
+        (inner.correlation_id(), inner.api_key, inner.api_version);
+    let principal = forwarded.principal;
+    let client = forwarded.client_address;
+    let body = if authorizer.allows(&principal, &client.to_string(), api_key) {
+        tracing::debug!(%peer, connection_id, %principal, %client, ?api_key, api_version,
+            "forwarded request");
+        dispatch(requests, connection_id, peer, inner).await?
+    } else {
+        metrics.authorization_failures.inc();
+        tracing::warn!(%peer, connection_id, %principal, %client, ?api_key,
+            "forwarded request refused: CLUSTER_AUTHORIZATION_FAILED");
+        match authz::denied_answer(&inner, &principal) {
+            Some(body) => body,
+            None => {
+                return Some(envelope::refused_response(
+                    authz::CLUSTER_AUTHORIZATION_FAILED,
+                ));
+            }
+        }
+    };
+    Some(
+        envelope::wrap_response(correlation_id, api_key, api_version, &body).unwrap_or_else(
+            |refused| {
+                tracing::error!(%peer, connection_id, reason = %refused.reason,
+                    "forwarded answer not encodable");
+                envelope::refused_response(refused.code)
+            },
+        ),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use bytes::{BufMut, BytesMut};
-    use kafka_protocol::messages::{ApiKey, ApiVersionsRequest, ApiVersionsResponse, RequestKind};
+    use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
     use super::*;
-    use crate::{
-        config::{limits::ConnectionLimits, security::AuthorizerSettings},
-        server::limits::ListenerMetrics,
-    };
+    use crate::config::{limits::ConnectionLimits, security::AuthorizerSettings};
 
     fn framed(payload: &[u8]) -> BytesMut {
         let mut out = BytesMut::new();

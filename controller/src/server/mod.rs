@@ -14,6 +14,7 @@ pub mod accept;
 pub mod authz;
 pub mod connection;
 mod convert;
+pub mod envelope;
 pub mod event_loop;
 pub mod fit;
 pub mod http;
@@ -158,6 +159,8 @@ pub struct NodeInfo<'a> {
     pub log_start_offset: i64,
     /// Kafka's controller broker gauges on `/metrics`, for the listener to set.
     pub broker_gauges: metrics::BrokerGauges,
+    /// Where a listener publishes the committed ACLs the authorizer reads.
+    pub acls: crate::acl::AclsConfig,
 }
 
 /// The error of a listener factory, reported as [`ServerError::Listener`].
@@ -340,12 +343,17 @@ where
         tls: tls_client,
         ..ClientConfig::default()
     };
+    let acls = crate::acl::AclsConfig {
+        shared: Arc::default(),
+        authorizer_enabled: config.authorizer.enabled,
+    };
     let (listener_above, routes) = above(&NodeInfo {
         config: &config,
         cluster_id: &cluster_id,
         client_config: &client_config,
         log_start_offset: log::ReplicatedLog::start_offset(engine.log()),
         broker_gauges,
+        acls: acls.clone(),
     })
     .map_err(ServerError::Listener)?;
     let router = http::router(registry, readiness_rx).merge(routes);
@@ -372,7 +380,10 @@ where
         connection::ConnectionContext {
             max_frame_bytes: config.socket_request_max_bytes,
             requests: request_tx,
-            authorizer: Arc::new(authz::Authorizer::new(config.authorizer.clone())),
+            authorizer: Arc::new(authz::Authorizer::with_acls(
+                config.authorizer.clone(),
+                acls.shared,
+            )),
             request_memory: connection::RequestMemory::new(
                 config.limits.queued_max_request_bytes,
                 config.limits.unauthenticated_max_frame_bytes,

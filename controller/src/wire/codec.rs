@@ -258,6 +258,10 @@ pub fn request_api_key(body: &RequestKind) -> Option<ApiKey> {
         RequestKind::AllocateProducerIds(_) => ApiKey::AllocateProducerIds,
         RequestKind::IncrementalAlterConfigs(_) => ApiKey::IncrementalAlterConfigs,
         RequestKind::AlterConfigs(_) => ApiKey::AlterConfigs,
+        RequestKind::Envelope(_) => ApiKey::Envelope,
+        RequestKind::DescribeAcls(_) => ApiKey::DescribeAcls,
+        RequestKind::CreateAcls(_) => ApiKey::CreateAcls,
+        RequestKind::DeleteAcls(_) => ApiKey::DeleteAcls,
         _ => return None,
     })
 }
@@ -284,6 +288,10 @@ fn response_api_key(body: &ResponseKind) -> ApiKey {
         ResponseKind::AllocateProducerIds(_) => ApiKey::AllocateProducerIds,
         ResponseKind::IncrementalAlterConfigs(_) => ApiKey::IncrementalAlterConfigs,
         ResponseKind::AlterConfigs(_) => ApiKey::AlterConfigs,
+        ResponseKind::Envelope(_) => ApiKey::Envelope,
+        ResponseKind::DescribeAcls(_) => ApiKey::DescribeAcls,
+        ResponseKind::CreateAcls(_) => ApiKey::CreateAcls,
+        ResponseKind::DeleteAcls(_) => ApiKey::DeleteAcls,
         _ => ApiKey::Produce,
     }
 }

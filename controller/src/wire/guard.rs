@@ -587,6 +587,54 @@ static ALTER_CONFIGS: Schema = Schema {
     flexible_from: 2,
 };
 
+// ---- CreateAcls (30), DeleteAcls (31), DescribeAcls (29) v1-3, flexible
+// from 2; the pattern type is there from v1, so in every version we serve.
+static ACL_CREATION: Schema = Schema {
+    fields: &[
+        f(Ty::I8, 0, ALL),  // resource_type
+        f(Ty::Str, 0, ALL), // resource_name
+        f(Ty::I8, 1, ALL),  // resource_pattern_type
+        f(Ty::Str, 0, ALL), // principal
+        f(Ty::Str, 0, ALL), // host
+        f(Ty::I8, 0, ALL),  // operation
+        f(Ty::I8, 0, ALL),  // permission_type
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 2,
+};
+static CREATE_ACLS: Schema = Schema {
+    fields: &[f(Ty::Arr(&ACL_CREATION), 0, ALL)],
+    tagged: NO_TAGS,
+    flexible_from: 2,
+};
+/// DeleteAclsFilter, and the body of DescribeAcls: the same fields.
+static ACL_FILTER: Schema = Schema {
+    fields: &[
+        f(Ty::I8, 0, ALL),  // resource_type_filter
+        f(Ty::Str, 0, ALL), // resource_name_filter (nullable)
+        f(Ty::I8, 1, ALL),  // pattern_type_filter
+        f(Ty::Str, 0, ALL), // principal_filter (nullable)
+        f(Ty::Str, 0, ALL), // host_filter (nullable)
+        f(Ty::I8, 0, ALL),  // operation
+        f(Ty::I8, 0, ALL),  // permission_type
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 2,
+};
+static DELETE_ACLS: Schema = Schema {
+    fields: &[f(Ty::Arr(&ACL_FILTER), 0, ALL)],
+    tagged: NO_TAGS,
+    flexible_from: 2,
+};
+
+// ---- Envelope (58) v0, flexible: request_data, request_principal (nullable),
+// client_host_address; compact bytes are laid out as compact strings.
+static ENVELOPE: Schema = Schema {
+    fields: &[f(Ty::Str, 0, ALL), f(Ty::Str, 0, ALL), f(Ty::Str, 0, ALL)],
+    tagged: NO_TAGS,
+    flexible_from: 0,
+};
+
 // ---- DescribeCluster (60) v0-2 and ApiVersions (18) v0-4: no arrays.
 static DESCRIBE_CLUSTER: Schema = Schema {
     fields: &[f(Ty::Bool, 0, ALL), f(Ty::I8, 1, ALL), f(Ty::Bool, 2, ALL)],
@@ -624,6 +672,10 @@ fn schema(api_key: ApiKey) -> Option<&'static Schema> {
         ApiKey::AllocateProducerIds => &ALLOCATE_PRODUCER_IDS,
         ApiKey::IncrementalAlterConfigs => &INCREMENTAL_ALTER_CONFIGS,
         ApiKey::AlterConfigs => &ALTER_CONFIGS,
+        ApiKey::Envelope => &ENVELOPE,
+        ApiKey::CreateAcls => &CREATE_ACLS,
+        ApiKey::DeleteAcls => &DELETE_ACLS,
+        ApiKey::DescribeAcls => &ACL_FILTER,
         _ => return None,
     })
 }

@@ -5,8 +5,8 @@
 //! Kafka 4.1.2 for the Raft and admin APIs, 4.4.0 (DESIGN.md's reference) for
 //! BrokerRegistration, BrokerHeartbeat, UnregisterBroker, the topic APIs
 //! (CreateTopics, DeleteTopics, CreatePartitions, AlterPartition,
-//! ElectLeaders), AllocateProducerIds, AlterConfigs and
-//! IncrementalAlterConfigs, whose response
+//! ElectLeaders), AllocateProducerIds, AlterConfigs,
+//! IncrementalAlterConfigs, Envelope and the ACL apis, whose response
 //! bodies are the same in both (4.4's ApiVersions response is 0-5, harmless
 //! while we advertise 0-4).
 //!
@@ -41,6 +41,10 @@ const SCHEMAS: &[&str] = &[
     include_str!("schemas/DescribeClusterResponse.json"),
     include_str!("schemas/DescribeQuorumResponse.json"),
     include_str!("schemas/EndQuorumEpochResponse.json"),
+    include_str!("schemas/EnvelopeResponse.json"),
+    include_str!("schemas/CreateAclsResponse.json"),
+    include_str!("schemas/DeleteAclsResponse.json"),
+    include_str!("schemas/DescribeAclsResponse.json"),
     include_str!("schemas/FetchResponse.json"),
     include_str!("schemas/FetchSnapshotResponse.json"),
     include_str!("schemas/RemoveRaftVoterResponse.json"),

@@ -68,6 +68,13 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     // Dynamic configs of topics and brokers (Kafka's ConfigurationControlManager).
     api(ApiKey::IncrementalAlterConfigs, 0, 1),
     api(ApiKey::AlterConfigs, 0, 2),
+    // KIP-590: brokers forward their clients' admin requests.
+    api(ApiKey::Envelope, 0, 0),
+    // ACLs stored in the metadata log (Kafka's ControllerApis via AclApis;
+    // Kafka 4 serves v1-3).
+    api(ApiKey::DescribeAcls, 1, 3),
+    api(ApiKey::CreateAcls, 1, 3),
+    api(ApiKey::DeleteAcls, 1, 3),
 ];
 
 /// The supported row for `key`, or `None` when we do not answer that api.

@@ -319,6 +319,48 @@ pub fn request(key: ApiKey, v: i16) -> RequestKind {
         ApiKey::UnregisterBroker => RequestKind::UnregisterBroker(
             kafka_protocol::messages::UnregisterBrokerRequest::default().with_broker_id(11.into()),
         ),
+        ApiKey::Envelope => RequestKind::Envelope(
+            kafka_protocol::messages::EnvelopeRequest::default()
+                .with_request_data(bytes::Bytes::from_static(b"\x00\x37\x00\x02inner"))
+                .with_request_principal(Some(bytes::Bytes::from_static(
+                    b"\x00\x00\x05User\x06alice\x00\x00",
+                )))
+                .with_client_host_address(bytes::Bytes::from_static(&[10, 0, 0, 7])),
+        ),
+        ApiKey::DescribeAcls => RequestKind::DescribeAcls(
+            DescribeAclsRequest::default()
+                .with_resource_type_filter(4)
+                .with_resource_name_filter(Some(s("kafka-cluster")))
+                .with_pattern_type_filter(3)
+                .with_principal_filter(None)
+                .with_host_filter(Some(s("*")))
+                .with_operation(1)
+                .with_permission_type(1),
+        ),
+        ApiKey::CreateAcls => {
+            RequestKind::CreateAcls(CreateAclsRequest::default().with_creations(vec![
+                create_acls_request::AclCreation::default()
+                    .with_resource_type(4)
+                    .with_resource_name(s("kafka-cluster"))
+                    .with_resource_pattern_type(3)
+                    .with_principal(s("User:CN=broker"))
+                    .with_host(s("*"))
+                    .with_operation(9)
+                    .with_permission_type(3),
+            ]))
+        }
+        ApiKey::DeleteAcls => {
+            RequestKind::DeleteAcls(DeleteAclsRequest::default().with_filters(vec![
+                delete_acls_request::DeleteAclsFilter::default()
+                    .with_resource_type_filter(1)
+                    .with_resource_name_filter(None)
+                    .with_pattern_type_filter(1)
+                    .with_principal_filter(Some(s("User:CN=broker")))
+                    .with_host_filter(None)
+                    .with_operation(9)
+                    .with_permission_type(3),
+            ]))
+        }
         other => panic!("no sample request for {other:?}"),
     }
 }
@@ -605,6 +647,48 @@ pub fn response(key: ApiKey, v: i16) -> ResponseKind {
                 .with_error_code(202)
                 .with_error_message(Some(s("Broker ID 11 is not currently registered"))),
         ),
+        ApiKey::Envelope => ResponseKind::Envelope(
+            kafka_protocol::messages::EnvelopeResponse::default()
+                .with_response_data(Some(bytes::Bytes::from_static(b"\x00\x00\x00\x4d\x00")))
+                .with_error_code(0),
+        ),
+        ApiKey::DescribeAcls => {
+            ResponseKind::DescribeAcls(DescribeAclsResponse::default().with_resources(vec![
+                describe_acls_response::DescribeAclsResource::default()
+                    .with_resource_type(4)
+                    .with_resource_name(s("kafka-cluster"))
+                    .with_pattern_type(3)
+                    .with_acls(vec![
+                        describe_acls_response::AclDescription::default()
+                            .with_principal(s("User:CN=broker"))
+                            .with_host(s("*"))
+                            .with_operation(9)
+                            .with_permission_type(3),
+                    ]),
+            ]))
+        }
+        ApiKey::CreateAcls => {
+            ResponseKind::CreateAcls(CreateAclsResponse::default().with_results(vec![
+                create_acls_response::AclCreationResult::default(),
+                create_acls_response::AclCreationResult::default()
+                    .with_error_code(42)
+                    .with_error_message(Some(s("Invalid empty resource name"))),
+            ]))
+        }
+        ApiKey::DeleteAcls => {
+            ResponseKind::DeleteAcls(DeleteAclsResponse::default().with_filter_results(vec![
+                delete_acls_response::DeleteAclsFilterResult::default().with_matching_acls(vec![
+                    delete_acls_response::DeleteAclsMatchingAcl::default()
+                        .with_resource_type(4)
+                        .with_resource_name(s("kafka-cluster"))
+                        .with_pattern_type(3)
+                        .with_principal(s("User:CN=broker"))
+                        .with_host(s("*"))
+                        .with_operation(9)
+                        .with_permission_type(3),
+                ]),
+            ]))
+        }
         other => panic!("no sample response for {other:?}"),
     }
 }

@@ -26,6 +26,7 @@
 //! (RegisterControllerRecord, KIP-919), [`config`] (ConfigRecord and the
 //! KIP-868 transaction markers), [`producer_ids`] (ProducerIdsRecord).
 
+pub mod acl;
 pub mod broker;
 pub mod config;
 pub mod feature;
@@ -35,7 +36,9 @@ pub mod topic;
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-pub use self::{broker::*, config::*, feature::*, producer_ids::*, registration::*, topic::*};
+pub use self::{
+    acl::*, broker::*, config::*, feature::*, producer_ids::*, registration::*, topic::*,
+};
 
 /// Frame version of `ApiMessageAndVersion` in the metadata log.
 pub const FRAME_VERSION: u32 = 1;
