@@ -206,7 +206,7 @@ fn a_registration_appended_by_a_leader_that_loses_leadership_before_commit_is_in
             .end_offset()
             .offset;
         let (error, _) = rebuilt
-            .heartbeat(&heartbeat, next, sim.now)
+            .heartbeat(&heartbeat, next, sim.now, false)
             .expect_err("unknown broker");
         assert_eq!(error, ResponseError::StaleBrokerEpoch);
         let finalized: BTreeMap<String, i16> = committed_image(&sim, new_leader).features().clone();

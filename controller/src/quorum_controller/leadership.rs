@@ -364,12 +364,9 @@ impl ReplicationControl {
                     PartitionResult::default()
                         .with_partition_id(partition_id)
                         .with_error_code(error.map_or(0, |e| e.code()))
-                        .with_error_message(match error {
-                            None => None,
-                            Some(e) => Some(StrBytes::from_string(
-                                message.unwrap_or_else(|| e.to_string()),
-                            )),
-                        }),
+                        .with_error_message(error.map(|e| {
+                            StrBytes::from_string(message.unwrap_or_else(|| e.to_string()))
+                        })),
                 );
             }
             results.push(result);

@@ -1,1 +1,261 @@
+//! Leadership rules, each able to fail: fencing moves leadership and
+//! shrinks ISRs, unfencing elects, AlterPartition's checks in Kafka's
+//! order, ElectLeaders and the preferred-leader balance.
 
+use kafka_protocol::messages::{
+    CreateTopicsRequest, TopicName,
+    alter_partition_request::{self, BrokerState},
+    create_topics_request::{CreatableReplicaAssignment, CreatableTopic},
+    elect_leaders_request::TopicPartitions,
+};
+
+use super::*;
+use crate::quorum_controller::replication_control::tests::{broker, control, three_brokers};
+
+/// A controller with topic `t`: partition 0 on [1, 2, 3], partition 1 on
+/// [2, 3, 1], all in sync, led by their first replica.
+fn with_topic() -> (ReplicationControl, BTreeMap<i32, BrokerRegistration>, Uuid) {
+    let mut rc = control();
+    let brokers = three_brokers();
+    let assign = |p: i32, ids: &[i32]| {
+        CreatableReplicaAssignment::default()
+            .with_partition_index(p)
+            .with_broker_ids(ids.iter().map(|b| BrokerId(*b)).collect())
+    };
+    let topic = CreatableTopic::default()
+        .with_name(TopicName(StrBytes::from_static_str("t")))
+        .with_num_partitions(-1)
+        .with_replication_factor(-1)
+        .with_assignments(vec![assign(0, &[1, 2, 3]), assign(1, &[2, 3, 1])]);
+    let d = rc.create_topics(
+        &CreateTopicsRequest::default().with_topics(vec![topic]),
+        &brokers,
+        27,
+    );
+    assert_eq!(d.answer.topics[0].error_code, 0);
+    let id = rc.topics().by_name("t").expect("t").id;
+    (rc, brokers, id)
+}
+
+fn part(rc: &ReplicationControl, id: Uuid, p: i32) -> PartitionRegistration {
+    rc.topics().get(&id).expect("topic").partitions[&p].clone()
+}
+
+#[test]
+fn fencing_a_leader_moves_leadership_and_shrinks_isrs() {
+    let (mut rc, mut brokers, id) = with_topic();
+    let before = broker_states(&brokers);
+    brokers.get_mut(&1).expect("1").fenced = true;
+    let records = rc.broker_changes(&before, &brokers, 27);
+    assert_eq!(records.len(), 2);
+    let p0 = part(&rc, id, 0);
+    assert_eq!(
+        (p0.leader, p0.isr.clone(), p0.leader_epoch),
+        (2, vec![2, 3], 1)
+    );
+    let p1 = part(&rc, id, 1);
+    assert_eq!(
+        (p1.leader, p1.isr.clone(), p1.leader_epoch),
+        (2, vec![2, 3], 0)
+    );
+    assert!(!rc.is_leader_of_any(1));
+    // No change, no records.
+    assert!(
+        rc.broker_changes(&broker_states(&brokers), &brokers, 27)
+            .is_empty()
+    );
+}
+
+#[test]
+fn the_last_isr_member_fenced_leaves_the_partition_offline_and_unfencing_elects_it() {
+    let (mut rc, mut brokers, id) = with_topic();
+    for b in [2, 3, 1] {
+        let before = broker_states(&brokers);
+        brokers.get_mut(&b).expect("b").fenced = true;
+        rc.broker_changes(&before, &brokers, 27);
+    }
+    let p0 = part(&rc, id, 0);
+    assert_eq!((p0.leader, p0.isr.clone()), (NO_LEADER, vec![1]));
+    assert_eq!(rc.topics().offline_partition_count(), 2);
+    // Broker 3 comes back: not in any ISR, so still offline.
+    let before = broker_states(&brokers);
+    brokers.get_mut(&3).expect("3").fenced = false;
+    assert!(rc.broker_changes(&before, &brokers, 27).is_empty());
+    let before = broker_states(&brokers);
+    brokers.get_mut(&1).expect("1").fenced = false;
+    let records = rc.broker_changes(&before, &brokers, 27);
+    assert_eq!(records.len(), 2);
+    assert_eq!(part(&rc, id, 0).leader, 1);
+    assert_eq!(part(&rc, id, 1).leader, 1);
+    assert_eq!(rc.topics().offline_partition_count(), 0);
+}
+
+#[test]
+fn controlled_shutdown_and_unregistration_move_leadership_too() {
+    let (mut rc, mut brokers, id) = with_topic();
+    let before = broker_states(&brokers);
+    brokers.get_mut(&2).expect("2").in_controlled_shutdown = true;
+    rc.broker_changes(&before, &brokers, 27);
+    assert!(!rc.is_leader_of_any(2));
+    assert_eq!(part(&rc, id, 1).leader, 3);
+    let before = broker_states(&brokers);
+    brokers.remove(&3);
+    rc.broker_changes(&before, &brokers, 27);
+    assert_eq!(part(&rc, id, 1).leader, 1);
+    assert_eq!(part(&rc, id, 1).isr, vec![1]);
+}
+
+fn alter(
+    leader: i32,
+    epoch: i64,
+    topic: Uuid,
+    leader_epoch: i32,
+    partition_epoch: i32,
+    isr: &[(i32, i64)],
+) -> AlterPartitionRequest {
+    AlterPartitionRequest::default()
+        .with_broker_id(BrokerId(leader))
+        .with_broker_epoch(epoch)
+        .with_topics(vec![
+            alter_partition_request::TopicData::default()
+                .with_topic_id(topic)
+                .with_partitions(vec![
+                    alter_partition_request::PartitionData::default()
+                        .with_partition_index(0)
+                        .with_leader_epoch(leader_epoch)
+                        .with_partition_epoch(partition_epoch)
+                        .with_new_isr_with_epochs(
+                            isr.iter()
+                                .map(|(b, e)| {
+                                    BrokerState::default()
+                                        .with_broker_id(BrokerId(*b))
+                                        .with_broker_epoch(*e)
+                                })
+                                .collect(),
+                        ),
+                ]),
+        ])
+}
+
+#[test]
+fn alter_partition_checks_in_kafkas_order_then_changes_the_isr() {
+    let (mut rc, mut brokers, id) = with_topic();
+    let e = |b: i32| 10 + i64::from(b);
+    let code = |d: &Decision<AlterPartitionResponse>| {
+        (
+            d.answer.error_code,
+            d.answer.topics.first().map(|t| t.partitions[0].error_code),
+        )
+    };
+    use ResponseError::*;
+    let d = rc.alter_partition(&alter(1, 99, id, 0, 0, &[(1, e(1))]), &brokers, 27);
+    assert_eq!(code(&d), (StaleBrokerEpoch.code(), None));
+    let d = rc.alter_partition(
+        &alter(1, e(1), Uuid::from_u128(5), 0, 0, &[(1, e(1))]),
+        &brokers,
+        27,
+    );
+    assert_eq!(code(&d), (0, Some(UnknownTopicId.code())));
+    let d = rc.alter_partition(&alter(1, e(1), id, 1, 0, &[(1, e(1))]), &brokers, 27);
+    assert_eq!(code(&d), (0, Some(NotController.code())));
+    let d = rc.alter_partition(&alter(2, e(2), id, 0, 0, &[(1, e(1))]), &brokers, 27);
+    assert_eq!(code(&d), (0, Some(InvalidRequest.code())));
+    let d = rc.alter_partition(&alter(1, e(1), id, 0, 0, &[(2, e(2))]), &brokers, 27);
+    assert_eq!(
+        code(&d),
+        (0, Some(InvalidRequest.code())),
+        "ISR without the leader"
+    );
+    let d = rc.alter_partition(
+        &alter(1, e(1), id, 0, 0, &[(1, e(1)), (2, 3)]),
+        &brokers,
+        27,
+    );
+    assert_eq!(code(&d), (0, Some(IneligibleReplica.code())), "stale epoch");
+    brokers.get_mut(&3).expect("3").fenced = true;
+    let d = rc.alter_partition(
+        &alter(1, e(1), id, 0, 0, &[(1, e(1)), (3, e(3))]),
+        &brokers,
+        27,
+    );
+    assert_eq!(code(&d), (0, Some(IneligibleReplica.code())), "fenced");
+    assert!(d.records.is_empty());
+    // Shrink to [1, 2]: partition epoch 1, leader epoch unchanged.
+    let d = rc.alter_partition(
+        &alter(1, e(1), id, 0, 0, &[(1, e(1)), (2, e(2))]),
+        &brokers,
+        27,
+    );
+    let p = &d.answer.topics[0].partitions[0];
+    assert_eq!(
+        (
+            p.error_code,
+            p.leader_id.0,
+            p.leader_epoch,
+            p.partition_epoch
+        ),
+        (0, 1, 0, 1)
+    );
+    assert_eq!(p.isr, vec![BrokerId(1), BrokerId(2)]);
+    assert_eq!(d.records.len(), 1);
+    // The old partition epoch is now stale; a lower leader epoch is fenced.
+    let d = rc.alter_partition(&alter(1, e(1), id, 0, 0, &[(1, e(1))]), &brokers, 27);
+    assert_eq!(code(&d), (0, Some(InvalidUpdateVersion.code())));
+    assert_eq!(part(&rc, id, 0).isr, vec![1, 2]);
+}
+
+#[test]
+fn elect_leaders_and_the_balance_move_leadership_to_the_preferred_replica() {
+    let (mut rc, mut brokers, id) = with_topic();
+    let before = broker_states(&brokers);
+    brokers.get_mut(&1).expect("1").fenced = true;
+    rc.broker_changes(&before, &brokers, 27);
+    let before = broker_states(&brokers);
+    brokers.get_mut(&1).expect("1").fenced = false;
+    rc.broker_changes(&before, &brokers, 27);
+    // Broker 1 is back but out of the ISR: no preferred election possible.
+    let request = ElectLeadersRequest::default()
+        .with_election_type(0)
+        .with_topic_partitions(Some(vec![
+            TopicPartitions::default()
+                .with_topic(TopicName(StrBytes::from_static_str("t")))
+                .with_partitions(vec![0, 1, 7]),
+        ]));
+    let d = rc.elect_leaders(&request, &brokers, 27);
+    let codes: Vec<i16> = d.answer.replica_election_results[0]
+        .partition_result
+        .iter()
+        .map(|p| p.error_code)
+        .collect();
+    use ResponseError::*;
+    assert_eq!(
+        codes,
+        vec![
+            PreferredLeaderNotAvailable.code(),
+            ElectionNotNeeded.code(),
+            UnknownTopicOrPartition.code()
+        ]
+    );
+    assert!(rc.balance_partition_leaders(&brokers, 27).is_empty());
+    // Back in the ISR (as AlterPartition would do): the balance elects it.
+    let d = rc.alter_partition(
+        &alter(2, 12, id, 1, 1, &[(2, 12), (3, 13), (1, 11)]),
+        &brokers,
+        27,
+    );
+    assert_eq!(d.answer.topics[0].partitions[0].error_code, 0);
+    assert_eq!(rc.topics().preferred_replica_imbalance_count(), 1);
+    assert_eq!(rc.balance_partition_leaders(&brokers, 27).len(), 1);
+    assert_eq!(part(&rc, id, 0).leader, 1);
+    assert_eq!(rc.topics().preferred_replica_imbalance_count(), 0);
+    let all = ElectLeadersRequest::default()
+        .with_election_type(0)
+        .with_topic_partitions(None);
+    let d = rc.elect_leaders(&all, &brokers, 27);
+    assert!(
+        d.answer.replica_election_results[0]
+            .partition_result
+            .is_empty()
+    );
+    let _ = broker(9, None, false);
+}

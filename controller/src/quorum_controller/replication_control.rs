@@ -783,4 +783,4 @@ fn refused_topic(name: &TopicName, error: ResponseError, message: String) -> Cre
 
 #[cfg(test)]
 #[path = "replication_control_tests.rs"]
-mod tests;
+pub(crate) mod tests;
