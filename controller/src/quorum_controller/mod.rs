@@ -42,10 +42,10 @@ pub mod heartbeat;
 pub mod leadership;
 pub mod partition_change;
 pub mod placement;
-pub mod replication_control;
-pub mod topic_names;
 pub mod producer_ids;
+pub mod replication_control;
 pub mod topic_config_defs;
+pub mod topic_names;
 
 use std::collections::BTreeSet;
 
@@ -61,10 +61,10 @@ use kafka_protocol::{
 
 use self::{
     cluster_control::{ClusterControl, Decision, Refusal},
-    leadership::broker_states,
-    replication_control::{ReplicationConfig, ReplicationControl},
     configs::{ConfigurationControl, ResourceExistence},
+    leadership::broker_states,
     producer_ids::ProducerIdControl,
+    replication_control::{ReplicationConfig, ReplicationControl},
 };
 use crate::{
     log::ReplicatedLog,

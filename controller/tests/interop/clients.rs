@@ -60,6 +60,19 @@ impl ToolOutput {
         format!("{}{}", self.stdout, self.stderr)
     }
 
+    /// The first Kafka exception class named in the output
+    /// (`org.apache.kafka.common.errors.…Exception`), `None` when there is
+    /// none.
+    pub fn exception_class(&self) -> Option<String> {
+        let all = self.all();
+        let start = all.find("org.apache.kafka.common.errors.")?;
+        let class: String = all[start..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '.')
+            .collect();
+        Some(class)
+    }
+
     /// The first line with `Error` or `Exception` in it (what a user reads
     /// when the tool fails), trimmed; `None` when there is none.
     pub fn error_line(&self) -> Option<String> {

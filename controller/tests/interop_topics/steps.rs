@@ -565,9 +565,9 @@ pub fn restart(c: &mut Cluster, o: &mut Outcome) -> String {
     c.wait_meta(
         11,
         TOPIC,
-        "9 healthy partitions",
+        "its partitions healthy",
         Duration::from_secs(60),
-        |v| healthy(v, 9, 3),
+        |v| healthy(v, parts_before.len(), 3),
     );
     let took = start.elapsed();
     let (topics_after, parts_after) = c.describe(TOPIC);
@@ -597,15 +597,16 @@ pub fn restart(c: &mut Cluster, o: &mut Outcome) -> String {
     assert_eq!(configs_after, configs_before, "step 7: configs changed");
     o.shapes.insert(
         "step 7: --describe orders after the restart".into(),
-        check_described(c, TOPIC, 9),
+        check_described(c, TOPIC, parts_before.len()),
     );
     format!(
-        "snapshots at or after {hw}{}; restarted to 9 healthy partitions in {:.0} s; topics {:?}, configs the same",
+        "snapshots at or after {hw}{}; restarted to {} healthy partitions in {:.0} s; topics {:?}, configs the same",
         if loaded.is_empty() {
             String::new()
         } else {
             format!(" (ours loaded {loaded:?})")
         },
+        parts_before.len(),
         took.as_secs_f64(),
         list_after.split_whitespace().collect::<Vec<_>>()
     )
@@ -674,6 +675,9 @@ pub fn bad_requests(c: &mut Cluster, o: &mut Outcome) -> String {
             out.all()
         );
         o.errors.insert(format!("step 8: {label}"), line.clone());
+        let class = out.exception_class().unwrap_or_else(|| "(none)".into());
+        o.error_classes
+            .insert(format!("step 8: {label}: exception class"), class);
         seen.push(format!("{label}: {line}"));
     }
     let list = c.topics(&["--list"]);
