@@ -128,13 +128,7 @@ impl Cluster {
     }
 
     /// `kafka-topics --describe --topic topic`, parsed; panics if it fails.
-    pub fn describe(
-        &self,
-        topic: &str,
-    ) -> (
-        BTreeMap<String, (i32, i32, String)>,
-        Vec<DescribedPartition>,
-    ) {
+    pub fn describe(&self, topic: &str) -> Described {
         let out = self.topics(&["--describe", "--topic", topic]);
         assert!(
             out.ok,

@@ -142,14 +142,15 @@ pub struct DescribedPartition {
     pub isr: Vec<i32>,
 }
 
-/// The topics of a `--describe` output: name → (PartitionCount,
-/// ReplicationFactor, Configs), and its partitions.
-pub fn parse_describe(
-    text: &str,
-) -> (
+/// A parsed `--describe`: topic name → (PartitionCount, ReplicationFactor,
+/// Configs), and the partitions.
+pub type Described = (
     BTreeMap<String, (i32, i32, String)>,
     Vec<DescribedPartition>,
-) {
+);
+
+/// The topics of a `--describe` output and its partitions.
+pub fn parse_describe(text: &str) -> Described {
     let ids =
         |s: &str| -> Vec<i32> { s.split(',').filter_map(|i| i.trim().parse().ok()).collect() };
     let mut topics = BTreeMap::new();
@@ -287,6 +288,21 @@ fn seen(v: &serde_json::Value) -> Option<(String, Seen)> {
     ))
 }
 
+/// What a producer sends: `count` records to `topic` at `throughput`
+/// records/s (-1: as fast as it can), values `prefix.N` (N = 0..count; the
+/// prefix is an integer, as `VerifiableProducer` wants).
+#[derive(Debug, Clone, Copy)]
+pub struct Load<'a> {
+    /// Topic name.
+    pub topic: &'a str,
+    /// Records to send.
+    pub count: u64,
+    /// Records per second, -1 for no limit.
+    pub throughput: i64,
+    /// Value prefix (an integer).
+    pub prefix: &'a str,
+}
+
 /// A `VerifiableProducer` running in the background, its JSON lines going
 /// to a file.
 #[derive(Debug)]
@@ -313,20 +329,10 @@ pub struct ProduceReport {
 }
 
 impl Producer {
-    /// Starts `VerifiableProducer` of `version` sending `count` records to
-    /// `topic` through `bootstrap` at `throughput` records/s (-1: as fast as
-    /// it can), values `prefix.N` (N = 0..count), with `acks=all`,
-    /// idempotence on and Kafka's default retries; `dir` holds its files.
-    pub fn start(
-        version: &str,
-        dir: &Path,
-        name: &str,
-        bootstrap: &str,
-        topic: &str,
-        count: u64,
-        throughput: i64,
-        prefix: &str,
-    ) -> Self {
+    /// Starts `VerifiableProducer` of `version` sending `load` through
+    /// `bootstrap`, with `acks=all`, idempotence on and unlimited retries;
+    /// `dir` holds its files, named after `name`.
+    pub fn start(version: &str, dir: &Path, name: &str, bootstrap: &str, load: &Load<'_>) -> Self {
         let config = dir.join(format!("{name}.producer.properties"));
         std::fs::write(
             &config,
@@ -340,10 +346,10 @@ impl Producer {
             .env("KAFKA_VERSION", version)
             .env("KAFKA_HEAP_OPTS", CLIENT_HEAP)
             .arg(VERIFIABLE_PRODUCER)
-            .args(["--bootstrap-server", bootstrap, "--topic", topic])
-            .args(["--max-messages", &count.to_string()])
-            .args(["--throughput", &throughput.to_string()])
-            .args(["--acks", "-1", "--value-prefix", prefix])
+            .args(["--bootstrap-server", bootstrap, "--topic", load.topic])
+            .args(["--max-messages", &load.count.to_string()])
+            .args(["--throughput", &load.throughput.to_string()])
+            .args(["--acks", "-1", "--value-prefix", load.prefix])
             .arg("--producer.config")
             .arg(&config)
             .stdin(Stdio::null())

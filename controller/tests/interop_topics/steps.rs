@@ -96,7 +96,7 @@ fn check_described(c: &Cluster, topic: &str, count: usize) -> String {
     shape(&topics, &partitions)
 }
 
-/// 1. `--create --partitions 6 --replication-factor 3`, then `--describe`.
+/// Step 1: `--create --partitions 6 --replication-factor 3`, then `--describe`.
 pub fn create(c: &mut Cluster, o: &mut Outcome) -> String {
     let start = Instant::now();
     let out = c.topics(&[
@@ -138,18 +138,15 @@ pub fn create(c: &mut Cluster, o: &mut Outcome) -> String {
     )
 }
 
-/// 2. 100,000 records with acks=all and idempotence, then read in a group.
+/// Step 2: 100,000 records with acks=all and idempotence, then read in a group.
 pub fn produce_consume(c: &mut Cluster, acked: &mut Records) -> String {
-    let producer = Producer::start(
-        c.version,
-        &c.root,
-        "step2",
-        &c.bootstrap(),
-        TOPIC,
-        RECORDS,
-        -1,
-        "2",
-    );
+    let load = Load {
+        topic: TOPIC,
+        count: RECORDS,
+        throughput: -1,
+        prefix: "2",
+    };
+    let producer = Producer::start(c.version, &c.root, "step2", &c.bootstrap(), &load);
     let report = producer.finish(Duration::from_secs(300));
     assert!(
         report.failed.is_empty() && report.acked.len() == RECORDS as usize,
@@ -194,16 +191,13 @@ fn tail_of(text: &str) -> String {
 
 /// Starts a slow producer and waits for its first 2,000 acks.
 fn slow_producer(c: &Cluster, name: &str, topic: &str, prefix: &str) -> Producer {
-    let producer = Producer::start(
-        c.version,
-        &c.root,
-        name,
-        &c.bootstrap(),
+    let load = Load {
         topic,
-        SLOW_RECORDS,
-        SLOW_RATE,
+        count: SLOW_RECORDS,
+        throughput: SLOW_RATE,
         prefix,
-    );
+    };
+    let producer = Producer::start(c.version, &c.root, name, &c.bootstrap(), &load);
     wait_for(
         Duration::from_secs(60),
         &format!("{name}'s producer to get 2000 acks"),
@@ -224,7 +218,7 @@ fn check_slow(step: &str, report: &ProduceReport) {
     );
 }
 
-/// 3. kill -9 broker 13 during a produce: leaderships move, ISRs shrink;
+/// Step 3: kill -9 broker 13 during a produce: leaderships move, ISRs shrink;
 /// restarted: ISRs grow back.
 pub fn kill_broker(c: &mut Cluster, later: &mut Records) -> String {
     let producer = slow_producer(c, "step3", TOPIC, "3");
@@ -287,7 +281,7 @@ fn isr_updates(c: &Cluster, topic: &str) -> Vec<String> {
         .collect()
 }
 
-/// 4. SIGSTOP follower 12 during a produce (a follower with nothing to
+/// Step 4: SIGSTOP follower 12 during a produce (a follower with nothing to
 /// fetch is never out of sync in Kafka's `Partition`): the leaders shrink
 /// ISRs (AlterPartition) before its session expires; SIGCONT: they expand
 /// them.
@@ -365,7 +359,7 @@ pub fn stop_follower(c: &mut Cluster) -> String {
     )
 }
 
-/// 5. kill -9 the active controller during a produce: no failed send; then
+/// Step 5: kill -9 the active controller during a produce: no failed send; then
 /// the group of step 2 reads what steps 3 and 5 acked, exactly once.
 pub fn kill_controller(c: &mut Cluster, later: &mut Records, step2_passed: bool) -> String {
     let producer = slow_producer(c, "step5", TOPIC, "5");
@@ -420,7 +414,7 @@ pub fn kill_controller(c: &mut Cluster, later: &mut Records, step2_passed: bool)
     )
 }
 
-/// 6. `--delete`, `--alter --partitions`, `kafka-configs --alter` and
+/// Step 6: `--delete`, `--alter --partitions`, `kafka-configs --alter` and
 /// `--describe`.
 pub fn alter(c: &mut Cluster, o: &mut Outcome) -> String {
     let out = c.topics(&[
@@ -510,7 +504,7 @@ pub fn alter(c: &mut Cluster, o: &mut Outcome) -> String {
     )
 }
 
-/// 7. Every controller and broker killed and restarted, the controllers
+/// Step 7: Every controller and broker killed and restarted, the controllers
 /// from snapshots: topics, partitions and configs are all there.
 pub fn restart(c: &mut Cluster, o: &mut Outcome) -> String {
     let (topics_before, parts_before) = c.describe(TOPIC);
@@ -612,7 +606,7 @@ pub fn restart(c: &mut Cluster, o: &mut Outcome) -> String {
     )
 }
 
-/// 8. Bad requests: replication factor above the brokers, a bad name, a
+/// Step 8: Bad requests: replication factor above the brokers, a bad name, a
 /// duplicate; their error lines go to the comparison with Kafka's.
 pub fn bad_requests(c: &mut Cluster, o: &mut Outcome) -> String {
     let cases: [(&str, &[&str]); 4] = [
