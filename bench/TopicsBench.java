@@ -43,8 +43,15 @@ public class TopicsBench {
             while (true) {
                 int led = 0;
                 for (int i = 0; i < count; i += batch) {
-                    Map<String, TopicDescription> d = admin.describeTopics(names.subList(i, Math.min(count, i + batch)))
-                        .allTopicNames().get();
+                    Map<String, TopicDescription> d;
+                    try {
+                        d = admin.describeTopics(names.subList(i, Math.min(count, i + batch)))
+                            .allTopicNames().get();
+                    } catch (java.util.concurrent.ExecutionException e) {
+                        // The broker's metadata has not caught up with the
+                        // controller yet (UNKNOWN_TOPIC_OR_PARTITION): look again.
+                        break;
+                    }
                     for (TopicDescription t : d.values())
                         for (var p : t.partitions()) if (p.leader() != null && !p.leader().isEmpty()) led++;
                 }

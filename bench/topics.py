@@ -44,8 +44,8 @@ class System:
 
     def __init__(self, kind: str, work: Path, controller: Path, version: str):
         self.kind, self.work, self.controller, self.version = kind, work, controller, version
-        ports = free_ports(4)
-        self.cports, self.bport = ports[:3], ports[3]
+        ports = free_ports(7)
+        self.cports, self.bport, self.http = ports[:3], ports[3], ports[4:]
         self.bootstrap = ",".join(f"127.0.0.1:{p}" for p in self.cports)
         self.initial = ",".join(f"{i}@127.0.0.1:{p}:{d}" for i, p, d in zip((1, 2, 3), self.cports, DIR_IDS))
         self.procs: dict[int, subprocess.Popen] = {}
@@ -56,12 +56,14 @@ class System:
         return path
 
     def start(self) -> None:
-        for i, port in zip((1, 2, 3), self.cports):
+        for i, port, http in zip((1, 2, 3), self.cports, self.http):
+            # Ours serves /metrics on kraftwerk.http.listener (default 0.0.0.0:9100).
+            http_line = f"kraftwerk.http.listener=127.0.0.1:{http}\n" if self.kind == "ours" else ""
             cfg = self._props(
                 f"c{i}",
                 f"process.roles=controller\nnode.id={i}\ncontroller.listener.names=CONTROLLER\n"
                 f"listeners=CONTROLLER://127.0.0.1:{port}\nlistener.security.protocol.map=CONTROLLER:PLAINTEXT\n"
-                f"controller.quorum.bootstrap.servers={self.bootstrap}\n",
+                f"controller.quorum.bootstrap.servers={self.bootstrap}\n{http_line}",
             )
             fmt = ["format", "--config", str(cfg), "--cluster-id", CLUSTER_ID, "--initial-controllers", self.initial]
             out = open(self.work / f"c{i}.log", "w")
@@ -86,9 +88,13 @@ class System:
         self.blog = self.work / "broker.log"
         out = open(self.blog, "w")
         self.broker = subprocess.Popen([RUN_CLASS, "kafka.Kafka", bcfg], stdout=out, stderr=out, env=env)
-        wait_for("the broker to be RUNNING",
-                 lambda: True if "Transitioning from RECOVERY to RUNNING" in self.blog.read_text() else None,
-                 180, 0.25)
+        def running():
+            for i, p in [*self.procs.items(), ("broker", self.broker)]:
+                if p.poll() is not None:
+                    raise RuntimeError(f"{self.kind}: {i} exited ({p.returncode}); see {self.work}")
+            return True if "Transitioning from RECOVERY to RUNNING" in self.blog.read_text() else None
+
+        wait_for("the broker to be RUNNING", running, 180, 0.25)
 
     def leader(self) -> int | None:
         for port in self.cports:
