@@ -642,6 +642,8 @@ fn two_producer_id_requests_before_a_commit_get_different_blocks_answered_once_c
     let mut fresh = QuorumController::new(QuorumControllerConfig {
         cluster_id: CLUSTER.into(),
         session_timeout_ms: SESSION_MS,
+        replication: Default::default(),
+        leader_imbalance_check_interval_ms: None,
     });
     std::mem::swap(&mut node.qc, &mut fresh);
     let c = node.request(allocate(11, epoch));
