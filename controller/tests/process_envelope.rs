@@ -29,6 +29,7 @@ use kafka_protocol::messages::{
     EnvelopeRequest, RequestKind, ResponseKind, create_acls_request::AclCreation,
 };
 use kraft_controller::{
+    admin::AdminClient,
     config::security::{ClientAuth, KeyMaterial, SslSettings, TlsVersion, TrustMaterial},
     server::envelope::{self, PRINCIPAL_DESERIALIZATION_FAILURE},
     wire::{
@@ -330,6 +331,23 @@ fn a_cluster_action_acl_lets_a_broker_forward_and_survives_a_restart() {
         }
         other => panic!("{other:?}"),
     }
+
+    // The admin client's ensure (what the operator calls): created once.
+    let tls = as_controller().tls;
+    let addr = address.clone();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let (first, second) = runtime.block_on(async move {
+        let mut admin = AdminClient::connect_with_tls(&addr, Duration::from_secs(5), tls)
+            .await
+            .expect("an admin connection");
+        let first = admin.ensure_cluster_acl("User:CN=other", 9).await;
+        let second = admin.ensure_cluster_acl("User:CN=other", 9).await;
+        (first, second)
+    });
+    assert_eq!((first, second), (Ok(true), Ok(false)));
 
     quorum.kill(leader);
     let dump = quorum.dump_log(leader);

@@ -174,6 +174,10 @@ fn every_supported_request_round_trips_at_every_version_of_the_table() {
     assert_eq!(
         checked,
         15 + 5 + 3 + 2 + 2 + 3 + 2 + 3 + 1 + 1 + 1 + 1 + 5 + 2 + 1 + 1 + 3 + 3 + 3
+            // AllocateProducerIds, IncrementalAlterConfigs, AlterConfigs,
+            // DescribeConfigs, AssignReplicasToDirs, CreateTopics, DeleteTopics,
+            // CreatePartitions, AlterPartition, ElectLeaders
+            + 1 + 2 + 3 + 4 + 1 + 6 + 6 + 4 + 2 + 3
     );
 }
 
@@ -222,20 +226,30 @@ fn api_versions_lists_our_table_and_kafka_4_1_controller_features() {
         vec![
             (1, 4, 18),
             (18, 0, 4),
+            (19, 2, 7),
+            (20, 1, 6),
             (29, 1, 3),
             (30, 1, 3),
             (31, 1, 3),
+            (32, 1, 4),
+            (33, 0, 2),
+            (37, 0, 3),
+            (43, 0, 2),
+            (44, 0, 1),
             (52, 0, 2),
             (53, 0, 1),
             (54, 0, 1),
             (55, 0, 2),
+            (56, 2, 3),
             (58, 0, 0),
             (59, 0, 1),
             (60, 0, 2),
             (62, 0, 4),
             (63, 0, 1),
             (64, 0, 0),
+            (67, 0, 0),
             (70, 0, 0),
+            (73, 0, 0),
             (80, 0, 0),
             (81, 0, 0),
             (82, 0, 0)

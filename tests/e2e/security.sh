@@ -21,7 +21,8 @@ served_serial() { openssl_to "$1" "$2" | openssl x509 -noout -serial 2>/dev/null
 # /etc/kraft-client (restricted-compliant) and runs `kraft-controller quorum
 # describe` with its client.properties against q-0's DNS name; succeeds when
 # the TLS session is accepted and the request refused CLUSTER_AUTHORIZATION_FAILED
-# (the brokers are no super user).
+# (the brokers are no super user; the ACL the operator gives them is
+# CLUSTER_ACTION, which implies neither DESCRIBE nor ALTER).
 in_cluster_describe() {
   local ns="$1" name="$2"
   kubectl -n "$ns" apply -f - >/dev/null <<POD
@@ -56,14 +57,23 @@ POD
   poll "pod $name finished" 60 bash -c \
     "[[ \$(kubectl -n $ns get pod $name -o jsonpath='{.status.phase}') =~ Succeeded|Failed ]]"
   # The brokers' identity is no super user (review O1): its TLS session is
-  # accepted (certificate of the quorum's CA) and DescribeQuorum is refused
-  # CLUSTER_AUTHORIZATION_FAILED until ACLs grant it (docs/operations.md).
+  # accepted (certificate of the quorum's CA) and DescribeQuorum (DESCRIBE) is
+  # refused CLUSTER_AUTHORIZATION_FAILED: the operator's ACL grants it
+  # CLUSTER_ACTION only (docs/operations.md).
   [[ "$(kubectl -n "$ns" get pod "$name" -o jsonpath='{.status.phase}')" == Failed ]] &&
     grep -q 'CLUSTER_AUTHORIZATION_FAILED' "$cache/cluster/logs/$ns/$name/"*.log || {
     echo "pod $name with the brokers' client Secret was not refused CLUSTER_AUTHORIZATION_FAILED:" >&2
     cat "$cache/cluster/logs/$ns/$name/"*.log >&2 || true
     return 1
   }
+}
+
+# broker_acl_created NS: the operator's log says it created the brokers'
+# CLUSTER_ACTION ACL for NS/q (controller/src/acl; the controller side is
+# tested by process_envelope and interop_kafka_acls).
+broker_acl_created() {
+  cat "$cache/cluster/logs/$operator_ns"/*/*.log 2>/dev/null |
+    grep "created the brokers' ACL" | grep -q "$1/q"
 }
 
 # pod_uids NS: "name=uid" of every pod of q, sorted.
@@ -108,6 +118,7 @@ t_a_default_quorum_speaks_mtls() {
     return 1
   fi
   in_cluster_describe "$ns" describe
+  poll "the operator created the brokers' CLUSTER_ACTION ACL" 120 broker_acl_created "$ns"
   kubectl -n "$ns" scale kq/q --replicas=5 >/dev/null
   poll "5 voters Ready over mTLS" 300 is_ready "$ns" q 5
   poll "DescribeQuorum shows 5 voters" 60 voters_match "$ns" q 5

@@ -31,6 +31,7 @@ use kafka_protocol::{
     },
     protocol::StrBytes,
 };
+use kraft_common::errors::INVALID_REQUEST;
 use uuid::Uuid;
 
 use super::{
@@ -38,11 +39,6 @@ use super::{
     resource_type,
 };
 use crate::metadata::records::remove_access_control_entry_record;
-
-/// Kafka's `INVALID_REQUEST`.
-pub const INVALID_REQUEST: i16 = 42;
-/// Kafka's `SECURITY_DISABLED`: ACL requests without an authorizer.
-pub const SECURITY_DISABLED: i16 = 54;
 
 fn s(text: impl Into<String>) -> StrBytes {
     StrBytes::from_string(text.into())

@@ -17,7 +17,11 @@
 //! The committed ACLs are published to the connection layer as an immutable
 //! [`AclSet`] behind an [`Arc`] swap ([`SharedAcls`]): the metadata listener
 //! replaces it when the image's ACLs change; each request reads the current
-//! one. [`control`] answers CreateAcls/DeleteAcls/DescribeAcls. It owns the
+//! one. A decision is linear in the number of ACLs (Kafka indexes them by
+//! resource; a controller holds few). Until a restarted node has replayed
+//! its log (or snapshot) the published set is empty, so only super users
+//! pass: Kafka's authorizer answers AUTHORIZER_NOT_READY then instead.
+//! [`control`] answers CreateAcls/DeleteAcls/DescribeAcls. It owns the
 //! meaning of ACLs; it must not know about connections or the log.
 
 pub mod control;
@@ -108,8 +112,6 @@ pub mod permission {
 pub const CLUSTER_NAME: &str = "kafka-cluster";
 /// The wildcard resource name, principal name and host.
 pub const WILDCARD: &str = "*";
-/// The wildcard principal (`KafkaPrincipal.USER_TYPE:*`).
-pub const WILDCARD_PRINCIPAL: &str = "User:*";
 
 /// One stored ACL (Kafka's `StandardAcl`); codes as in the modules above.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -249,6 +251,31 @@ impl AclFilter {
 /// The committed ACLs by id (what the image holds and the authorizer reads).
 pub type AclSet = BTreeMap<Uuid, StandardAcl>;
 
+/// Whether `acl_principal` is the wildcard of `principal`'s type
+/// (`User:*` for `User:alice`; Kafka's `matchingPrincipals`).
+fn is_wildcard_of(acl_principal: &str, principal: &str) -> bool {
+    match (acl_principal.split_once(':'), principal.split_once(':')) {
+        (Some((kind, WILDCARD)), Some((their_kind, _))) => kind == their_kind,
+        _ => false,
+    }
+}
+
+/// The text Kafka compares with an ACL's host: Java's
+/// `InetAddress.getHostAddress()`: an IPv4 address (also when it arrived
+/// v4-mapped on a dual-stack listener) dotted, an IPv6 address as eight
+/// uncompressed lower-case hex groups (`0:0:0:0:0:0:0:1`).
+pub fn host_text(address: std::net::IpAddr) -> String {
+    match address.to_canonical() {
+        std::net::IpAddr::V4(v4) => v4.to_string(),
+        std::net::IpAddr::V6(v6) => v6
+            .segments()
+            .iter()
+            .map(|g| format!("{g:x}"))
+            .collect::<Vec<_>>()
+            .join(":"),
+    }
+}
+
 /// One request for an operation on a resource (Kafka's `Action` with the
 /// request context's principal and client address).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -290,7 +317,7 @@ pub fn authorize(
             continue;
         }
         resource_has_acls = true;
-        let who = acl.principal == principal || acl.principal == WILDCARD_PRINCIPAL;
+        let who = acl.principal == principal || is_wildcard_of(&acl.principal, principal);
         let from = acl.host == host || acl.host == WILDCARD;
         if !(who && from && acl.covers(op)) {
             continue;
@@ -562,6 +589,26 @@ mod tests {
             }
             .is_unknown()
         );
+    }
+
+    #[test]
+    fn hosts_are_written_as_java_does_and_the_wildcard_principal_is_per_type() {
+        let ip = |s: &str| s.parse::<std::net::IpAddr>().expect("ip");
+        assert_eq!(host_text(ip("10.0.0.7")), "10.0.0.7");
+        assert_eq!(host_text(ip("::ffff:10.0.0.7")), "10.0.0.7");
+        assert_eq!(host_text(ip("::1")), "0:0:0:0:0:0:0:1");
+        assert_eq!(host_text(ip("fe80::1:abcd")), "fe80:0:0:0:0:0:1:abcd");
+        let acls = set(&[acl(
+            "Group:*",
+            "*",
+            ALL,
+            ALLOW,
+            CLUSTER,
+            CLUSTER_NAME,
+            pattern_type::LITERAL,
+        )]);
+        assert!(cluster(&acls, "Group:x", "h", ALTER, false));
+        assert!(!cluster(&acls, "User:x", "h", ALTER, false));
     }
 
     #[test]

@@ -12,9 +12,12 @@
 //! SECURITY_DISABLED, as Kafka's `AclApis`. It must not touch the engine
 //! except through [`RaftClient`].
 
-use kafka_protocol::messages::{RequestKind, ResponseKind};
+use kafka_protocol::{
+    ResponseError,
+    messages::{RequestKind, ResponseKind},
+};
 
-use super::control::{self, AclControl, SECURITY_DISABLED};
+use super::control::{self, AclControl};
 use crate::{
     log::ReplicatedLog,
     metadata::image::MetadataImage,
@@ -23,9 +26,6 @@ use crate::{
         listener::{LeaderChange, RaftClient},
     },
 };
-
-/// Kafka's `NOT_CONTROLLER`.
-const NOT_CONTROLLER: i16 = 41;
 
 /// An answer waiting for its records to commit.
 #[derive(Debug)]
@@ -103,7 +103,7 @@ impl AclRequests {
             let message = "No Authorizer is configured.";
             client.reply(
                 reply,
-                control::refuse_all(&request, SECURITY_DISABLED, message),
+                control::refuse_all(&request, ResponseError::SecurityDisabled.code(), message),
             );
             return Ok(());
         }
@@ -114,7 +114,7 @@ impl AclRequests {
         }
         let not_controller = control::refuse_all(
             &request,
-            NOT_CONTROLLER,
+            ResponseError::NotController.code(),
             "this node is not the active controller",
         );
         let Some(acls) = self.control(client, image) else {

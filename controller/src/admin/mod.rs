@@ -1,6 +1,7 @@
 //! A small Kafka admin client for controller quorums, shared by the
 //! `kraft-controller quorum` CLI and the operator: DescribeQuorum,
-//! AddRaftVoter, RemoveRaftVoter, DescribeCluster and ApiVersions, over one
+//! AddRaftVoter, RemoveRaftVoter, DescribeCluster, ApiVersions and one
+//! CLUSTER ACL (DescribeAcls, CreateAcls: `acls.rs`), over one
 //! pipelined [`crate::wire::client::Connection`].
 //!
 //! Like Kafka's `Admin` with `bootstrap.controllers`, it starts at one
@@ -12,6 +13,8 @@
 //! It owns request building and error mapping; it must not decide policy
 //! (when to retry a membership change is the caller's call, helped by
 //! [`AdminError::is_retriable`]).
+
+mod acls;
 
 use std::{net::SocketAddr, time::Duration};
 
@@ -35,6 +38,7 @@ use kraft_common::{
 };
 use uuid::Uuid;
 
+pub use self::acls::BROKER_OPERATION;
 use crate::wire::{
     self,
     client::{ClientConfig, ClientError, Connection},

@@ -208,11 +208,6 @@ fn data_text(record: &DataRecord) -> String {
                 {
                     broker_text(name, key, version, &framed.message)
                 }
-                (key, version, Some(name))
-                    if crate::metadata::topics::is_topic_record(key, version) =>
-                {
-                    super::dump_topics::topic_text(name, key, version, &framed.message)
-                }
                 (ACCESS_CONTROL_ENTRY_RECORD_API_KEY, 0, _) => {
                     match AccessControlEntryRecord::decode_message(&framed.message) {
                         Ok(r) => format!(
@@ -243,6 +238,11 @@ fn data_text(record: &DataRecord) -> String {
                             hex(&framed.message)
                         ),
                     }
+                }
+                (key, version, Some(name))
+                    if crate::metadata::topics::is_topic_record(key, version) =>
+                {
+                    super::dump_topics::topic_text(name, key, version, &framed.message)
                 }
                 (END_TRANSACTION_RECORD_API_KEY, 0, _) => {
                     "END_TRANSACTION_RECORD(24) version=0".to_owned()

@@ -40,9 +40,9 @@ use super::records::{
     ConfigRecord, ControllerEndpoint, ControllerFeature, END_TRANSACTION_RECORD_API_KEY,
     FEATURE_LEVEL_RECORD_API_KEY, FeatureLevelRecord, FramedRecord, METADATA_VERSION_FEATURE,
     NO_OP_RECORD_API_KEY, PRODUCER_IDS_RECORD_API_KEY, ProducerIdsRecord,
-    REGISTER_CONTROLLER_RECORD_API_KEY, REMOVE_ACCESS_CONTROL_ENTRY_RECORD_API_KEY, RecordsError,
-    RegisterControllerRecord, decode_remove_access_control_entry, partition_record_version,
-    register_broker_record_version,
+    REGISTER_CONTROLLER_RECORD_API_KEY, REMOVE_ACCESS_CONTROL_ENTRY_RECORD_API_KEY,
+    REMOVE_TOPIC_RECORD_API_KEY, RecordsError, RegisterControllerRecord, RemoveTopicRecord,
+    decode_remove_access_control_entry, partition_record_version, register_broker_record_version,
 };
 use super::topics::{TopicRecordError, TopicsImage, is_topic_record};
 use crate::{
@@ -174,11 +174,6 @@ impl MetadataImage {
         &self.brokers
     }
 
-    /// Topics and their partitions.
-    pub fn topics(&self) -> &TopicsImage {
-        &self.topics
-    }
-
     /// The dynamic configurations (ConfigRecords) by resource.
     pub fn configs(&self) -> &ConfigsImage {
         &self.configs
@@ -188,6 +183,11 @@ impl MetadataImage {
     /// any ProducerIdsRecord (Kafka's `ProducerIdsImage.EMPTY`, -1).
     pub fn next_producer_id(&self) -> Option<i64> {
         self.next_producer_id
+    }
+
+    /// Topics and their partitions.
+    pub fn topics(&self) -> &TopicsImage {
+        &self.topics
     }
 
     /// The ACLs by id (`crate::acl`).
@@ -277,9 +277,19 @@ impl MetadataImage {
                     .map_err(|source| ImageError::Broker { offset, source })?;
             }
             (key, version) if is_topic_record(key, version) => {
+                // Kafka's MetadataDelta replays a RemoveTopicRecord into the
+                // configs too: the topic's configs go with it.
+                let removed = (key == REMOVE_TOPIC_RECORD_API_KEY)
+                    .then(|| RemoveTopicRecord::decode_message(&framed.message).ok())
+                    .flatten()
+                    .and_then(|r| self.topics.get(&r.topic_id).map(|t| t.name.clone()));
                 self.topics
                     .apply(&framed)
                     .map_err(|source| ImageError::Topic { offset, source })?;
+                if let Some(name) = removed {
+                    self.configs
+                        .remove_resource(super::configs::CONFIG_RESOURCE_TYPE_TOPIC, &name);
+                }
             }
             (CONFIG_RECORD_API_KEY, 0) => {
                 let r = ConfigRecord::decode_message(&framed.message).map_err(err)?;
@@ -392,8 +402,8 @@ impl MetadataImage {
 /// Kafka's `ClusterImage` writes them), topics by id each with its partitions
 /// (at the PartitionRecord version of the `metadata.version`, as Kafka's
 /// `TopicsImage` writes them), the configurations by resource and key, the
-/// next producer id (as Kafka's `ProducerIdsImage` writes it), ACLs by id
-/// (Kafka's `AclsImage`), then unknown records in offset order
+/// next producer id (as Kafka's `ProducerIdsImage` writes it), then unknown
+/// records in offset order
 /// (no-ops and transaction markers are not state). Applying them to an empty
 /// image gives an image equal to this one but for the no-op count and the
 /// offsets: what a snapshot of the image holds.
@@ -450,6 +460,7 @@ pub fn image_records(image: &MetadataImage) -> Vec<Bytes> {
             .encode_framed(),
         );
     }
+    // Kafka's MetadataImage.write: ACLs after producer ids.
     for (id, acl) in &image.acls {
         out.push(acl.to_record(*id).encode_framed());
     }

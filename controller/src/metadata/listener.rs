@@ -139,17 +139,19 @@ const API_KEYS: &[ApiKey] = &[
     ApiKey::BrokerRegistration,
     ApiKey::BrokerHeartbeat,
     ApiKey::UnregisterBroker,
+    ApiKey::DescribeAcls,
+    ApiKey::CreateAcls,
+    ApiKey::DeleteAcls,
+    ApiKey::AllocateProducerIds,
+    ApiKey::IncrementalAlterConfigs,
+    ApiKey::AlterConfigs,
+    ApiKey::DescribeConfigs,
+    ApiKey::AssignReplicasToDirs,
     ApiKey::CreateTopics,
     ApiKey::DeleteTopics,
     ApiKey::CreatePartitions,
     ApiKey::AlterPartition,
     ApiKey::ElectLeaders,
-    ApiKey::AllocateProducerIds,
-    ApiKey::IncrementalAlterConfigs,
-    ApiKey::AlterConfigs,
-    ApiKey::DescribeAcls,
-    ApiKey::CreateAcls,
-    ApiKey::DeleteAcls,
 ];
 
 impl MetadataListener {
@@ -338,6 +340,16 @@ impl Listener<FileLog> for MetadataListener {
                 );
                 client.reply(handle, Some(ResponseKind::DescribeCluster(body)));
             }
+            RequestKind::DescribeConfigs(request) => {
+                let image = &self.image;
+                let body = crate::quorum_controller::describe_configs::describe_configs(
+                    &request,
+                    image.configs(),
+                    self.config.registration.controller_id,
+                    &|name| image.topics().by_name(name).is_some(),
+                );
+                client.reply(handle, Some(ResponseKind::DescribeConfigs(body)));
+            }
             RequestKind::ControllerRegistration(request) => {
                 self.registration
                     .on_request(client, &self.image, request, handle)?;
@@ -345,14 +357,15 @@ impl Listener<FileLog> for MetadataListener {
             request @ (RequestKind::BrokerRegistration(_)
             | RequestKind::BrokerHeartbeat(_)
             | RequestKind::UnregisterBroker(_)
+            | RequestKind::AllocateProducerIds(_)
+            | RequestKind::IncrementalAlterConfigs(_)
+            | RequestKind::AlterConfigs(_)
+            | RequestKind::AssignReplicasToDirs(_)
             | RequestKind::CreateTopics(_)
             | RequestKind::DeleteTopics(_)
             | RequestKind::CreatePartitions(_)
             | RequestKind::AlterPartition(_)
-            | RequestKind::ElectLeaders(_)
-            | RequestKind::AllocateProducerIds(_)
-            | RequestKind::IncrementalAlterConfigs(_)
-            | RequestKind::AlterConfigs(_)) => {
+            | RequestKind::ElectLeaders(_)) => {
                 self.quorum
                     .on_request(client, &self.image, request, handle)?;
             }

@@ -152,6 +152,7 @@ pub fn error_answer(request: &RequestKind, error: ResponseError) -> Option<Respo
                         .collect(),
                 ),
         ),
-        _ => return None,
+        // The config requests name their resources.
+        other => return super::configs::refused_response(other, &(error, error.to_string())),
     })
 }

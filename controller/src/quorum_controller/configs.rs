@@ -34,14 +34,16 @@ use kafka_protocol::{
 
 use super::{
     cluster_control::Refusal,
-    topic_config_defs::{
-        BROKER_LIST_CONFIGS, ConfigType, topic_config, validate_topic_configs, validate_topic_name,
-    },
+    topic_config_defs::{BROKER_LIST_CONFIGS, ConfigType, check_log_config, topic_config},
+    topic_names::validate_topic_name,
 };
 use crate::metadata::{
     configs::{CONFIG_RESOURCE_TYPE_TOPIC, ConfigsImage},
     image::MetadataImage,
-    records::{CONFIG_RESOURCE_TYPE_BROKER, ConfigRecord},
+    records::{
+        CONFIG_RECORD_API_KEY, CONFIG_RESOURCE_TYPE_BROKER, ConfigRecord, FramedRecord,
+        REMOVE_TOPIC_RECORD_API_KEY, RemoveTopicRecord,
+    },
 };
 
 /// Kafka's `ConfigResource.Type.BROKER_LOGGER` id.
@@ -111,7 +113,14 @@ pub struct ConfigsDecision {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigurationControl {
     configs: ConfigsImage,
+    /// `eligible.leader.replicas.version` >= 1 (Kafka's
+    /// `isElrFeatureEnabled`), as committed at activation.
+    elr_enabled: bool,
 }
+
+/// Longest config value Kafka 4.4 accepts (UTF-16 units, Java's
+/// `String.length`).
+pub const MAX_CONFIG_VALUE_CHARS: usize = 32_767;
 
 fn refuse(error: ResponseError, message: impl Into<String>) -> Result<(), Refusal> {
     Err((error, message.into()))
@@ -208,12 +217,45 @@ impl ConfigurationControl {
     pub fn activate(image: &MetadataImage) -> Self {
         Self {
             configs: image.configs().clone(),
+            elr_enabled: image
+                .feature_level("eligible.leader.replicas.version")
+                .is_some_and(|l| l >= 1),
         }
     }
 
     /// The speculative configs.
     pub fn configs(&self) -> &ConfigsImage {
         &self.configs
+    }
+
+    /// Replays records another manager built (Kafka replays every record
+    /// into every manager): ConfigRecords are applied, a RemoveTopicRecord
+    /// drops the configs of the topic `names` (the names before the
+    /// decision) gives it. Records of this manager's own decisions were
+    /// applied already; applying them again changes nothing.
+    pub fn replay(&mut self, records: &[Bytes], names: &BTreeMap<uuid::Uuid, String>) {
+        for value in records {
+            let Ok(f) = FramedRecord::decode(value) else {
+                continue;
+            };
+            match (f.api_key, f.version) {
+                (CONFIG_RECORD_API_KEY, 0) => {
+                    if let Ok(r) = ConfigRecord::decode_message(&f.message) {
+                        self.configs.apply(&r);
+                    }
+                }
+                (REMOVE_TOPIC_RECORD_API_KEY, 0) => {
+                    if let Some(name) = RemoveTopicRecord::decode_message(&f.message)
+                        .ok()
+                        .and_then(|r| names.get(&r.topic_id))
+                    {
+                        self.configs
+                            .remove_resource(CONFIG_RESOURCE_TYPE_TOPIC, name);
+                    }
+                }
+                _ => {}
+            }
+        }
     }
 
     /// Kafka's `validateAlterConfig` for one resource: the validator on the
@@ -226,6 +268,33 @@ impl ConfigurationControl {
         implicitly_deleted: &[String],
         exists: &dyn ResourceExistence,
     ) -> Result<(), Refusal> {
+        // Kafka 4.4's per-record checks of validateAlterConfig, in its order.
+        for r in records {
+            let min_isr = r.name == "min.insync.replicas"
+                && r.resource_type == CONFIG_RESOURCE_TYPE_BROKER
+                && self.elr_enabled;
+            if min_isr && !r.resource_name.is_empty() {
+                return refuse(
+                    ResponseError::InvalidConfig,
+                    "Broker-level min.insync.replicas cannot be altered while ELR is enabled.",
+                );
+            }
+            if min_isr && r.value.is_none() {
+                return refuse(
+                    ResponseError::InvalidConfig,
+                    "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.",
+                );
+            }
+            if r.value
+                .as_ref()
+                .is_some_and(|v| v.encode_utf16().count() > MAX_CONFIG_VALUE_CHARS)
+            {
+                return refuse(
+                    ResponseError::InvalidConfig,
+                    "The configuration value cannot be added because it exceeds the maximum value size of 32767 bytes.",
+                );
+            }
+        }
         let mut all = self.configs.of(resource_type, name);
         for r in records {
             match &r.value {
@@ -243,8 +312,8 @@ impl ConfigurationControl {
                     "Default topic resources are not allowed.",
                 );
             }
-            validate_topic_name(name)?;
-            validate_topic_configs(&all)?;
+            validate_topic_name(name).map_err(|m| (ResponseError::InvalidTopicException, m))?;
+            check_log_config(&all)?;
             if !exists.topic_exists(name) {
                 return refuse(
                     ResponseError::UnknownTopicOrPartition,

@@ -317,3 +317,62 @@ fn legacy_alter_configs_replace_every_key_of_the_resource() {
     assert_eq!(error_of(&d, 0), Some(ResponseError::InvalidConfig));
     assert_eq!(c.configs().of(2, "t").len(), 2);
 }
+
+// Kafka 4.4's validateAlterConfig: value size and the ELR min.insync.replicas rules.
+#[test]
+fn oversized_values_and_min_isr_changes_under_elr_are_invalid_config() {
+    let mut c = control(&[]);
+    let big = "x".repeat(MAX_CONFIG_VALUE_CHARS + 1);
+    let d = c.incremental_alter(topic(vec![set("retention.ms", &big)]), false, &world());
+    let (error, message) = d.results[0].2.clone().expect_err("too long");
+    assert_eq!(error, ResponseError::InvalidConfig);
+    assert!(message.contains("maximum value size of 32767"), "{message}");
+    c.elr_enabled = true;
+    let d = c.incremental_alter(
+        vec![(4, "1".into(), vec![set("min.insync.replicas", "2")])],
+        false,
+        &world(),
+    );
+    assert_eq!(
+        d.results[0].2,
+        Err((
+            ResponseError::InvalidConfig,
+            "Broker-level min.insync.replicas cannot be altered while ELR is enabled.".into()
+        ))
+    );
+    let d = c.incremental_alter(
+        vec![(
+            4,
+            "".into(),
+            vec![("min.insync.replicas".into(), AlterOp::Delete)],
+        )],
+        false,
+        &world(),
+    );
+    assert_eq!(error_of(&d, 0), Some(ResponseError::InvalidConfig));
+    let d = c.incremental_alter(
+        vec![(4, "".into(), vec![set("min.insync.replicas", "2")])],
+        false,
+        &world(),
+    );
+    assert_eq!(d.results[0].2, Ok(()));
+}
+
+#[test]
+fn replayed_records_of_other_managers_reach_the_configs() {
+    use crate::metadata::records::RemoveTopicRecord;
+    let mut c = control(&[]);
+    let created = ConfigRecord {
+        resource_type: 2,
+        resource_name: "t".into(),
+        name: "retention.ms".into(),
+        value: Some("5".into()),
+    }
+    .encode_framed();
+    let id = uuid::Uuid::from_u128(7);
+    c.replay(&[created], &BTreeMap::new());
+    assert_eq!(c.configs().of(2, "t")["retention.ms"], "5");
+    let removed = RemoveTopicRecord { topic_id: id }.encode_framed();
+    c.replay(&[removed], &BTreeMap::from([(id, "t".to_owned())]));
+    assert!(c.configs().of(2, "t").is_empty());
+}

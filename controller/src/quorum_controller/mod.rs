@@ -6,6 +6,13 @@
 //!   BrokerRegistration (62), BrokerHeartbeat (63), UnregisterBroker (64)
 //!   and session expiry, over the speculative cluster state.
 //! - [`heartbeat`] (Kafka's `BrokerHeartbeatManager`): sessions in memory.
+//! - [`producer_ids`] (Kafka's `ProducerIdControlManager`): AllocateProducerIds
+//!   (67), blocks of producer ids.
+//! - [`configs`] (Kafka's `ConfigurationControlManager`) and
+//!   [`topic_config_defs`] (Kafka's `LogConfig` keys and checks):
+//!   IncrementalAlterConfigs (44) and AlterConfigs (33); [`describe_configs`]:
+//!   DescribeConfigs (32), answered by any controller from its image.
+//! - [`dir_assignment`]: AssignReplicasToDirs (73).
 //! - [`replication_control`] (Kafka's `ReplicationControlManager`):
 //!   CreateTopics (19), DeleteTopics (20), CreatePartitions (37) over the
 //!   speculative topics, with [`placement`] (`StripedReplicaPlacer`) and
@@ -13,11 +20,6 @@
 //!   after broker changes, AlterPartition (56), ElectLeaders (43) and the
 //!   automatic preferred-leader balance, built by [`partition_change`]
 //!   (`PartitionChangeBuilder`); [`answers`] maps the requests.
-//! - [`producer_ids`] (Kafka's `ProducerIdControlManager`): AllocateProducerIds
-//!   (67), blocks of producer ids.
-//! - [`configs`] (Kafka's `ConfigurationControlManager`) and
-//!   [`topic_config_defs`] (Kafka's `LogConfig` keys and checks):
-//!   IncrementalAlterConfigs (44) and AlterConfigs (33).
 //! - This file: activation, the speculative state's life, and answering
 //!   each request only once the records it caused (and everything appended
 //!   before) are committed, as Kafka's controller event queue does.
@@ -38,6 +40,8 @@
 pub mod answers;
 pub mod cluster_control;
 pub mod configs;
+pub mod describe_configs;
+pub mod dir_assignment;
 pub mod heartbeat;
 pub mod leadership;
 pub mod partition_change;
@@ -47,14 +51,14 @@ pub mod replication_control;
 pub mod topic_config_defs;
 pub mod topic_names;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::Bytes;
 use kafka_protocol::{
     error::ResponseError,
     messages::{
-        AllocateProducerIdsResponse, ApiKey, BrokerHeartbeatResponse, BrokerRegistrationResponse,
-        RequestKind, ResponseKind, UnregisterBrokerResponse,
+        AllocateProducerIdsResponse, ApiKey, AssignReplicasToDirsResponse, BrokerHeartbeatResponse,
+        BrokerRegistrationResponse, RequestKind, ResponseKind, UnregisterBrokerResponse,
     },
     protocol::StrBytes,
 };
@@ -86,14 +90,15 @@ pub const API_KEYS: &[ApiKey] = &[
     ApiKey::BrokerRegistration,
     ApiKey::BrokerHeartbeat,
     ApiKey::UnregisterBroker,
+    ApiKey::AllocateProducerIds,
+    ApiKey::IncrementalAlterConfigs,
+    ApiKey::AlterConfigs,
+    ApiKey::AssignReplicasToDirs,
     ApiKey::CreateTopics,
     ApiKey::DeleteTopics,
     ApiKey::CreatePartitions,
     ApiKey::AlterPartition,
     ApiKey::ElectLeaders,
-    ApiKey::AllocateProducerIds,
-    ApiKey::IncrementalAlterConfigs,
-    ApiKey::AlterConfigs,
 ];
 
 /// What the quorum controller needs from the node.
@@ -117,13 +122,13 @@ pub struct QuorumControllerConfig {
 struct Active {
     epoch: i32,
     cluster: ClusterControl,
+    producer_ids: ProducerIdControl,
+    configs: ConfigurationControl,
     replication: ReplicationControl,
     /// `metadata.version` level of the committed image.
     metadata_level: i16,
     /// When the next preferred-leader balance runs (monotonic ms).
     next_balance_ms: Option<u64>,
-    producer_ids: ProducerIdControl,
-    configs: ConfigurationControl,
 }
 
 /// An answer waiting for its records to commit.
@@ -157,24 +162,26 @@ fn not_controller(api: ApiKey) -> ResponseKind {
     refused(api, not_controller_refusal())
 }
 
-/// Whether a topic exists, for the config checks: there are no topics in
-/// this image yet (the topics half of the controller is another branch),
-/// so every topic is unknown; wire the speculative topics in here.
-fn topic_exists(_image: &MetadataImage, _name: &str) -> bool {
-    false
+/// Topic names by id.
+fn topic_names(topics: &crate::metadata::topics::TopicsImage) -> BTreeMap<uuid::Uuid, String> {
+    topics
+        .by_id()
+        .iter()
+        .map(|(id, t)| (*id, t.name.clone()))
+        .collect()
 }
 
 /// What the config checks read: the speculative brokers, the controllers
 /// (voters and registered ones) and the topics.
 struct Existence<'a> {
-    image: &'a MetadataImage,
+    topics: &'a crate::metadata::topics::TopicsImage,
     cluster: &'a ClusterControl,
     controllers: BTreeSet<i32>,
 }
 
 impl ResourceExistence for Existence<'_> {
     fn topic_exists(&self, name: &str) -> bool {
-        topic_exists(self.image, name)
+        self.topics.by_name(name).is_some()
     }
     fn node_exists(&self, id: i32) -> bool {
         self.cluster.brokers().contains_key(&id) || self.controllers.contains(&id)
@@ -197,6 +204,9 @@ fn refused(api: ApiKey, (error, message): Refusal) -> ResponseKind {
         ),
         ApiKey::AllocateProducerIds => ResponseKind::AllocateProducerIds(
             AllocateProducerIdsResponse::default().with_error_code(code),
+        ),
+        ApiKey::AssignReplicasToDirs => ResponseKind::AssignReplicasToDirs(
+            AssignReplicasToDirsResponse::default().with_error_code(code),
         ),
         _ => ResponseKind::UnregisterBroker(
             UnregisterBrokerResponse::default()
@@ -266,14 +276,14 @@ impl QuorumController {
                 self.config.session_timeout_ms,
                 now,
             ),
+            producer_ids: ProducerIdControl::activate(image),
+            configs: ConfigurationControl::activate(image),
             replication: ReplicationControl::activate(image, self.config.replication),
             metadata_level: image.feature_level(METADATA_VERSION_FEATURE).unwrap_or(0),
             next_balance_ms: self
                 .config
                 .leader_imbalance_check_interval_ms
                 .map(|i| now.saturating_add(i)),
-            producer_ids: ProducerIdControl::activate(image),
-            configs: ConfigurationControl::activate(image),
         });
     }
 
@@ -334,10 +344,11 @@ impl QuorumController {
     }
 
     /// Handles BrokerRegistration, BrokerHeartbeat, UnregisterBroker,
-    /// AllocateProducerIds, the config requests and the topic requests of
-    /// [`answers`]: NOT_CONTROLLER unless active; otherwise the decision's
-    /// error at once, or its records (with the partition changes a broker
-    /// change causes) appended and its answer given once they commit.
+    /// AllocateProducerIds, the config requests, AssignReplicasToDirs and the
+    /// topic requests of [`answers`]: NOT_CONTROLLER unless active;
+    /// otherwise the decision's error at once, or its records (with the
+    /// partition changes a broker change causes) appended and its answer
+    /// given once they commit.
     ///
     /// Errors: [`RaftError`] when the append failed (fatal).
     pub fn on_request<L: ReplicatedLog>(
@@ -354,6 +365,7 @@ impl QuorumController {
             RequestKind::AllocateProducerIds(_) => ApiKey::AllocateProducerIds,
             RequestKind::IncrementalAlterConfigs(_) => ApiKey::IncrementalAlterConfigs,
             RequestKind::AlterConfigs(_) => ApiKey::AlterConfigs,
+            RequestKind::AssignReplicasToDirs(_) => ApiKey::AssignReplicasToDirs,
             other => match answers::topic_api(other) {
                 Some(api) => api,
                 None => {
@@ -363,7 +375,6 @@ impl QuorumController {
             },
         };
         let not_controller_answer = answers::error_answer(&request, ResponseError::NotController)
-            .or_else(|| configs::refused_response(&request, &not_controller_refusal()))
             .unwrap_or_else(|| not_controller(api));
         self.maybe_activate(client, image);
         let Some(active) = self.active.as_mut() else {
@@ -373,12 +384,21 @@ impl QuorumController {
         let next_offset = client.log().end_offset().offset;
         let now_ms = client.monotonic_ms();
         let level = active.metadata_level;
+        // Kafka replays every record into every manager: the configs follow
+        // the topics (CreateTopics' ConfigRecords, a deleted topic's configs
+        // dropped), so they need the names of the topics before a delete.
+        let names_before = matches!(request, RequestKind::DeleteTopics(_))
+            .then(|| topic_names(active.replication.topics()));
         if let Some(d) = answers::decide(
             &mut active.replication,
             &request,
             active.cluster.brokers(),
             level,
         ) {
+            active.configs.replay(
+                &d.records,
+                names_before.as_ref().unwrap_or(&BTreeMap::new()),
+            );
             return self.submit(
                 client,
                 d.records,
@@ -449,7 +469,7 @@ impl QuorumController {
                 }),
             RequestKind::IncrementalAlterConfigs(r) => {
                 let exists = Existence {
-                    image,
+                    topics: active.replication.topics(),
                     cluster: &active.cluster,
                     controllers,
                 };
@@ -465,7 +485,7 @@ impl QuorumController {
             }
             RequestKind::AlterConfigs(r) => {
                 let exists = Existence {
-                    image,
+                    topics: active.replication.topics(),
                     cluster: &active.cluster,
                     controllers,
                 };
@@ -479,6 +499,19 @@ impl QuorumController {
                     answer: configs::legacy_response(&d.results),
                 })
             }
+            RequestKind::AssignReplicasToDirs(r) => dir_assignment::assign_replicas_to_dirs(
+                &r,
+                level,
+                &active.cluster,
+                &mut dir_assignment::ReplicationDirectories {
+                    replication: &mut active.replication,
+                    metadata_level: level,
+                },
+            )
+            .map(|d| Decision {
+                records: d.records,
+                answer: ResponseKind::AssignReplicasToDirs(d.answer),
+            }),
             _ => unreachable!("api keys matched above"),
         };
         match decision {

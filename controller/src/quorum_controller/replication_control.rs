@@ -47,8 +47,7 @@ use crate::metadata::{
     topics::{DIRECTORY_MIGRATING, DIRECTORY_UNASSIGNED, PartitionRegistration, TopicsImage},
 };
 
-/// Kafka's `ConfigResource.Type.TOPIC` id.
-pub const CONFIG_RESOURCE_TYPE_TOPIC: i8 = 2;
+pub use crate::metadata::configs::CONFIG_RESOURCE_TYPE_TOPIC;
 /// Kafka's `ConfigSource.TOPIC_CONFIG` id in a CreateTopics answer
 /// (`DescribeConfigsResponse.ConfigSource.TOPIC_CONFIG`).
 const CONFIG_SOURCE_TOPIC: i8 = 1;

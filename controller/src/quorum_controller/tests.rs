@@ -650,3 +650,80 @@ fn two_producer_id_requests_before_a_commit_get_different_blocks_answered_once_c
     node.commit_all();
     assert_eq!(producer_ids_answer(&node, c), (0, 2000, 1000));
 }
+
+// Kafka replays every record into every manager: a topic's creation
+// configs reach the config state, and its deletion drops them (review B5).
+#[test]
+fn configs_follow_topics_created_and_deleted_through_the_controller() {
+    use kafka_protocol::messages::{
+        CreateTopicsRequest, DeleteTopicsRequest, IncrementalAlterConfigsRequest, TopicName,
+        create_topics_request::{CreatableTopic, CreatableTopicConfig},
+        incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig},
+    };
+    let (mut node, _) = unfenced_broker();
+    let create = RequestKind::CreateTopics(CreateTopicsRequest::default().with_topics(vec![
+            CreatableTopic::default()
+                .with_name(TopicName(StrBytes::from_static_str("t")))
+                .with_num_partitions(1)
+                .with_replication_factor(1)
+                .with_configs(vec![
+                    CreatableTopicConfig::default()
+                        .with_name(StrBytes::from_static_str("retention.ms"))
+                        .with_value(Some(StrBytes::from_static_str("5"))),
+                ]),
+        ]));
+    let h = node.request(create);
+    // Not committed yet: deleting the creation config already writes a record.
+    let before = node.end_offset();
+    let delete_key = RequestKind::IncrementalAlterConfigs(
+        IncrementalAlterConfigsRequest::default().with_resources(vec![
+            AlterConfigsResource::default()
+                .with_resource_type(2)
+                .with_resource_name(StrBytes::from_static_str("t"))
+                .with_configs(vec![
+                    AlterableConfig::default()
+                        .with_name(StrBytes::from_static_str("retention.ms"))
+                        .with_config_operation(1),
+                ]),
+        ]),
+    );
+    let a = node.request(delete_key);
+    assert_eq!(node.end_offset(), before + 1, "the DELETE wrote its record");
+    node.commit_all();
+    assert!(
+        matches!(node.answers(h).as_slice(), [ResponseKind::CreateTopics(r)] if r.topics[0].error_code == 0)
+    );
+    assert!(
+        matches!(node.answers(a).as_slice(), [ResponseKind::IncrementalAlterConfigs(r)] if r.responses[0].error_code == 0)
+    );
+    assert!(node.image.configs().of(2, "t").is_empty());
+    // A key set again, then the topic deleted: its configs go with it.
+    let set_key = RequestKind::IncrementalAlterConfigs(
+        IncrementalAlterConfigsRequest::default().with_resources(vec![
+            AlterConfigsResource::default()
+                .with_resource_type(2)
+                .with_resource_name(StrBytes::from_static_str("t"))
+                .with_configs(vec![
+                    AlterableConfig::default()
+                        .with_name(StrBytes::from_static_str("segment.ms"))
+                        .with_config_operation(0)
+                        .with_value(Some(StrBytes::from_static_str("10"))),
+                ]),
+        ]),
+    );
+    node.request(set_key);
+    node.commit_all();
+    assert_eq!(node.image.configs().of(2, "t").len(), 1);
+    let d = node.request(RequestKind::DeleteTopics(
+        DeleteTopicsRequest::default()
+            .with_topic_names(vec![TopicName(StrBytes::from_static_str("t"))]),
+    ));
+    node.commit_all();
+    assert!(
+        matches!(node.answers(d).as_slice(), [ResponseKind::DeleteTopics(r)] if r.responses[0].error_code == 0)
+    );
+    assert!(
+        node.image.configs().of(2, "t").is_empty(),
+        "the image dropped them"
+    );
+}

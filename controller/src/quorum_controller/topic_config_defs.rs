@@ -2,7 +2,7 @@
 //! `TopicConfig` constants) with their types, defaults and validators, and
 //! the checks Kafka's controller runs before it writes a topic's configs
 //! (`ControllerConfigurationValidator` + `LogConfig.validate`), with
-//! Kafka's messages. Also Kafka's topic name rules (`Topic.validate`).
+//! Kafka's messages.
 //!
 //! The table was read off Kafka 4.4.0's classes with jshell
 //! (`LogConfig.configKeys()`: name, type, default, validator) and the
@@ -251,34 +251,6 @@ fn invalid_config(message: String) -> Refusal {
     (ResponseError::InvalidConfig, message)
 }
 
-/// Kafka's `Topic.validate`: INVALID_TOPIC_EXCEPTION with Kafka 4.4's
-/// message for an empty name, `.` or `..`, more than 249 characters, or a
-/// character other than ASCII alphanumerics, `.`, `_` and `-`.
-pub fn validate_topic_name(name: &str) -> Result<(), Refusal> {
-    let reason = if name.is_empty() {
-        "the empty string is not allowed".to_owned()
-    } else if name == "." {
-        "'.' is not allowed".to_owned()
-    } else if name == ".." {
-        "'..' is not allowed".to_owned()
-    } else if name.chars().count() > 249 {
-        format!("the length of '{name}' is longer than the max allowed length 249")
-    } else if !name
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-    {
-        format!(
-            "'{name}' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
-        )
-    } else {
-        return Ok(());
-    };
-    Err((
-        ResponseError::InvalidTopicException,
-        format!("Topic name is invalid: {reason}"),
-    ))
-}
-
 /// A parsed value, for the checks across keys.
 #[derive(Debug, Clone, PartialEq)]
 enum Parsed {
@@ -415,9 +387,9 @@ pub fn split_list(value: &str) -> Vec<String> {
 /// check, then `LogConfig.validate`): INVALID_CONFIG for an unknown key
 /// (`Unknown topic config name: K`), a value that does not parse as its
 /// type or fails its validator (Kafka's `ConfigException` messages), or
-/// `min.compaction.lag.ms` above `max.compaction.lag.ms`. This is the
-/// validator CreateTopics runs on the configs of a new topic.
-pub fn validate_topic_configs(configs: &BTreeMap<String, String>) -> Result<(), Refusal> {
+/// `min.compaction.lag.ms` above `max.compaction.lag.ms`. CreateTopics
+/// runs it through `topic_names::validate_topic_configs`.
+pub fn check_log_config(configs: &BTreeMap<String, String>) -> Result<(), Refusal> {
     if let Some(unknown) = configs.keys().find(|k| topic_config(k).is_none()) {
         return Err(invalid_config(format!(
             "Unknown topic config name: {unknown}"
@@ -448,7 +420,7 @@ mod tests {
     use super::*;
 
     fn check(pairs: &[(&str, &str)]) -> Result<(), Refusal> {
-        validate_topic_configs(
+        check_log_config(
             &pairs
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
@@ -545,32 +517,5 @@ mod tests {
         ] {
             assert_eq!(check(pairs), Ok(()), "{pairs:?}");
         }
-    }
-
-    #[test]
-    fn topic_names_follow_kafkas_rules_and_messages() {
-        assert_eq!(validate_topic_name("a-b.c_9"), Ok(()));
-        assert_eq!(validate_topic_name(&"a".repeat(249)), Ok(()));
-        for (name, reason) in [
-            ("", "the empty string is not allowed".to_owned()),
-            (".", "'.' is not allowed".to_owned()),
-            ("..", "'..' is not allowed".to_owned()),
-            (
-                "bad name",
-                "'bad name' contains one or more characters other than ASCII alphanumerics, '.', '_' and '-'"
-                    .to_owned(),
-            ),
-        ] {
-            assert_eq!(
-                validate_topic_name(name),
-                Err((
-                    ResponseError::InvalidTopicException,
-                    format!("Topic name is invalid: {reason}")
-                ))
-            );
-        }
-        let long = "a".repeat(250);
-        let (_, message) = validate_topic_name(&long).expect_err("too long");
-        assert!(message.ends_with("is longer than the max allowed length 249"));
     }
 }

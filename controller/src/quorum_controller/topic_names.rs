@@ -5,7 +5,9 @@
 
 use kafka_protocol::error::ResponseError;
 
-use super::cluster_control::Refusal;
+use std::collections::BTreeMap;
+
+use super::{cluster_control::Refusal, topic_config_defs::check_log_config};
 
 /// Longest topic name (`Topic.MAX_NAME_LENGTH`).
 pub const MAX_NAME_LENGTH: usize = 249;
@@ -49,26 +51,31 @@ pub fn unify_collision_chars(name: &str) -> String {
     name.replace('.', "_")
 }
 
-/// Checks the configs given with a new topic, as `(name, value)` pairs:
-/// INVALID_CONFIG for an empty or over-long key or a key with characters
-/// no Kafka config name has. A stand-in that accepts every known-looking
-/// key; the config helper (wt-pids) replaces it with Kafka's
-/// `ConfigurationControlManager` checks.
+/// Checks the configs given with a new topic, as `(name, value)` pairs (a
+/// key named twice keeps its last value): INVALID_CONFIG `Null value not
+/// supported for topic configs: K,...` for null values (Kafka's
+/// `ControllerConfigurationValidator`), then Kafka 4.4's `LogConfig` checks
+/// ([`check_log_config`]: unknown keys, bad values, with Kafka's messages).
 pub fn validate_topic_configs(configs: &[(String, Option<String>)]) -> Result<(), Refusal> {
-    for (name, _) in configs {
-        let known_looking = !name.is_empty()
-            && name.len() <= 255
-            && name
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'.' || b == b'_' || b == b'-');
-        if !known_looking {
-            return Err((
-                ResponseError::InvalidConfig,
-                format!("Unknown topic config name: {name}"),
-            ));
-        }
+    let nulls: Vec<&str> = configs
+        .iter()
+        .filter(|(_, v)| v.is_none())
+        .map(|(k, _)| k.as_str())
+        .collect();
+    if !nulls.is_empty() {
+        return Err((
+            ResponseError::InvalidConfig,
+            format!(
+                "Null value not supported for topic configs: {}",
+                nulls.join(",")
+            ),
+        ));
     }
-    Ok(())
+    let map: BTreeMap<String, String> = configs
+        .iter()
+        .filter_map(|(k, v)| v.as_ref().map(|v| (k.clone(), v.clone())))
+        .collect();
+    check_log_config(&map)
 }
 
 #[cfg(test)]
@@ -102,6 +109,13 @@ mod tests {
         assert!(
             validate_topic_configs(&[("cleanup.policy".into(), Some("compact".into()))]).is_ok()
         );
-        assert!(validate_topic_configs(&[("bad key".into(), None)]).is_err());
+        assert!(validate_topic_configs(&[("bad.key".into(), Some("1".into()))]).is_err());
+        assert_eq!(
+            validate_topic_configs(&[("retention.ms".into(), None)]),
+            Err((
+                ResponseError::InvalidConfig,
+                "Null value not supported for topic configs: retention.ms".into()
+            ))
+        );
     }
 }

@@ -6,13 +6,13 @@
 //!
 //! | api | operation |
 //! |---|---|
-//! | Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot, UpdateRaftVoter, ControllerRegistration, BrokerRegistration, BrokerHeartbeat, AllocateProducerIds, Envelope (the broker's own principal; the inner request is checked with the client's) | CLUSTER_ACTION |
+//! | Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot, UpdateRaftVoter, ControllerRegistration, BrokerRegistration, BrokerHeartbeat, AllocateProducerIds, AssignReplicasToDirs, AlterPartition, Envelope (the broker's own principal; the inner request is checked with the client's) | CLUSTER_ACTION |
 //! | AddRaftVoter, RemoveRaftVoter, DescribeCluster (ALTER on a controller, not DESCRIBE as on a broker), UnregisterBroker, ElectLeaders, CreatePartitions (Kafka: or ALTER per topic), CreateAcls, DeleteAcls | ALTER |
-//! | AlterPartition | CLUSTER_ACTION |
 //! | CreateTopics (Kafka: or CREATE per topic) | CREATE |
 //! | DeleteTopics (Kafka: or DELETE per topic) | DELETE |
 //! | DescribeQuorum, DescribeAcls | DESCRIBE |
-//! | IncrementalAlterConfigs, AlterConfigs (Kafka checks each resource: CLUSTER for brokers, the TOPIC for topics; without stored ACLs the decision is the same for all) | ALTER_CONFIGS |
+//! | IncrementalAlterConfigs, AlterConfigs (Kafka checks each resource: CLUSTER for brokers, the TOPIC for topics) | ALTER_CONFIGS |
+//! | DescribeConfigs (likewise per resource in Kafka) | DESCRIBE_CONFIGS |
 //! | ApiVersions | none |
 //!
 //! The decision is the `StandardAuthorizer`'s ([`crate::acl::authorize`]):
@@ -55,12 +55,14 @@ pub enum Operation {
     Alter,
     /// `DESCRIBE`: reading the quorum's state.
     Describe,
+    /// `ALTER_CONFIGS`: dynamic configs of topics and brokers.
+    AlterConfigs,
+    /// `DESCRIBE_CONFIGS`: reading them.
+    DescribeConfigs,
     /// `CREATE`: creating topics.
     Create,
     /// `DELETE`: deleting topics.
     Delete,
-    /// `ALTER_CONFIGS`: dynamic configs of topics and brokers.
-    AlterConfigs,
 }
 
 impl Operation {
@@ -70,9 +72,10 @@ impl Operation {
             Operation::ClusterAction => acl::operation::CLUSTER_ACTION,
             Operation::Alter => acl::operation::ALTER,
             Operation::Describe => acl::operation::DESCRIBE,
+            Operation::AlterConfigs => acl::operation::ALTER_CONFIGS,
+            Operation::DescribeConfigs => acl::operation::DESCRIBE_CONFIGS,
             Operation::Create => acl::operation::CREATE,
             Operation::Delete => acl::operation::DELETE,
-            Operation::AlterConfigs => acl::operation::ALTER_CONFIGS,
         }
     }
 
@@ -82,9 +85,10 @@ impl Operation {
             Operation::ClusterAction => "CLUSTER_ACTION",
             Operation::Alter => "ALTER",
             Operation::Describe => "DESCRIBE",
+            Operation::AlterConfigs => "ALTER_CONFIGS",
+            Operation::DescribeConfigs => "DESCRIBE_CONFIGS",
             Operation::Create => "CREATE",
             Operation::Delete => "DELETE",
-            Operation::AlterConfigs => "ALTER_CONFIGS",
         }
     }
 }
@@ -101,23 +105,26 @@ pub fn required_operation(api: ApiKey) -> Option<Operation> {
         | ApiKey::ControllerRegistration
         | ApiKey::BrokerRegistration
         | ApiKey::BrokerHeartbeat
-        | ApiKey::AlterPartition
+        | ApiKey::Envelope
         | ApiKey::AllocateProducerIds
-        | ApiKey::Envelope => Some(Operation::ClusterAction),
+        | ApiKey::AssignReplicasToDirs => Some(Operation::ClusterAction),
+        ApiKey::AlterPartition => Some(Operation::ClusterAction),
         ApiKey::AddRaftVoter
         | ApiKey::RemoveRaftVoter
         | ApiKey::DescribeCluster
         | ApiKey::UnregisterBroker
-        | ApiKey::ElectLeaders
         | ApiKey::CreateAcls
-        | ApiKey::DeleteAcls => Some(Operation::Alter),
+        | ApiKey::DeleteAcls
+        | ApiKey::ElectLeaders => Some(Operation::Alter),
+        ApiKey::DescribeAcls => Some(Operation::Describe),
         // Kafka checks these on CLUSTER or on each topic (CREATE, DELETE,
         // ALTER); only the cluster check here (no topic ACLs yet).
         ApiKey::CreateTopics => Some(Operation::Create),
         ApiKey::DeleteTopics => Some(Operation::Delete),
         ApiKey::CreatePartitions => Some(Operation::Alter),
-        ApiKey::DescribeQuorum | ApiKey::DescribeAcls => Some(Operation::Describe),
+        ApiKey::DescribeQuorum => Some(Operation::Describe),
         ApiKey::IncrementalAlterConfigs | ApiKey::AlterConfigs => Some(Operation::AlterConfigs),
+        ApiKey::DescribeConfigs => Some(Operation::DescribeConfigs),
         // ApiVersions, and anything else (which the event loop refuses).
         _ => None,
     }
@@ -245,6 +252,7 @@ pub fn denied_response(api: ApiKey, api_version: i16, principal: &str) -> Option
         ApiKey::BrokerHeartbeat => ResponseKind::BrokerHeartbeat(
             kafka_protocol::messages::BrokerHeartbeatResponse::default().with_error_code(code),
         ),
+        ApiKey::Envelope => super::envelope::refused_response(code),
         // Kafka answers each resource CLUSTER_/TOPIC_AUTHORIZATION_FAILED;
         // this layer does not read the resources, so none are listed.
         ApiKey::IncrementalAlterConfigs => ResponseKind::IncrementalAlterConfigs(
@@ -253,10 +261,15 @@ pub fn denied_response(api: ApiKey, api_version: i16, principal: &str) -> Option
         ApiKey::AlterConfigs => {
             ResponseKind::AlterConfigs(kafka_protocol::messages::AlterConfigsResponse::default())
         }
+        ApiKey::DescribeConfigs => ResponseKind::DescribeConfigs(
+            kafka_protocol::messages::DescribeConfigsResponse::default(),
+        ),
+        ApiKey::AssignReplicasToDirs => ResponseKind::AssignReplicasToDirs(
+            kafka_protocol::messages::AssignReplicasToDirsResponse::default().with_error_code(code),
+        ),
         ApiKey::AllocateProducerIds => ResponseKind::AllocateProducerIds(
             kafka_protocol::messages::AllocateProducerIdsResponse::default().with_error_code(code),
         ),
-        ApiKey::Envelope => super::envelope::refused_response(code),
         ApiKey::UnregisterBroker => ResponseKind::UnregisterBroker(
             kafka_protocol::messages::UnregisterBrokerResponse::default()
                 .with_error_code(code)

@@ -223,7 +223,7 @@ pub async fn serve_connection<S>(
     // Whether this connection's requests take `queued.max.request.bytes`
     // from the trusted part: its principal may send Raft RPCs (a voter's
     // certificate, or no authorizer at all), or one of its requests passed.
-    let host = peer.ip().to_string();
+    let host = crate::acl::host_text(peer.ip());
     let mut trusted = ctx.authorizer.allows(&principal, &host, ApiKey::Fetch);
     let mut framed = Framed::new(
         stream,
@@ -394,7 +394,7 @@ async fn serve_envelope(
         (inner.correlation_id(), inner.api_key, inner.api_version);
     let principal = forwarded.principal;
     let client = forwarded.client_address;
-    let body = if authorizer.allows(&principal, &client.to_string(), api_key) {
+    let body = if authorizer.allows(&principal, &crate::acl::host_text(client), api_key) {
         tracing::debug!(%peer, connection_id, %principal, %client, ?api_key, api_version,
             "forwarded request");
         dispatch(requests, connection_id, peer, inner).await?

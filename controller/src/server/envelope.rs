@@ -28,17 +28,15 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use bytes::{Buf, Bytes, BytesMut};
 use kafka_protocol::{
+    ResponseError,
     messages::{ApiKey, DefaultPrincipalData, EnvelopeRequest, EnvelopeResponse, ResponseKind},
     protocol::{Decodable, Encodable, StrBytes},
 };
 
 use crate::wire::{self, DecodedRequest, INVALID_REQUEST, UNSUPPORTED_VERSION};
 
-/// Kafka's `PRINCIPAL_DESERIALIZATION_FAILURE`.
+/// Kafka's `PRINCIPAL_DESERIALIZATION_FAILURE` (97).
 pub const PRINCIPAL_DESERIALIZATION_FAILURE: i16 = 97;
-
-/// Kafka's `UNKNOWN_SERVER_ERROR`.
-pub const UNKNOWN_SERVER_ERROR: i16 = -1;
 
 /// Whether a broker may forward `api` inside an Envelope: Kafka 4.4's
 /// `ApiKeys` with `forwardable = true`.
@@ -111,8 +109,12 @@ pub fn encode_principal(principal: &str) -> Result<Bytes, Refused> {
         .with_name(StrBytes::from_string(name.to_owned()));
     let mut buf = BytesMut::new();
     buf.extend_from_slice(&0i16.to_be_bytes());
-    data.encode(&mut buf, 0)
-        .map_err(|e| refused(UNKNOWN_SERVER_ERROR, format!("encoding the principal: {e}")))?;
+    data.encode(&mut buf, 0).map_err(|e| {
+        refused(
+            ResponseError::UnknownServerError.code(),
+            format!("encoding the principal: {e}"),
+        )
+    })?;
     Ok(buf.freeze())
 }
 
@@ -120,7 +122,9 @@ pub fn encode_principal(principal: &str) -> Result<Bytes, Refused> {
 /// `DefaultKafkaPrincipalBuilder.serialize`) into `Type:name`.
 ///
 /// Errors: [`Refused`] with PRINCIPAL_DESERIALIZATION_FAILURE for missing
-/// bytes, a version other than 0, bytes that do not parse, or trailing bytes.
+/// bytes, a version other than 0, or bytes that do not parse. Bytes after
+/// the data are ignored, as Kafka's `DefaultKafkaPrincipalBuilder` does (a
+/// newer writer may add fields).
 pub fn decode_principal(bytes: Option<&Bytes>) -> Result<String, Refused> {
     let bad = |reason: String| {
         refused(
@@ -140,9 +144,6 @@ pub fn decode_principal(bytes: Option<&Bytes>) -> Result<String, Refused> {
         return Err(bad(format!("version {version}, expected 0")));
     }
     let data = DefaultPrincipalData::decode(&mut buf, 0).map_err(|e| bad(e.to_string()))?;
-    if buf.has_remaining() {
-        return Err(bad(format!("{} bytes left over", buf.remaining())));
-    }
     Ok(format!("{}:{}", data._type.as_str(), data.name.as_str()))
 }
 
@@ -246,7 +247,7 @@ pub fn wrap_response(
     body: &ResponseKind,
 ) -> Result<ResponseKind, Refused> {
     let bytes = wire::encode_response(correlation_id, api_key, api_version, body)
-        .map_err(|e| refused(UNKNOWN_SERVER_ERROR, e.to_string()))?;
+        .map_err(|e| refused(ResponseError::UnknownServerError.code(), e.to_string()))?;
     Ok(ResponseKind::Envelope(
         EnvelopeResponse::default()
             .with_error_code(0)
@@ -322,10 +323,13 @@ mod tests {
             let err = decode_principal(bytes.as_ref()).expect_err("refused");
             assert_eq!(err.code, PRINCIPAL_DESERIALIZATION_FAILURE, "{bytes:?}");
         }
+        // Kafka ignores what follows the data.
         let mut golden = encode_principal("User:a").expect("encodes").to_vec();
         golden.push(0);
-        let err = decode_principal(Some(&Bytes::from(golden))).expect_err("trailing byte");
-        assert_eq!(err.code, PRINCIPAL_DESERIALIZATION_FAILURE);
+        assert_eq!(
+            decode_principal(Some(&Bytes::from(golden))).expect("decodes"),
+            "User:a"
+        );
     }
 
     #[test]

@@ -587,6 +587,58 @@ static ALTER_CONFIGS: Schema = Schema {
     flexible_from: 2,
 };
 
+// ---- AssignReplicasToDirs (73) v0, flexible.
+static ARD_PARTITION: Schema = Schema {
+    fields: &[f(Ty::I32, 0, ALL)], // partition_index
+    tagged: NO_TAGS,
+    flexible_from: 0,
+};
+static ARD_TOPIC: Schema = Schema {
+    fields: &[
+        f(Ty::Uuid, 0, ALL),                // topic_id
+        f(Ty::Arr(&ARD_PARTITION), 0, ALL), // partitions
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 0,
+};
+static ARD_DIRECTORY: Schema = Schema {
+    fields: &[
+        f(Ty::Uuid, 0, ALL),            // id
+        f(Ty::Arr(&ARD_TOPIC), 0, ALL), // topics
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 0,
+};
+static ASSIGN_REPLICAS_TO_DIRS: Schema = Schema {
+    fields: &[
+        f(Ty::I32, 0, ALL),                 // broker_id
+        f(Ty::I64, 0, ALL),                 // broker_epoch
+        f(Ty::Arr(&ARD_DIRECTORY), 0, ALL), // directories
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 0,
+};
+
+// ---- DescribeConfigs (32) v1-4, flexible from 4.
+static DC_RESOURCE: Schema = Schema {
+    fields: &[
+        f(Ty::I8, 0, ALL),     // resource_type
+        f(Ty::Str, 0, ALL),    // resource_name
+        f(Ty::StrArr, 0, ALL), // configuration_keys
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 4,
+};
+static DESCRIBE_CONFIGS: Schema = Schema {
+    fields: &[
+        f(Ty::Arr(&DC_RESOURCE), 0, ALL), // resources
+        f(Ty::Bool, 1, ALL),              // include_synonyms
+        f(Ty::Bool, 3, ALL),              // include_documentation
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 4,
+};
+
 // ---- CreateAcls (30), DeleteAcls (31), DescribeAcls (29) v1-3, flexible
 // from 2; the pattern type is there from v1, so in every version we serve.
 static ACL_CREATION: Schema = Schema {
@@ -664,18 +716,20 @@ fn schema(api_key: ApiKey) -> Option<&'static Schema> {
         ApiKey::BrokerRegistration => &BROKER_REGISTRATION,
         ApiKey::BrokerHeartbeat => &BROKER_HEARTBEAT,
         ApiKey::UnregisterBroker => &UNREGISTER_BROKER,
+        ApiKey::Envelope => &ENVELOPE,
+        ApiKey::CreateAcls => &CREATE_ACLS,
+        ApiKey::DeleteAcls => &DELETE_ACLS,
+        ApiKey::DescribeAcls => &ACL_FILTER,
+        ApiKey::AllocateProducerIds => &ALLOCATE_PRODUCER_IDS,
+        ApiKey::IncrementalAlterConfigs => &INCREMENTAL_ALTER_CONFIGS,
+        ApiKey::AlterConfigs => &ALTER_CONFIGS,
+        ApiKey::DescribeConfigs => &DESCRIBE_CONFIGS,
+        ApiKey::AssignReplicasToDirs => &ASSIGN_REPLICAS_TO_DIRS,
         ApiKey::CreateTopics => &CREATE_TOPICS,
         ApiKey::DeleteTopics => &DELETE_TOPICS,
         ApiKey::CreatePartitions => &CREATE_PARTITIONS,
         ApiKey::AlterPartition => &ALTER_PARTITION,
         ApiKey::ElectLeaders => &ELECT_LEADERS,
-        ApiKey::AllocateProducerIds => &ALLOCATE_PRODUCER_IDS,
-        ApiKey::IncrementalAlterConfigs => &INCREMENTAL_ALTER_CONFIGS,
-        ApiKey::AlterConfigs => &ALTER_CONFIGS,
-        ApiKey::Envelope => &ENVELOPE,
-        ApiKey::CreateAcls => &CREATE_ACLS,
-        ApiKey::DeleteAcls => &DELETE_ACLS,
-        ApiKey::DescribeAcls => &ACL_FILTER,
         _ => return None,
     })
 }

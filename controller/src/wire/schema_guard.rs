@@ -3,10 +3,11 @@
 //! decodes them, driven by Kafka's own message schemas (the JSON files of
 //! `clients/src/main/resources/common/message/`, copied into `wire/schemas/`:
 //! Kafka 4.1.2 for the Raft and admin APIs, 4.4.0 (DESIGN.md's reference) for
-//! BrokerRegistration, BrokerHeartbeat, UnregisterBroker, the topic APIs
-//! (CreateTopics, DeleteTopics, CreatePartitions, AlterPartition,
-//! ElectLeaders), AllocateProducerIds, AlterConfigs,
-//! IncrementalAlterConfigs, Envelope and the ACL apis, whose response
+//! BrokerRegistration, BrokerHeartbeat, UnregisterBroker,
+//! AllocateProducerIds, AlterConfigs, IncrementalAlterConfigs,
+//! DescribeConfigs, AssignReplicasToDirs and the topic APIs (CreateTopics,
+//! DeleteTopics, CreatePartitions, AlterPartition, ElectLeaders), Envelope and
+//! the ACL apis, whose response
 //! bodies are the same in both (4.4's ApiVersions response is 0-5, harmless
 //! while we advertise 0-4).
 //!
@@ -32,6 +33,8 @@ const SCHEMAS: &[&str] = &[
     include_str!("schemas/AddRaftVoterResponse.json"),
     include_str!("schemas/AllocateProducerIdsResponse.json"),
     include_str!("schemas/AlterConfigsResponse.json"),
+    include_str!("schemas/AssignReplicasToDirsResponse.json"),
+    include_str!("schemas/DescribeConfigsResponse.json"),
     include_str!("schemas/IncrementalAlterConfigsResponse.json"),
     include_str!("schemas/ApiVersionsResponse.json"),
     include_str!("schemas/BeginQuorumEpochResponse.json"),

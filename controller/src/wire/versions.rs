@@ -57,17 +57,6 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::BrokerRegistration, 0, 4),
     api(ApiKey::BrokerHeartbeat, 0, 1),
     api(ApiKey::UnregisterBroker, 0, 0),
-    // Topics, partitions, leaders and ISRs (issue 17): Kafka 4.4's ranges.
-    api(ApiKey::CreateTopics, 2, 7),
-    api(ApiKey::DeleteTopics, 1, 6),
-    api(ApiKey::CreatePartitions, 0, 3),
-    api(ApiKey::ElectLeaders, 0, 2),
-    api(ApiKey::AlterPartition, 2, 3),
-    // Brokers ask for blocks of producer ids (Kafka's ProducerIdControlManager).
-    api(ApiKey::AllocateProducerIds, 0, 0),
-    // Dynamic configs of topics and brokers (Kafka's ConfigurationControlManager).
-    api(ApiKey::IncrementalAlterConfigs, 0, 1),
-    api(ApiKey::AlterConfigs, 0, 2),
     // KIP-590: brokers forward their clients' admin requests.
     api(ApiKey::Envelope, 0, 0),
     // ACLs stored in the metadata log (Kafka's ControllerApis via AclApis;
@@ -75,6 +64,20 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::DescribeAcls, 1, 3),
     api(ApiKey::CreateAcls, 1, 3),
     api(ApiKey::DeleteAcls, 1, 3),
+    // Brokers ask for blocks of producer ids (Kafka's ProducerIdControlManager).
+    api(ApiKey::AllocateProducerIds, 0, 0),
+    // Dynamic configs of topics and brokers (Kafka's ConfigurationControlManager).
+    api(ApiKey::IncrementalAlterConfigs, 0, 1),
+    api(ApiKey::AlterConfigs, 0, 2),
+    api(ApiKey::DescribeConfigs, 1, 4),
+    // Brokers say which log directory holds each replica (KIP-858).
+    api(ApiKey::AssignReplicasToDirs, 0, 0),
+    // Topics, partitions, leaders and ISRs (issue 17): Kafka 4.4's ranges.
+    api(ApiKey::CreateTopics, 2, 7),
+    api(ApiKey::DeleteTopics, 1, 6),
+    api(ApiKey::CreatePartitions, 0, 3),
+    api(ApiKey::ElectLeaders, 0, 2),
+    api(ApiKey::AlterPartition, 2, 3),
 ];
 
 /// The supported row for `key`, or `None` when we do not answer that api.

@@ -361,6 +361,25 @@ pub fn request(key: ApiKey, v: i16) -> RequestKind {
                     .with_permission_type(3),
             ]))
         }
+        // Default bodies of the topic and config apis (their own tests check content).
+        ApiKey::AllocateProducerIds => {
+            RequestKind::AllocateProducerIds(AllocateProducerIdsRequest::default())
+        }
+        ApiKey::IncrementalAlterConfigs => {
+            RequestKind::IncrementalAlterConfigs(IncrementalAlterConfigsRequest::default())
+        }
+        ApiKey::AlterConfigs => RequestKind::AlterConfigs(AlterConfigsRequest::default()),
+        ApiKey::DescribeConfigs => RequestKind::DescribeConfigs(DescribeConfigsRequest::default()),
+        ApiKey::AssignReplicasToDirs => {
+            RequestKind::AssignReplicasToDirs(AssignReplicasToDirsRequest::default())
+        }
+        ApiKey::CreateTopics => RequestKind::CreateTopics(CreateTopicsRequest::default()),
+        ApiKey::DeleteTopics => RequestKind::DeleteTopics(DeleteTopicsRequest::default()),
+        ApiKey::CreatePartitions => {
+            RequestKind::CreatePartitions(CreatePartitionsRequest::default())
+        }
+        ApiKey::AlterPartition => RequestKind::AlterPartition(AlterPartitionRequest::default()),
+        ApiKey::ElectLeaders => RequestKind::ElectLeaders(ElectLeadersRequest::default()),
         other => panic!("no sample request for {other:?}"),
     }
 }
@@ -689,6 +708,27 @@ pub fn response(key: ApiKey, v: i16) -> ResponseKind {
                 ]),
             ]))
         }
+        // Default bodies of the topic and config apis.
+        ApiKey::AllocateProducerIds => {
+            ResponseKind::AllocateProducerIds(AllocateProducerIdsResponse::default())
+        }
+        ApiKey::IncrementalAlterConfigs => {
+            ResponseKind::IncrementalAlterConfigs(IncrementalAlterConfigsResponse::default())
+        }
+        ApiKey::AlterConfigs => ResponseKind::AlterConfigs(AlterConfigsResponse::default()),
+        ApiKey::DescribeConfigs => {
+            ResponseKind::DescribeConfigs(DescribeConfigsResponse::default())
+        }
+        ApiKey::AssignReplicasToDirs => {
+            ResponseKind::AssignReplicasToDirs(AssignReplicasToDirsResponse::default())
+        }
+        ApiKey::CreateTopics => ResponseKind::CreateTopics(CreateTopicsResponse::default()),
+        ApiKey::DeleteTopics => ResponseKind::DeleteTopics(DeleteTopicsResponse::default()),
+        ApiKey::CreatePartitions => {
+            ResponseKind::CreatePartitions(CreatePartitionsResponse::default())
+        }
+        ApiKey::AlterPartition => ResponseKind::AlterPartition(AlterPartitionResponse::default()),
+        ApiKey::ElectLeaders => ResponseKind::ElectLeaders(ElectLeadersResponse::default()),
         other => panic!("no sample response for {other:?}"),
     }
 }

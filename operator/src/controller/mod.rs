@@ -17,6 +17,7 @@
 //! [`crate::planner`], what an action leads to is [`executor::conclude`].
 
 pub mod apply;
+pub mod broker_acl;
 pub mod cert_manager;
 pub mod certs;
 pub mod events;
@@ -464,6 +465,9 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
         publish(&ctx.recorder, &kq, event).await;
         return Ok(Action::requeue(Duration::ZERO));
     }
+
+    // 5b. The brokers' CLUSTER_ACTION ACL (TLS only; written once).
+    broker_acl::ensure(&mut session, &q, status.bootstrapped).await;
 
     // 6. Plan.
     let input = observe::planner_input(

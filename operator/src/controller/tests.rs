@@ -199,6 +199,7 @@ fn fake(description: Option<QuorumDescription>) -> Arc<FakeQuorum> {
         description,
         change_result: Ok(()),
         calls: Mutex::new(vec![]),
+        broker_acls: Mutex::new(vec![]),
     })
 }
 

@@ -151,6 +151,15 @@ impl QuorumSession for AdminQuorumSession {
         let result = c.remove_raft_voter(node_id, directory_id).await;
         result.map_err(|e| self.failed(&addr, e))
     }
+
+    async fn ensure_broker_acl(&mut self, principal: &str) -> Result<bool, QuorumError> {
+        let c = self.connected().await?;
+        let addr = c.connected_addr().to_owned();
+        let result = c
+            .ensure_cluster_acl(principal, kraft_controller::admin::BROKER_OPERATION)
+            .await;
+        result.map_err(|e| self.failed(&addr, e))
+    }
 }
 
 /// Maps an admin error onto the reconciler's three cases.

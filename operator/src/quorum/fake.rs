@@ -24,8 +24,10 @@ pub struct FakeQuorum {
     /// The answer to every voter change.
     pub change_result: Result<(), QuorumError>,
     /// Every call, as `describe ADDR`, `add_voter ADDR ID DIR HOST:PORT`,
-    /// `remove_voter ADDR ID DIR`.
+    /// `remove_voter ADDR ID DIR`, `ensure_broker_acl ADDR PRINCIPAL`.
     pub calls: Mutex<Vec<String>>,
+    /// The principals holding the brokers' CLUSTER_ACTION ACL.
+    pub broker_acls: Mutex<Vec<String>>,
 }
 
 impl QuorumClient for Arc<FakeQuorum> {
@@ -88,5 +90,19 @@ impl QuorumSession for FakeSession {
             kafka_uuid::to_string(directory_id)
         ));
         self.quorum.change_result.clone()
+    }
+    async fn ensure_broker_acl(&mut self, principal: &str) -> Result<bool, QuorumError> {
+        let addr = self.connected.clone().unwrap_or_default();
+        self.quorum
+            .calls
+            .lock()
+            .expect("lock")
+            .push(format!("ensure_broker_acl {addr} {principal}"));
+        let mut acls = self.quorum.broker_acls.lock().expect("lock");
+        if acls.iter().any(|p| p == principal) {
+            return Ok(false);
+        }
+        acls.push(principal.to_owned());
+        Ok(true)
     }
 }

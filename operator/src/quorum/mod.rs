@@ -1,5 +1,6 @@
 //! The seam between the reconciler and the controllers' admin RPCs
-//! (DescribeQuorum 55, AddRaftVoter 80, RemoveRaftVoter 81; KIP-853).
+//! (DescribeQuorum 55, AddRaftVoter 80, RemoveRaftVoter 81; KIP-853; and the
+//! brokers' CLUSTER_ACTION ACL: DescribeAcls 29, CreateAcls 30).
 //!
 //! Owns the operator-side view of a quorum ([`QuorumDescription`]), the
 //! [`QuorumClient`] and [`QuorumSession`] traits the reconciler calls, and the
@@ -177,6 +178,15 @@ pub trait QuorumSession: Send {
         node_id: i32,
         directory_id: Uuid,
     ) -> impl Future<Output = Result<(), QuorumError>> + Send;
+
+    /// Makes sure `ALLOW principal CLUSTER_ACTION` on the cluster from any
+    /// host is stored (DescribeAcls 29, then CreateAcls 30 at the active
+    /// controller when it is missing): `true` when this call created it.
+    /// Idempotent: Kafka stores an existing ACL only once.
+    fn ensure_broker_acl(
+        &mut self,
+        principal: &str,
+    ) -> impl Future<Output = Result<bool, QuorumError>> + Send;
 }
 
 #[cfg(test)]
