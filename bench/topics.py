@@ -22,6 +22,7 @@ import threading
 import time
 from pathlib import Path
 
+sys.dont_write_bytecode = True  # importing bench.py leaves no __pycache__ in the tree
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench import free_ports, log, proc_rss_mib, wait_for  # noqa: E402
 
