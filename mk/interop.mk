@@ -2,7 +2,8 @@
 # docs/interop.md): the tests of controller/tests/interop_kafka*.rs, built
 # with the `interop` feature, run Kafka 4.1's kafka-metadata-quorum,
 # kafka-storage and kafka-dump-log classes, and Kafka 4.1.2's and 4.4.0's
-# brokers (interop_kafka_brokers, ~6 min), with the jars of `make kafka-jars`,
+# brokers (interop_kafka_brokers, ~6 min; interop_kafka_topics, Kafka's clients
+# and admin tools on Kafka's controllers then ours, ~24 min), with the jars of `make kafka-jars`,
 # against real kraft-controller processes.
 # Without a JDK they are skipped with a loud message, never silently.
 
@@ -17,4 +18,4 @@ test-interop: ## Apache Kafka's tools against our controllers and files (needs a
 	  exit 0; \
 	fi; \
 	$(MAKE) --no-print-directory kafka-jars && \
-	$(CARGO) test -p kraft-controller --features interop --no-fail-fast --test interop_kafka --test interop_kafka_voters --test interop_kafka_metadata --test interop_kafka_tls --test interop_kafka_brokers --test interop_kafka_configs --test interop_kafka_acls -- --nocapture --test-threads 2
+	$(CARGO) test -p kraft-controller --features interop --no-fail-fast --test interop_kafka --test interop_kafka_voters --test interop_kafka_metadata --test interop_kafka_tls --test interop_kafka_brokers --test interop_kafka_configs --test interop_kafka_topics --test interop_kafka_acls -- --nocapture --test-threads 2

@@ -261,6 +261,16 @@ impl KafkaServer {
         exit
     }
 
+    /// Sends `signal` (`STOP`, `CONT`) to the running process.
+    pub fn signal(&self, signal: &str) {
+        let child = self.child.as_ref().expect("server is running");
+        let status = Command::new("kill")
+            .args([&format!("-{signal}"), &child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -{signal} {} failed", self.name());
+    }
+
     /// SIGKILL (`kill -9`) and reaps the process.
     pub fn kill(&mut self) {
         if let Some(mut child) = self.child.take() {

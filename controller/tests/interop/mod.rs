@@ -104,6 +104,7 @@ mod wait;
 pub use wait::wait_for;
 
 pub mod brokers;
+pub mod clients;
 
 /// One controller: its properties file, directory, and process when running.
 #[derive(Debug)]
