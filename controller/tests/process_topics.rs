@@ -188,7 +188,7 @@ fn topics_are_created_on_registered_brokers_kept_across_restarts_and_deleted() {
         r.topics[0].error_message.as_deref(),
         Some(
             "Unable to replicate the partition 4 time(s): The target replication factor of 4 \
-             cannot be reached because only 3 broker(s) are registered."
+             cannot be reached because only 3 broker(s) are registered or some brokers have all their log directories cordoned."
         )
     );
     let r = create(&quorum, &ids, topic("bad/name", 1, 1));

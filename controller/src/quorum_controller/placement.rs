@@ -97,7 +97,7 @@ fn check(replication_factor: i32, total: usize, unfenced: usize) -> Result<(), S
     }
     if replication_factor as usize > total {
         return Err(format!(
-            "The target replication factor of {replication_factor} cannot be reached because only {total} broker(s) are registered."
+            "The target replication factor of {replication_factor} cannot be reached because only {total} broker(s) are registered or some brokers have all their log directories cordoned."
         ));
     }
     Ok(())
@@ -191,7 +191,7 @@ impl<'r, R: Rng + ?Sized> RackList<'r, R> {
                 tries += 1;
                 if tries > 2 * n + 2 {
                     return Err(format!(
-                        "The target replication factor of {replication_factor} cannot be reached because only {} broker(s) are registered.",
+                        "The target replication factor of {replication_factor} cannot be reached because only {} broker(s) are registered or some brokers have all their log directories cordoned.",
                         self.total
                     ));
                 }
@@ -302,7 +302,7 @@ mod tests {
         let b = brokers(&[(1, None, false), (2, None, false), (3, None, false)]);
         assert_eq!(
             place(&mut rng, &b, 1, 4),
-            Err("The target replication factor of 4 cannot be reached because only 3 broker(s) are registered.".into())
+            Err("The target replication factor of 4 cannot be reached because only 3 broker(s) are registered or some brokers have all their log directories cordoned.".into())
         );
         let fenced = brokers(&[(1, None, true)]);
         assert_eq!(

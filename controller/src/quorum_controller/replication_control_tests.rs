@@ -164,7 +164,7 @@ fn refusals_follow_kafkas_order_and_messages() {
         (
             "big",
             InvalidReplicationFactor,
-            "Unable to replicate the partition 4 time(s): The target replication factor of 4 cannot be reached because only 3 broker(s) are registered.",
+            "Unable to replicate the partition 4 time(s): The target replication factor of 4 cannot be reached because only 3 broker(s) are registered or some brokers have all their log directories cordoned.",
         ),
         (
             "zero",

@@ -234,6 +234,46 @@ pub fn refused_response(code: i16) -> ResponseKind {
     )
 }
 
+/// Whether the inner answer says this node is not the active controller:
+/// NOT_CONTROLLER anywhere in it (NOT_LEADER_OR_FOLLOWER for DescribeQuorum),
+/// as Kafka's `RequestChannel.Request.shouldReturnNotController` counts a
+/// response's errors. Such an answer goes back as an envelope error instead
+/// of wrapped: the broker's `NodeToControllerRequestThread` looks for
+/// NOT_CONTROLLER only in the envelope's own error, and only then finds the
+/// new active controller; wrapped, it kept forwarding to the old one.
+fn names_another_controller(body: &ResponseKind) -> bool {
+    let not_controller = ResponseError::NotController.code();
+    let any = |codes: Vec<i16>| codes.contains(&not_controller);
+    match body {
+        ResponseKind::CreateTopics(r) => any(r.topics.iter().map(|t| t.error_code).collect()),
+        ResponseKind::DeleteTopics(r) => any(r.responses.iter().map(|t| t.error_code).collect()),
+        ResponseKind::CreatePartitions(r) => any(r.results.iter().map(|t| t.error_code).collect()),
+        ResponseKind::IncrementalAlterConfigs(r) => {
+            any(r.responses.iter().map(|t| t.error_code).collect())
+        }
+        ResponseKind::AlterConfigs(r) => any(r.responses.iter().map(|t| t.error_code).collect()),
+        ResponseKind::CreateAcls(r) => any(r.results.iter().map(|t| t.error_code).collect()),
+        ResponseKind::DeleteAcls(r) => any(r.filter_results.iter().map(|t| t.error_code).collect()),
+        ResponseKind::ElectLeaders(r) => {
+            r.error_code == not_controller
+                || any(r
+                    .replica_election_results
+                    .iter()
+                    .flat_map(|t| t.partition_result.iter().map(|p| p.error_code))
+                    .collect())
+        }
+        ResponseKind::DescribeQuorum(r) => {
+            let not_leader = ResponseError::NotLeaderOrFollower.code();
+            r.error_code == not_leader
+                || r.topics
+                    .iter()
+                    .flat_map(|t| t.partitions.iter())
+                    .any(|p| p.error_code == not_leader)
+        }
+        _ => false,
+    }
+}
+
 /// The envelope of the answer `body` to the inner request (`api_key` v
 /// `api_version`, `correlation_id`): the inner response header and body at
 /// the inner version in `responseData`, error code 0.
@@ -246,6 +286,9 @@ pub fn wrap_response(
     api_version: i16,
     body: &ResponseKind,
 ) -> Result<ResponseKind, Refused> {
+    if names_another_controller(body) {
+        return Ok(refused_response(ResponseError::NotController.code()));
+    }
     let bytes = wire::encode_response(correlation_id, api_key, api_version, body)
         .map_err(|e| refused(ResponseError::UnknownServerError.code(), e.to_string()))?;
     Ok(ResponseKind::Envelope(
@@ -371,6 +414,32 @@ mod tests {
             wire::decode_response(ApiKey::DescribeQuorum, 2, data).expect("decodes");
         assert_eq!(correlation_id, 41);
         assert_eq!(decoded, body);
+    }
+
+    #[test]
+    fn an_answer_naming_another_controller_is_a_not_controller_envelope() {
+        use kafka_protocol::messages::{CreateTopicsResponse, create_topics_response};
+        let topic =
+            |code| create_topics_response::CreatableTopicResult::default().with_error_code(code);
+        let refused = ResponseKind::CreateTopics(
+            CreateTopicsResponse::default()
+                .with_topics(vec![topic(0), topic(ResponseError::NotController.code())]),
+        );
+        let Ok(ResponseKind::Envelope(r)) = wrap_response(7, ApiKey::CreateTopics, 7, &refused)
+        else {
+            panic!("not an envelope");
+        };
+        assert_eq!(r.error_code, ResponseError::NotController.code());
+        assert!(r.response_data.is_none());
+        let served = ResponseKind::CreateTopics(
+            CreateTopicsResponse::default().with_topics(vec![topic(0), topic(36)]),
+        );
+        let Ok(ResponseKind::Envelope(r)) = wrap_response(7, ApiKey::CreateTopics, 7, &served)
+        else {
+            panic!("not an envelope");
+        };
+        assert_eq!(r.error_code, 0);
+        assert!(r.response_data.is_some());
     }
 
     #[test]
