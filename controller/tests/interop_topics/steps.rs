@@ -22,15 +22,20 @@ const MOVE_MARGIN: Duration = Duration::from_secs(6);
 
 /// The shape of a `--describe`: per topic its partition count, replication
 /// factor and configs; per partition the sizes of replicas and ISR and
-/// whether the leader is in the ISR; and how many leaders each broker has
-/// (sorted counts, so that ids do not matter).
+/// whether the leader is in the ISR; and how many partitions each broker is
+/// the preferred leader (first replica) of (sorted counts, so that ids do
+/// not matter). Preferred leaders, not current ones: which broker leads now
+/// depends on the run's history (which broker step 3 killed, when it came
+/// back, whether the imbalance check ran), on Kafka's controllers as on ours.
 fn shape(
     topics: &BTreeMap<String, (i32, i32, String)>,
     partitions: &[DescribedPartition],
 ) -> String {
     let mut leaders: BTreeMap<i32, usize> = BTreeMap::new();
     for p in partitions {
-        *leaders.entry(p.leader).or_default() += 1;
+        if let Some(&preferred) = p.replicas.first() {
+            *leaders.entry(preferred).or_default() += 1;
+        }
     }
     let mut counts: Vec<usize> = leaders.into_values().collect();
     counts.sort_unstable();
@@ -47,7 +52,7 @@ fn shape(
         })
         .collect();
     format!(
-        "{topics:?} partitions [{}] leaders per broker {counts:?}",
+        "{topics:?} partitions [{}] preferred leaders per broker {counts:?}",
         parts.join(" ")
     )
 }
