@@ -22,7 +22,7 @@ use kafka_protocol::{
     protocol::{Decodable, Encodable, StrBytes},
 };
 
-use super::kafka_run_class;
+use super::{kafka_run_class, poll_until};
 
 /// Kafka's `TopicCommand` class (`kafka-topics`).
 pub const TOPIC_COMMAND: &str = "org.apache.kafka.tools.TopicCommand";
@@ -377,10 +377,10 @@ impl Producer {
     /// its output.
     pub fn finish(mut self, timeout: Duration) -> ProduceReport {
         let mut child = self.child.take().expect("producer was started");
-        let deadline = Instant::now() + timeout;
-        while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        // Exited (or gone), else killed once the time is up.
+        poll_until(timeout, || {
+            child.try_wait().map_or(Some(()), |s| s.map(drop))
+        });
         let _ = child.kill();
         let _ = child.wait();
         let took = self.started.elapsed();
@@ -449,10 +449,10 @@ pub fn consume(
         .stderr(std::fs::File::create(&err).expect("create consumer stderr"))
         .spawn()
         .expect("start VerifiableConsumer");
-    let deadline = Instant::now() + timeout;
-    while matches!(child.try_wait(), Ok(None)) && Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(200));
-    }
+    // Exited (or gone), else killed once the time is up.
+    poll_until(timeout, || {
+        child.try_wait().map_or(Some(()), |s| s.map(drop))
+    });
     let _ = child.kill();
     let _ = child.wait();
     let text = std::fs::read_to_string(&out).unwrap_or_default();

@@ -101,7 +101,7 @@ pub fn free_port() -> u16 {
 
 #[path = "../support/wait.rs"]
 mod wait;
-pub use wait::wait_for;
+pub use wait::{poll_until, wait_for};
 
 pub mod brokers;
 pub mod clients;

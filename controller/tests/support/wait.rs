@@ -9,16 +9,25 @@ pub const POLL: Duration = Duration::from_millis(20);
 
 /// Polls `check` every [`POLL`] until it returns `Some`, for at most
 /// `timeout`; panics naming `what` otherwise.
-pub fn wait_for<T>(timeout: Duration, what: &str, mut check: impl FnMut() -> Option<T>) -> T {
+pub fn wait_for<T>(timeout: Duration, what: &str, check: impl FnMut() -> Option<T>) -> T {
+    match poll_until(timeout, check) {
+        Some(v) => v,
+        None => panic!("timed out after {timeout:?} waiting for {what}"),
+    }
+}
+
+/// Polls `check` every [`POLL`] until it returns `Some`, for at most
+/// `timeout`; `None` when the time ran out (for callers that act on a
+/// timeout themselves, e.g. kill a process that did not exit).
+pub fn poll_until<T>(timeout: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(v) = check() {
-            return v;
+            return Some(v);
         }
-        assert!(
-            Instant::now() < deadline,
-            "timed out after {timeout:?} waiting for {what}"
-        );
+        if Instant::now() >= deadline {
+            return None;
+        }
         std::thread::sleep(POLL);
     }
 }
