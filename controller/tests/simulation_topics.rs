@@ -21,42 +21,12 @@ use kraft_controller::{
     log::ReplicatedLog,
     metadata::{
         brokers::BrokerRegistration,
-        image::MetadataImage,
-        records::{FeatureLevelRecord, FramedRecord, METADATA_VERSION_FEATURE},
+        records::{FeatureLevelRecord, METADATA_VERSION_FEATURE},
     },
     quorum_controller::replication_control::{ReplicationConfig, ReplicationControl},
     raft::Role,
-    record::{DecodedBatch, iter_batches},
 };
-use sim::{Sim, SimConfig};
-
-/// Node `id`'s committed image: its log's metadata records below its high
-/// watermark, in offset order.
-fn committed_image(sim: &Sim, id: i32) -> MetadataImage {
-    let engine = sim.engine(id).expect("node is up");
-    let hwm = engine.high_watermark().unwrap_or(0);
-    let log = engine.log();
-    let info = log
-        .read(log.start_offset(), usize::MAX)
-        .expect("the log reads");
-    let mut image = MetadataImage::default();
-    for item in iter_batches(&info.records, false) {
-        let (header, bytes) = item.expect("a batch");
-        if header.is_control() || header.last_offset() >= hwm {
-            continue;
-        }
-        let batch = DecodedBatch::decode(bytes).expect("decodes");
-        for r in &batch.records {
-            let Some(value) = r.value.as_deref() else {
-                continue;
-            };
-            if FramedRecord::decode(value).is_ok() {
-                image.apply_record(r.offset, value).expect("applies");
-            }
-        }
-    }
-    image
-}
+use sim::{Sim, SimConfig, image::committed_image};
 
 /// Three unfenced brokers (placement reads only ids, racks and fencing).
 fn brokers() -> BTreeMap<i32, BrokerRegistration> {

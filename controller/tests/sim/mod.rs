@@ -15,6 +15,8 @@
 
 #![allow(dead_code)]
 
+pub mod image;
+
 use std::{
     cmp::Reverse,
     collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap},
