@@ -16,7 +16,7 @@ mod interop;
 #[allow(dead_code)]
 mod pki;
 
-use std::{net::IpAddr, path::Path, sync::Arc, time::Duration};
+use std::{net::IpAddr, path::Path, time::Duration};
 
 use interop::*;
 use kafka_protocol::messages::{
@@ -24,12 +24,10 @@ use kafka_protocol::messages::{
     create_acls_request::AclCreation,
 };
 use kraft_controller::{
-    config::security::{ClientAuth, KeyMaterial, SslSettings, TlsVersion, TrustMaterial},
     server::envelope,
     wire::{
         self,
         client::{ClientConfig, Connection},
-        tls::TlsClient,
     },
 };
 
@@ -46,25 +44,6 @@ fn ssl_client_properties(keystore: &Path, truststore: &Path) -> String {
         keystore.display(),
         truststore.display()
     )
-}
-
-fn client(keystore: &Path, truststore: &Path) -> ClientConfig {
-    let settings = SslSettings {
-        key: Some(KeyMaterial::File(keystore.to_owned())),
-        trust: Some(TrustMaterial::File(truststore.to_owned())),
-        client_auth: ClientAuth::None,
-        enabled_protocols: vec![TlsVersion::Tls12, TlsVersion::Tls13],
-        cipher_suites: Vec::new(),
-        endpoint_identification: true,
-    };
-    ClientConfig {
-        connect_timeout: Duration::from_secs(5),
-        request_timeout: Duration::from_secs(5),
-        tls: Some(Arc::new(
-            TlsClient::client(settings).expect("client TLS loads"),
-        )),
-        ..ClientConfig::default()
-    }
 }
 
 /// One request over a fresh connection with `config`.
@@ -139,7 +118,7 @@ fn kafkas_acl_command_grants_a_broker_cluster_action_lists_it_and_removes_it() {
     ]);
     nodes[0].start();
     let address = nodes[0].address();
-    let as_broker = || client(&broker, &ca.cert);
+    let as_broker = || pki::client_config(Some(&broker), &ca.cert);
 
     // Before: the broker's certificate has no CLUSTER_ACTION (the wait also
     // covers the election: any answer means the node serves).

@@ -21,7 +21,7 @@
 
 mod support;
 
-use std::{net::IpAddr, path::Path, sync::Arc, time::Duration};
+use std::{net::IpAddr, time::Duration};
 
 use bytes::Bytes;
 use kafka_protocol::messages::{
@@ -30,12 +30,10 @@ use kafka_protocol::messages::{
 };
 use kraft_controller::{
     admin::AdminClient,
-    config::security::{ClientAuth, KeyMaterial, SslSettings, TlsVersion, TrustMaterial},
     server::envelope::{self, PRINCIPAL_DESERIALIZATION_FAILURE},
     wire::{
         self, INVALID_REQUEST, UNSUPPORTED_VERSION,
         client::{ClientConfig, Connection},
-        tls::TlsClient,
     },
 };
 use support::{QuorumBuilder, pki, wait_for};
@@ -47,25 +45,6 @@ const CLUSTER_AUTHORIZATION_FAILED: i16 = 31;
 
 /// The controllers' subject (Kafka's DEFAULT mapping, RFC 2253 order).
 const CONTROLLER: &str = "User:CN=controller,O=kraftwerk";
-
-fn client_tls(keystore: &Path, truststore: &Path) -> ClientConfig {
-    let settings = SslSettings {
-        key: Some(KeyMaterial::File(keystore.to_owned())),
-        trust: Some(TrustMaterial::File(truststore.to_owned())),
-        client_auth: ClientAuth::None,
-        enabled_protocols: vec![TlsVersion::Tls12, TlsVersion::Tls13],
-        cipher_suites: Vec::new(),
-        endpoint_identification: true,
-    };
-    ClientConfig {
-        connect_timeout: Duration::from_secs(5),
-        request_timeout: Duration::from_secs(5),
-        tls: Some(Arc::new(
-            TlsClient::client(settings).expect("client TLS loads"),
-        )),
-        ..ClientConfig::default()
-    }
-}
 
 /// A whole DescribeQuorum v2 request frame payload (header and body).
 fn describe_quorum(correlation_id: i32) -> Bytes {
@@ -170,7 +149,7 @@ fn envelopes_are_unwrapped_authorized_twice_answered_wrapped_and_refusals_close_
     bad_principal.request_principal = Some(Bytes::from_static(b"\x00\x07garbage"));
     let (answers, open) = send(
         &address,
-        client_tls(&keystore, &ca.cert),
+        pki::client_config(Some(&keystore), &ca.cert),
         vec![
             wrap(describe_quorum(77), CONTROLLER),
             wrap(describe_quorum(77), "User:alice"),
@@ -211,7 +190,7 @@ fn envelopes_are_unwrapped_authorized_twice_answered_wrapped_and_refusals_close_
     // The broker's certificate is no super user: no CLUSTER_ACTION.
     let (answers, open) = send(
         &address,
-        client_tls(&broker, &ca.cert),
+        pki::client_config(Some(&broker), &ca.cert),
         vec![wrap(describe_quorum(77), CONTROLLER)],
     );
     assert_eq!(answers, [(CLUSTER_AUTHORIZATION_FAILED, None)]);
@@ -275,8 +254,8 @@ fn a_cluster_action_acl_lets_a_broker_forward_and_survives_a_restart() {
         quorum.node(leader).high_watermark().filter(|hw| *hw > 0)
     });
     let address = quorum.node(leader).address();
-    let as_broker = || client_tls(&broker, &ca.cert);
-    let as_controller = || client_tls(&keystore, &ca.cert);
+    let as_broker = || pki::client_config(Some(&broker), &ca.cert);
+    let as_controller = || pki::client_config(Some(&keystore), &ca.cert);
     assert_eq!(
         envelope_code(&address, as_broker()),
         CLUSTER_AUTHORIZATION_FAILED

@@ -24,7 +24,7 @@
 
 mod support;
 
-use std::{path::Path, sync::Arc, time::Duration};
+use std::{path::Path, time::Duration};
 
 use kafka_protocol::{
     messages::{
@@ -55,26 +55,6 @@ fn mtls_quorum(size: usize, keystore: &Path, truststore: &Path) -> Quorum {
         builder = builder.property(&k, v);
     }
     builder.format()
-}
-
-/// Client TLS settings with `keystore` (if any) and `truststore`.
-fn client_tls(keystore: Option<&Path>, truststore: &Path) -> ClientConfig {
-    let settings = SslSettings {
-        key: keystore.map(|k| KeyMaterial::File(k.to_owned())),
-        trust: Some(TrustMaterial::File(truststore.to_owned())),
-        client_auth: ClientAuth::None,
-        enabled_protocols: vec![TlsVersion::Tls12, TlsVersion::Tls13],
-        cipher_suites: Vec::new(),
-        endpoint_identification: true,
-    };
-    ClientConfig {
-        connect_timeout: Duration::from_secs(5),
-        request_timeout: Duration::from_secs(5),
-        tls: Some(Arc::new(
-            TlsClient::client(settings).expect("client TLS loads"),
-        )),
-        ..ClientConfig::default()
-    }
 }
 
 /// Sends each `(version, request)` over one connection with `config`;
@@ -192,25 +172,28 @@ fn plaintext_and_untrusted_clients_are_refused_and_a_trusted_one_is_served() {
     );
 
     // A client certificate from a CA the listener does not trust.
-    let untrusted = api_versions(&address, client_tls(Some(&stranger), &ca.cert));
+    let untrusted = api_versions(&address, pki::client_config(Some(&stranger), &ca.cert));
     assert!(untrusted.is_err(), "an untrusted client got {untrusted:?}");
 
     // No client certificate at all, with ssl.client.auth=required.
-    let anonymous = api_versions(&address, client_tls(None, &ca.cert));
+    let anonymous = api_versions(&address, pki::client_config(None, &ca.cert));
     assert!(
         anonymous.is_err(),
         "a client without a certificate got {anonymous:?}"
     );
 
     // The server's certificate checked against a CA that did not sign it.
-    let wrong_trust = api_versions(&address, client_tls(Some(&keystore), &stranger_ca.cert));
+    let wrong_trust = api_versions(
+        &address,
+        pki::client_config(Some(&keystore), &stranger_ca.cert),
+    );
     assert!(
         matches!(wrong_trust, Err(ClientError::Tls { .. })),
         "a client that does not trust the server got {wrong_trust:?}"
     );
 
     // The control: a certificate from the truststore is served.
-    let trusted = api_versions(&address, client_tls(Some(&keystore), &ca.cert));
+    let trusted = api_versions(&address, pki::client_config(Some(&keystore), &ca.cert));
     assert!(
         matches!(trusted, Ok(ResponseKind::ApiVersions(_))),
         "a trusted client got {trusted:?}"
@@ -271,7 +254,7 @@ fn a_certificate_that_is_not_a_super_user_gets_cluster_authorization_failed_and_
     let hw = wait_for_commit_past(&quorum, leader, 0);
     let describe = |quorum: &Quorum| {
         let address = quorum.node(leader).address();
-        let tls = client_tls(Some(&keystore), &ca.cert).tls;
+        let tls = pki::client_config(Some(&keystore), &ca.cert).tls;
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -296,7 +279,7 @@ fn a_certificate_that_is_not_a_super_user_gets_cluster_authorization_failed_and_
     let cluster_id = Some(StrBytes::from_static_str(support::CLUSTER_ID));
     let answers = call_all(
         &quorum.node(leader).address(),
-        client_tls(Some(&intruder), &ca.cert),
+        pki::client_config(Some(&intruder), &ca.cert),
         vec![
             (
                 0,

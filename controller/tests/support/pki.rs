@@ -148,3 +148,32 @@ pub fn mtls_properties(keystore: &Path, truststore: &Path) -> Vec<(String, Strin
     .map(|(k, v)| (k.to_owned(), v))
     .collect()
 }
+
+/// A client of our controllers over TLS: `truststore` trusted, `keystore`
+/// (if any) presented as the client certificate, host names checked, 5 s
+/// connect and request timeouts.
+pub fn client_config(
+    keystore: Option<&Path>,
+    truststore: &Path,
+) -> kraft_controller::wire::client::ClientConfig {
+    use kraft_controller::{
+        config::security::{ClientAuth, KeyMaterial, SslSettings, TlsVersion, TrustMaterial},
+        wire::tls::TlsClient,
+    };
+    let settings = SslSettings {
+        key: keystore.map(|k| KeyMaterial::File(k.to_owned())),
+        trust: Some(TrustMaterial::File(truststore.to_owned())),
+        client_auth: ClientAuth::None,
+        enabled_protocols: vec![TlsVersion::Tls12, TlsVersion::Tls13],
+        cipher_suites: Vec::new(),
+        endpoint_identification: true,
+    };
+    kraft_controller::wire::client::ClientConfig {
+        connect_timeout: std::time::Duration::from_secs(5),
+        request_timeout: std::time::Duration::from_secs(5),
+        tls: Some(std::sync::Arc::new(
+            TlsClient::client(settings).expect("client TLS loads"),
+        )),
+        ..Default::default()
+    }
+}
