@@ -23,6 +23,7 @@
 //! why a leader can stamp them on a batch without recomputing it.
 
 use bytes::{Bytes, BytesMut};
+use kafka_protocol::compression::{self, Decompressor};
 use kafka_protocol::records::{
     Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
@@ -39,6 +40,10 @@ const LOG_OVERHEAD: usize = 12;
 const CRC_START: usize = 21;
 const ATTR_CONTROL: i16 = 1 << 5;
 const ATTR_COMPRESSION_MASK: i16 = 0x07;
+/// The fewest bytes one record v2 takes: a 1-byte length varint, then
+/// attributes, timestampDelta, offsetDelta, keyLength, valueLength and
+/// headers count of at least 1 byte each (Kafka's `DefaultRecord`).
+const MIN_RECORD_BYTES: usize = 7;
 
 /// The fixed header of one RecordBatch v2, read without decoding its records.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -297,16 +302,54 @@ pub struct DecodedBatch {
 impl DecodedBatch {
     /// Decodes one whole batch (header, CRC and records).
     ///
-    /// Errors: any [`BatchHeader::parse`] or CRC error, or a record the
-    /// `kafka-protocol` decoder rejects.
+    /// Errors: any [`BatchHeader::parse`] or CRC error; [`RecordError::Invalid`]
+    /// (uncompressed) or [`RecordError::Codec`] (compressed) when
+    /// `recordsCount` is more than the records' bytes can hold (7 bytes each at
+    /// least); a record the `kafka-protocol` decoder rejects.
     pub fn decode(batch: &[u8]) -> Result<Self> {
         let header = BatchHeader::parse(batch)?;
         header.verify_crc(batch)?;
+        let records_count = header.records_count;
+        let invalid = |reason: String| RecordError::Invalid {
+            base_offset: header.base_offset,
+            reason,
+        };
+        // The decoder reserves room for `recordsCount` records before it
+        // reads one: a count the bytes cannot hold is refused here, so that a
+        // corrupt header costs an error, not an allocation of its claim.
+        let fits = |records_bytes: usize| {
+            usize::try_from(records_count)
+                .is_ok_and(|count| count <= records_bytes / MIN_RECORD_BYTES)
+        };
+        if header.compression() == 0 && !fits(header.size_in_bytes() - BATCH_OVERHEAD_BYTES) {
+            return Err(invalid(format!(
+                "recordsCount {records_count} does not fit in {} bytes of records",
+                header.size_in_bytes() - BATCH_OVERHEAD_BYTES
+            )));
+        }
         let mut bytes = Bytes::copy_from_slice(&batch[..header.size_in_bytes()]);
-        let set = RecordBatchDecoder::decode(&mut bytes).map_err(|source| RecordError::Codec {
-            action: "decoding record batch",
-            source,
-        })?;
+        let decompress = |buf: &mut Bytes, compression: Compression| -> anyhow::Result<Bytes> {
+            let whole = |b: &mut Bytes| Ok(b.split_to(b.len()));
+            let records = match compression {
+                Compression::None => whole(buf)?,
+                Compression::Gzip => compression::Gzip::decompress(buf, whole)?,
+                Compression::Snappy => compression::Snappy::decompress(buf, whole)?,
+                Compression::Lz4 => compression::Lz4::decompress(buf, whole)?,
+                Compression::Zstd => compression::Zstd::decompress(buf, whole)?,
+            };
+            if !fits(records.len()) {
+                anyhow::bail!(
+                    "recordsCount {records_count} does not fit in {} decompressed bytes",
+                    records.len()
+                );
+            }
+            Ok(records)
+        };
+        let set = RecordBatchDecoder::decode_with_custom_compression(&mut bytes, Some(decompress))
+            .map_err(|source| RecordError::Codec {
+                action: "decoding record batch",
+                source,
+            })?;
         let records = set
             .records
             .into_iter()
@@ -445,4 +488,47 @@ pub fn encode_control_batch(
 pub fn batch_set_offset_and_epoch(batch: &mut [u8], base_offset: i64, epoch: i32) {
     set_base_offset(batch, base_offset);
     set_partition_leader_epoch(batch, epoch);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A one-record data batch compressed with `compression` whose
+    /// recordsCount claims `count`, with its CRC recomputed so only the count
+    /// is wrong.
+    fn batch_claiming(compression: Compression, count: i32) -> Vec<u8> {
+        let record = Record {
+            value: Some(Bytes::from_static(b"value")),
+            ..base_record(0, 0, 1, 0, false)
+        };
+        let mut batch = BytesMut::new();
+        let options = RecordEncodeOptions {
+            version: RECORD_BATCH_MAGIC,
+            compression,
+        };
+        RecordBatchEncoder::encode(&mut batch, [record].iter(), &options).expect("encodes");
+        let mut batch = batch.to_vec();
+        batch[57..61].copy_from_slice(&count.to_be_bytes());
+        let crc = crc32c::crc32c(&batch[CRC_START..]);
+        batch[17..21].copy_from_slice(&crc.to_be_bytes());
+        batch
+    }
+
+    #[test]
+    fn a_records_count_the_bytes_cannot_hold_is_refused_before_any_allocation() {
+        // The fuzzer's finding: recordsCount 0x7fffffff made the decoder
+        // reserve ~127 GiB for a 83-byte batch.
+        for compression in [Compression::None, Compression::Gzip, Compression::Zstd] {
+            for count in [2, 1_000, i32::MAX] {
+                let err = DecodedBatch::decode(&batch_claiming(compression, count))
+                    .expect_err("refused");
+                let message = format!("{err:#}");
+                assert!(message.contains(&format!("recordsCount {count}")), "{message}");
+            }
+            let ok = DecodedBatch::decode(&batch_claiming(compression, 1))
+                .expect("the true count decodes");
+            assert_eq!(ok.records.len(), 1, "{compression:?}");
+        }
+    }
 }
