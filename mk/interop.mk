@@ -3,7 +3,7 @@
 # with the `interop` feature, run Kafka 4.1's kafka-metadata-quorum,
 # kafka-storage and kafka-dump-log classes, and Kafka 4.1.2's and 4.4.0's
 # brokers (interop_kafka_brokers, ~6 min; interop_kafka_topics, Kafka's clients
-# and admin tools on Kafka's controllers then ours, ~24 min), with the jars of `make kafka-jars`,
+# and admin tools on ours for both versions and on Kafka 4.4's controllers, ~11 min), with the jars of `make kafka-jars`,
 # against real kraft-controller processes.
 # Without a JDK they are skipped with a loud message, never silently.
 

@@ -1,10 +1,10 @@
 //! Topics, leaders, ISRs and real traffic through Apache Kafka's own brokers
 //! and clients (issue 17, docs/interop.md): per Kafka version (4.1.2 and
 //! 4.4.0), three controllers and three Kafka brokers go through the eight
-//! steps of the issue's "Done when", first on three of Kafka's own
-//! controllers of that version (the test's check of itself: every step
-//! must pass there, and it gives the shapes and errors to compare), then on
-//! three of ours. Kafka's `TopicCommand`, `ConfigCommand`,
+//! steps of the issue's "Done when" on three of ours; for 4.4.0 first on
+//! three of Kafka 4.4.0's own controllers (the test's check of itself:
+//! every step must pass there, and it gives the shapes and errors that
+//! step 8 compares). Kafka's `TopicCommand`, `ConfigCommand`,
 //! `VerifiableProducer` and `VerifiableConsumer` are the judges.
 //!
 //! On Kafka's controllers a failed step fails the test at once. On ours
@@ -303,15 +303,17 @@ fn all_steps(root: &Path, version: &'static str, quorum: Quorum) -> Outcome {
     out
 }
 
-/// Kafka's controllers then ours, for `version`; compares their shapes and
-/// errors, then fails with every step that failed on ours.
-fn on_both(version: &'static str) {
+/// Runs the eight steps for `version`'s brokers on our controllers, first on
+/// Kafka's own controllers of that version when `baseline` is set (then
+/// compares their shapes and errors, step 8); fails with every step that
+/// failed on ours and every difference.
+fn run(version: &'static str, baseline: bool) {
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let kafka = {
+    let kafka = baseline.then(|| {
         let root = KeptDir::new("interop-topics-kafka-");
         let quorum = Quorum::kafka(root.path(), version, CONTROLLER_EXTRA);
         all_steps(root.path(), version, quorum)
-    };
+    });
     let root = KeptDir::new("interop-topics-ours-");
     let quorum = Quorum::ours(root.path(), CONTROLLER_EXTRA);
     let ours = all_steps(root.path(), version, quorum);
@@ -320,6 +322,14 @@ fn on_both(version: &'static str) {
         .iter()
         .filter_map(|(n, r)| r.as_ref().err().map(|e| format!("step {n}: {e}")))
         .collect();
+    let Some(kafka) = kafka else {
+        assert!(
+            failures.is_empty(),
+            "Kafka {version}'s brokers on our controllers:\n{}",
+            failures.join("\n")
+        );
+        return;
+    };
     // Our controller follows Kafka 4.4 where 4.1 and 4.4 differ (the RF
     // error's text gained "or some brokers have all their log directories
     // cordoned"): error texts are compared with Kafka 4.4's controllers,
@@ -356,12 +366,17 @@ fn on_both(version: &'static str) {
     );
 }
 
+/// Kafka 4.1.2's brokers and clients on our controllers: every step, each
+/// judged by its own checks. The differential (step 8) is against Kafka
+/// 4.4's controllers, as the issue asks, in the test below; repeating it
+/// on 4.1.2's controllers cost `make test-interop` four minutes and
+/// compared shapes and exception classes only (4.1's error texts differ).
 #[test]
-fn kafka_4_1_2_topics_traffic_and_failover_on_our_controllers_as_on_kafkas() {
-    on_both("4.1.2");
+fn kafka_4_1_2_topics_traffic_and_failover_on_our_controllers() {
+    run("4.1.2", false);
 }
 
 #[test]
 fn kafka_4_4_0_topics_traffic_and_failover_on_our_controllers_as_on_kafkas() {
-    on_both("4.4.0");
+    run("4.4.0", true);
 }
