@@ -22,8 +22,9 @@
 //! The base offset and the partition leader epoch lie outside the CRC, which is
 //! why a leader can stamp them on a batch without recomputing it.
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 use kafka_protocol::compression::{self, Decompressor};
+use kafka_protocol::protocol::buf::ByteBuf;
 use kafka_protocol::records::{
     Compression, Record, RecordBatchDecoder, RecordBatchEncoder, RecordEncodeOptions, TimestampType,
 };
@@ -343,6 +344,7 @@ impl DecodedBatch {
                     records.len()
                 );
             }
+            check_header_counts(records.clone(), records_count)?;
             Ok(records)
         };
         let set = RecordBatchDecoder::decode_with_custom_compression(&mut bytes, Some(decompress))
@@ -379,6 +381,67 @@ impl DecodedBatch {
             .map(|r| ControlRecord::decode(r.key.as_deref(), r.value.as_deref(), r.offset))
             .collect()
     }
+}
+
+/// Walks the first `records_count` records of `records` (a batch's records,
+/// decompressed) and refuses a record whose headers count is more than its
+/// remaining bytes can hold (2 bytes per header at least: key and value
+/// lengths): `kafka-protocol`'s record decoder sizes its header map by that
+/// count before reading a header. A record this walk cannot read is left for
+/// the decoder to refuse.
+/// Reads one zigzag varint (Kafka's `ByteUtils.readVarint`/`readVarlong`)
+/// from the front of `buf`, as an i64; `None` when `buf` ends first or the
+/// varint runs past 10 bytes.
+fn varint(buf: &mut Bytes) -> Option<i64> {
+    let mut raw: u64 = 0;
+    for i in 0..10 {
+        let byte = *buf.first()?;
+        buf.advance(1);
+        raw |= u64::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some((raw >> 1) as i64 ^ -((raw & 1) as i64));
+        }
+    }
+    None
+}
+
+fn check_header_counts(mut records: Bytes, records_count: i32) -> anyhow::Result<()> {
+    for _ in 0..records_count {
+        let Some(size) = varint(&mut records) else {
+            return Ok(());
+        };
+        let Some(mut record) = usize::try_from(size)
+            .ok()
+            .and_then(|size| records.try_get_bytes(size).ok())
+        else {
+            return Ok(());
+        };
+        let skip_field = |record: &mut Bytes| -> Option<()> {
+            let len = varint(record)?;
+            if len >= 0 {
+                record.try_get_bytes(usize::try_from(len).ok()?).ok()?;
+            }
+            Some(())
+        };
+        let headers: Option<i64> = (|| {
+            record.try_get_bytes(1).ok()?; // attributes
+            varint(&mut record)?; // timestampDelta (a varlong: same walk)
+            varint(&mut record)?; // offsetDelta
+            skip_field(&mut record)?; // key
+            skip_field(&mut record)?; // value
+            varint(&mut record)
+        })();
+        let Some(headers) = headers else {
+            return Ok(());
+        };
+        if usize::try_from(headers).is_ok_and(|n| n > record.len() / 2) {
+            anyhow::bail!(
+                "a record's headers count {headers} does not fit in its {} remaining bytes",
+                record.len()
+            );
+        }
+    }
+    Ok(())
 }
 
 fn base_record(
@@ -494,6 +557,30 @@ pub fn batch_set_offset_and_epoch(batch: &mut [u8], base_offset: i64, epoch: i32
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_headers_count_the_record_cannot_hold_is_refused_before_any_allocation() {
+        // One record: attributes 0, timestampDelta 0, offsetDelta 0, null
+        // key, a 1-byte value, then headers count varint 0xfeffffff0f
+        // (zigzag: i32::MAX) where the decoder would reserve that many
+        // header slots.
+        let body = [0u8, 0, 0, 1, 2, b'v', 0xfe, 0xff, 0xff, 0xff, 0x0f];
+        let mut batch = encode_data_batch(0, 1, 0, &[Bytes::from_static(b"v")])
+            .expect("encodes")
+            .to_vec();
+        batch.truncate(BATCH_OVERHEAD_BYTES);
+        batch.push((body.len() as u8) << 1);
+        batch.extend_from_slice(&body);
+        let length = (batch.len() - LOG_OVERHEAD) as i32;
+        batch[8..12].copy_from_slice(&length.to_be_bytes());
+        let crc = crc32c::crc32c(&batch[CRC_START..]);
+        batch[17..21].copy_from_slice(&crc.to_be_bytes());
+        let err = DecodedBatch::decode(&batch).expect_err("refused");
+        assert!(
+            format!("{err}").contains("headers count 2147483647"),
+            "{err}"
+        );
+    }
+
     /// A one-record data batch compressed with `compression` whose
     /// recordsCount claims `count`, with its CRC recomputed so only the count
     /// is wrong.
@@ -521,10 +608,13 @@ mod tests {
         // reserve ~127 GiB for a 83-byte batch.
         for compression in [Compression::None, Compression::Gzip, Compression::Zstd] {
             for count in [2, 1_000, i32::MAX] {
-                let err = DecodedBatch::decode(&batch_claiming(compression, count))
-                    .expect_err("refused");
+                let err =
+                    DecodedBatch::decode(&batch_claiming(compression, count)).expect_err("refused");
                 let message = format!("{err:#}");
-                assert!(message.contains(&format!("recordsCount {count}")), "{message}");
+                assert!(
+                    message.contains(&format!("recordsCount {count}")),
+                    "{message}"
+                );
             }
             let ok = DecodedBatch::decode(&batch_claiming(compression, 1))
                 .expect("the true count decodes");
