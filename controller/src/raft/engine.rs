@@ -298,6 +298,15 @@ impl<L: ReplicatedLog> RaftEngine<L> {
                 Vec::new(),
             ),
         };
+        let (leader_high_watermark, last_caught_up_ms, caught_up) = match &self.state {
+            EpochState::Leader(_) => (None, None, true),
+            EpochState::Follower(f) => (
+                f.leader_high_watermark,
+                f.last_caught_up_ms,
+                f.is_caught_up(&self.core, self.now_ms),
+            ),
+            _ => (None, None, false),
+        };
         RaftStatus {
             node_id: self.core.local.id,
             role: self.state.role(),
@@ -305,6 +314,9 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             leader_id: self.leader_id(),
             voted_key: self.voted_key(),
             high_watermark: self.core.high_watermark,
+            leader_high_watermark,
+            last_caught_up_ms,
+            caught_up,
             log_end_offset: self.core.log.end_offset().offset,
             flushed_end_offset: self.core.log.flushed_end_offset(),
             is_voter: self.is_voter(),

@@ -104,6 +104,15 @@ pub(crate) struct FollowerState {
     /// pulled in by EndQuorumEpoch).
     pub(crate) fetch_deadline_ms: u64,
     pub(crate) last_fetch_ok_ms: Option<u64>,
+    /// The high watermark the leader sent in its last Fetch answer, as sent:
+    /// not capped at this node's log end (the capped value is
+    /// `Core::high_watermark`). `None` until the leader knows one.
+    pub(crate) leader_high_watermark: Option<i64>,
+    /// When a Fetch answer last showed this node caught up with the leader
+    /// (engine time, ms): its log end reached the leader's high watermark, or
+    /// the leader had nothing past the fetch offset (its log end). The
+    /// follower's side of Kafka's `lastCaughtUpTimestamp`.
+    pub(crate) last_caught_up_ms: Option<u64>,
     pub(crate) fetch: FetchLoop,
     /// Observer only: the leader went silent, ask the bootstrap servers.
     pub(crate) use_bootstrap: bool,
@@ -135,6 +144,8 @@ impl FollowerState {
             voted_key,
             fetch_deadline_ms: now_ms + core.config.fetch_timeout_ms,
             last_fetch_ok_ms: None,
+            leader_high_watermark: None,
+            last_caught_up_ms: None,
             fetch: FetchLoop {
                 next_fetch_ms: now_ms,
                 ..Default::default()
@@ -271,8 +282,12 @@ impl FollowerState {
         }
         let backoff = now_ms + core.config.retry_backoff_ms;
         self.fetch.inflight = None;
-        let Some(p) = partition.filter(|p| r.error_code == 0 && p.error_code == 0) else {
+        let Some(p) = partition
+            .as_ref()
+            .filter(|p| r.error_code == 0 && p.error_code == 0)
+        else {
             self.fetch.next_fetch_ms = backoff;
+            self.switch_to_leader(core, r, partition.as_ref(), now_ms);
             return Ok(());
         };
         self.use_bootstrap = false;
@@ -290,7 +305,9 @@ impl FollowerState {
             return self.start_fetching_snapshot(core, snapshot_id, now_ms);
         }
         let records = p.records.clone().unwrap_or_default();
-        if !records.is_empty() {
+        let leader_had_more = !records.is_empty();
+        let mut appended = true;
+        if leader_had_more {
             match core.log.append_as_follower(records) {
                 Ok(info) => {
                     core.scan_control_records(info.first_offset)?;
@@ -304,14 +321,78 @@ impl FollowerState {
                 ) => {
                     tracing::warn!(node = core.local.id, error = %e, "rejected fetched batches; fetching again");
                     self.fetch.next_fetch_ms = backoff;
+                    appended = false;
                 }
                 Err(e) => return Err(e.into()),
             }
         }
-        if p.high_watermark >= 0 {
-            let hw = p.high_watermark.min(core.log.end_offset().offset);
-            core.advance_high_watermark(hw, out);
+        let end = core.log.end_offset().offset;
+        self.leader_high_watermark = (p.high_watermark >= 0).then_some(p.high_watermark);
+        let caught_up = match self.leader_high_watermark {
+            Some(hw) => end >= hw,
+            None => !leader_had_more,
+        };
+        if appended && caught_up {
+            self.last_caught_up_ms = Some(now_ms);
+        }
+        if let Some(hw) = self.leader_high_watermark {
+            core.advance_high_watermark(hw.min(end), out);
         }
         Ok(())
     }
+
+    /// Whether this node is caught up with its leader, as Kafka's leader
+    /// counts it for DescribeQuorum's `lastCaughtUpTimestamp`: a Fetch
+    /// answered within `controller.quorum.fetch.timeout.ms` showed it at the
+    /// leader's high watermark (or log end), and its flushed log holds it.
+    pub(crate) fn is_caught_up<L: ReplicatedLog>(&self, core: &Core<L>, now_ms: u64) -> bool {
+        let recent = self
+            .last_caught_up_ms
+            .is_some_and(|t| now_ms < t.saturating_add(core.config.fetch_timeout_ms));
+        recent
+            && self
+                .leader_high_watermark
+                .is_none_or(|hw| core.log.flushed_end_offset() >= hw)
+    }
+
+    /// An observer fetching from a bootstrap server whose answer names this
+    /// epoch's leader fetches from that leader next, at once (KAFKA-19354:
+    /// it stayed on the bootstrap server). The leader's endpoint comes from
+    /// the answer when the voter set does not have it.
+    fn switch_to_leader<L: ReplicatedLog>(
+        &mut self,
+        core: &Core<L>,
+        r: &FetchResponse,
+        partition: Option<&fetch_response::PartitionData>,
+        now_ms: u64,
+    ) {
+        let names_leader = partition.is_some_and(|p| {
+            p.current_leader.leader_id.0 == self.leader_id
+                && p.current_leader.leader_epoch == self.epoch
+        });
+        if !self.use_bootstrap || !names_leader || self.leader_id == core.local.id {
+            return;
+        }
+        if self.leader_endpoint.is_none() {
+            self.leader_endpoint = endpoint_in(r, self.leader_id);
+        }
+        if self.leader_endpoint.is_some() {
+            self.use_bootstrap = false;
+            self.fetch_deadline_ms = now_ms + core.config.fetch_timeout_ms;
+            self.fetch.next_fetch_ms = now_ms;
+        }
+    }
+}
+
+/// The endpoint a Fetch answer gives for `node_id` (its `NodeEndpoints`,
+/// KIP-853), if any and with a valid port.
+pub(crate) fn endpoint_in(r: &FetchResponse, node_id: i32) -> Option<Endpoint> {
+    r.node_endpoints
+        .iter()
+        .find(|e| e.node_id.0 == node_id)
+        .and_then(|e| {
+            u16::try_from(e.port)
+                .ok()
+                .map(|port| Endpoint::new("", e.host.as_str(), port))
+        })
 }

@@ -31,8 +31,23 @@ pub struct RaftStatus {
     pub leader_id: Option<i32>,
     /// Whom this node voted for in the epoch.
     pub voted_key: Option<ReplicaKey>,
-    /// The high watermark, once known.
+    /// The high watermark, once known (on a follower: the leader's, capped
+    /// at this node's log end, as Kafka's `FollowerState` keeps it).
     pub high_watermark: Option<i64>,
+    /// Follower or observer: the high watermark its leader last sent, not
+    /// capped; `None` elsewhere or before the leader knows one.
+    pub leader_high_watermark: Option<i64>,
+    /// Follower or observer: when a Fetch answer last showed it caught up
+    /// (engine time, ms; see `caught_up`).
+    pub last_caught_up_ms: Option<u64>,
+    /// Whether this node is caught up with the leader of its epoch: a leader
+    /// always; a follower or observer when, within
+    /// `controller.quorum.fetch.timeout.ms`, a Fetch answer of the leader
+    /// showed its log end at the leader's high watermark (or the leader had
+    /// nothing past it) and its flushed log reaches that high watermark. The
+    /// follower's side of what Kafka's leader reports as DescribeQuorum's
+    /// `lastCaughtUpTimestamp`; never judged from the node's own log alone.
+    pub caught_up: bool,
     /// The log end offset.
     pub log_end_offset: i64,
     /// Offset below which the log is flushed.

@@ -419,6 +419,8 @@ impl Loop {
             voters: status.voters.len(),
             observers: status.observers.len(),
             uncommitted_voter_change: status.uncommitted_voter_change,
+            caught_up: status.caught_up,
+            leader_high_watermark: status.leader_high_watermark.unwrap_or(-1),
         });
         let readiness = readiness(&status);
         self.ctx.readiness.send_if_modified(|r| {
@@ -434,11 +436,17 @@ impl Loop {
 
 /// Ready: a leader is known and this node is caught up with it. A leader is
 /// ready once its high watermark is known (a record of its epoch committed);
-/// a follower while it is fetching from the leader (it leaves the Follower
-/// role when its fetch times out) and its flushed log reaches the high
-/// watermark; an observer likewise.
+/// a follower or observer when [`raft::RaftStatus::caught_up`] holds: the
+/// leader's own answers, within the fetch timeout, showed it at the leader's
+/// high watermark (issue 27: never from the node's own log, which made every
+/// node that got fetch answers "caught up").
 fn readiness(status: &raft::RaftStatus) -> Readiness {
     let epoch = status.epoch;
+    let what = if status.is_voter {
+        "follower"
+    } else {
+        "observer"
+    };
     match (status.role, status.leader_id, status.high_watermark) {
         (Role::Leader, _, Some(hw)) => Readiness {
             ready: true,
@@ -448,24 +456,30 @@ fn readiness(status: &raft::RaftStatus) -> Readiness {
             ready: false,
             reason: format!("leader in epoch {epoch}, waiting for its first commit"),
         },
-        (Role::Follower, Some(leader), Some(hw)) if status.flushed_end_offset >= hw => Readiness {
+        (Role::Follower, Some(leader), _) if status.caught_up => Readiness {
             ready: true,
             reason: format!(
-                "{} of {leader} in epoch {epoch}, caught up to high watermark {hw}",
-                if status.is_voter {
-                    "follower"
-                } else {
-                    "observer"
-                }
+                "{what} of {leader} in epoch {epoch}, caught up to the leader's high watermark {}",
+                status
+                    .leader_high_watermark
+                    .map_or_else(|| "(none yet)".to_owned(), |h| h.to_string())
             ),
         },
-        (Role::Follower, Some(leader), hw) => Readiness {
+        (Role::Follower, Some(leader), _) => Readiness {
             ready: false,
-            reason: format!(
-                "following {leader} in epoch {epoch}, log end {} behind high watermark {}",
-                status.flushed_end_offset,
-                hw.map_or_else(|| "unknown".to_owned(), |h| h.to_string())
-            ),
+            reason: match (status.last_caught_up_ms, status.leader_high_watermark) {
+                (_, Some(hw)) if status.flushed_end_offset < hw => format!(
+                    "{what} of {leader} in epoch {epoch}, flushed log end {} is {} behind the leader's high watermark {hw}",
+                    status.flushed_end_offset,
+                    hw - status.flushed_end_offset
+                ),
+                (None, _) => format!(
+                    "{what} of {leader} in epoch {epoch}, no fetch answer has shown it caught up yet"
+                ),
+                (Some(t), _) => format!(
+                    "{what} of {leader} in epoch {epoch}, last caught up at {t} ms (engine time), longer ago than the fetch timeout"
+                ),
+            },
         },
         (role, _, _) => Readiness {
             ready: false,

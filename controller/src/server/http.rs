@@ -1,10 +1,11 @@
 //! The controller's HTTP endpoint, on its own port (`kraftwerk.http.listener`):
 //!
 //! - `GET /healthz`: 200 while the process runs (liveness);
-//! - `GET /readyz`: 200 when this node knows a leader and, for a voter, has
-//!   heard from it within the fetch timeout and caught up to its high
-//!   watermark; 503 with the reason otherwise (readiness comes from the Raft
-//!   state, never from an open port);
+//! - `GET /readyz`: 200 when this node leads with a known high watermark,
+//!   or knows a leader whose own Fetch answers, within the fetch timeout,
+//!   showed it at the leader's high watermark (`RaftStatus::caught_up`); 503
+//!   with the reason otherwise (readiness comes from the Raft state, never
+//!   from an open port);
 //! - `GET /metrics`: the Prometheus text exposition of the registry;
 //! - the routes of the listener above Raft, merged in by [`super::run`]
 //!   (`GET /metadata` of the metadata listener, `crate::metadata::http`;

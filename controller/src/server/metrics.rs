@@ -154,6 +154,8 @@ pub struct RaftMetrics {
     number_of_voters: Gauge,
     number_of_observers: Gauge,
     uncommitted_voter_change: Gauge,
+    caught_up: Gauge,
+    leader_high_watermark: Gauge,
     commit_latency_avg: Gauge<f64, AtomicU64>,
     commit_latency_max: Gauge<f64, AtomicU64>,
     election_latency_avg: Gauge<f64, AtomicU64>,
@@ -197,6 +199,12 @@ pub struct RaftGauges {
     pub observers: usize,
     /// Whether a voter change is appended but not committed.
     pub uncommitted_voter_change: bool,
+    /// Whether this node is caught up with its leader (the definition
+    /// `/readyz` uses: [`crate::raft::RaftStatus::caught_up`]).
+    pub caught_up: bool,
+    /// Follower or observer: the high watermark its leader last sent, not
+    /// capped at the local log end; -1 elsewhere or when unknown.
+    pub leader_high_watermark: i64,
 }
 
 impl RaftMetrics {
@@ -214,6 +222,8 @@ impl RaftMetrics {
             number_of_voters: Gauge::default(),
             number_of_observers: Gauge::default(),
             uncommitted_voter_change: Gauge::default(),
+            caught_up: Gauge::default(),
+            leader_high_watermark: Gauge::default(),
             commit_latency_avg: Gauge::default(),
             commit_latency_max: Gauge::default(),
             election_latency_avg: Gauge::default(),
@@ -225,6 +235,16 @@ impl RaftMetrics {
             windows: Mutex::default(),
             last_state: Mutex::default(),
         };
+        registry.register(
+            "kraftwerk_raft_caught_up",
+            "1 when this node is caught up with its leader (as /readyz judges it: the leader's own fetch answers, within controller.quorum.fetch.timeout.ms, showed it at the leader's high watermark), else 0",
+            m.caught_up.clone(),
+        );
+        registry.register(
+            "kraftwerk_raft_leader_high_watermark",
+            "Follower or observer: the high watermark its leader last sent, not capped at the local log end; -1 elsewhere",
+            m.leader_high_watermark.clone(),
+        );
         let r = registry.sub_registry_with_prefix("kafka_server_raft_metrics");
         r.register(
             "current_leader",
@@ -331,6 +351,8 @@ impl RaftMetrics {
         self.number_of_observers.set(g.observers as i64);
         self.uncommitted_voter_change
             .set(i64::from(g.uncommitted_voter_change));
+        self.caught_up.set(i64::from(g.caught_up));
+        self.leader_high_watermark.set(g.leader_high_watermark);
         let mut last = self.last_state.lock().unwrap_or_else(|p| p.into_inner());
         if last.as_deref() != Some(g.state) {
             if let Some(old) = last.take() {
@@ -420,6 +442,8 @@ mod tests {
             voters: 3,
             observers: 0,
             uncommitted_voter_change: false,
+            caught_up: true,
+            leader_high_watermark: 45,
         });
         let text = render(&registry);
         for line in [
@@ -429,6 +453,8 @@ mod tests {
             "kafka_server_raft_metrics_log_end_offset 42",
             "kafka_server_raft_metrics_number_of_voters 3",
             "kafka_server_raft_metrics_current_state{state=\"follower\"} 1",
+            "kraftwerk_raft_caught_up 1",
+            "kraftwerk_raft_leader_high_watermark 45",
         ] {
             assert!(
                 text.lines().any(|l| l == line),
@@ -452,6 +478,8 @@ mod tests {
             voters: 3,
             observers: 0,
             uncommitted_voter_change: false,
+            caught_up: false,
+            leader_high_watermark: -1,
         };
         m.set(&g);
         g.state = "leader";

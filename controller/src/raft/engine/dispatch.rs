@@ -253,15 +253,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
                     .cloned();
                 if let Some(p) = &partition {
                     let leader = p.current_leader.leader_id.0;
-                    let hint = r
-                        .node_endpoints
-                        .iter()
-                        .find(|e| e.node_id.0 == leader)
-                        .and_then(|e| {
-                            u16::try_from(e.port)
-                                .ok()
-                                .map(|port| Endpoint::new("", e.host.as_str(), port))
-                        });
+                    let hint = crate::raft::follower::endpoint_in(&r, leader);
                     let from_leader = inflight.node_id == leader;
                     let epoch = p.current_leader.leader_epoch;
                     if self.maybe_transition_from(Some(leader), epoch, hint, from_leader, now_ms)? {

@@ -16,6 +16,7 @@ use crate::{
     record::encode_data_batch,
 };
 
+mod caught_up;
 mod election;
 mod imports;
 mod max_epoch;

@@ -1,0 +1,156 @@
+//! Process tests of readiness and of an observer's way back to its leader
+//! (issue 27): `/readyz` says caught up only when the leader's own Fetch
+//! answers, within `controller.quorum.fetch.timeout.ms`, showed the node at
+//! the leader's high watermark; an observer that fell back to a bootstrap
+//! server fetches from the leader again as soon as an answer names it
+//! (Kafka's KAFKA-19354).
+//!
+//! Real `kraft-controller` processes on 127.0.0.1 with Kafka 4.1's default
+//! `controller.quorum.*` timings; conditions are polled with deadlines.
+
+mod support;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use support::{Mode, Quorum, QuorumBuilder, kafka_defaults, wait_for};
+
+/// Long enough for an election on a loaded 2-core machine.
+const ELECTION: Duration = Duration::from_secs(20);
+/// Long enough for a started observer to find the leader and catch up.
+const CATCH_UP: Duration = Duration::from_secs(20);
+
+fn fetch_timeout() -> Duration {
+    Duration::from_millis(kafka_defaults::FETCH_TIMEOUT_MS)
+}
+
+fn wall_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// Three voters and a started observer that `/readyz` reports ready; returns
+/// the quorum, the leader and the observer's id. `bootstrap` picks the
+/// observer's `controller.quorum.bootstrap.servers` among the voters (given
+/// the leader).
+fn quorum_with_ready_observer(bootstrap: impl Fn(i32) -> Vec<i32>) -> (Quorum, i32, i32) {
+    let mut quorum = QuorumBuilder::new(3, Mode::Dynamic).format();
+    quorum.start_all();
+    let (leader, _) = quorum.wait_for_leader(&[1, 2, 3], ELECTION);
+    let observer = quorum.add_observer();
+    let servers = bootstrap(leader)
+        .iter()
+        .map(|id| quorum.node(*id).address())
+        .collect::<Vec<_>>()
+        .join(",");
+    let config = quorum.node(observer).config.clone();
+    let text = std::fs::read_to_string(&config).expect("observer config");
+    let text = text
+        .lines()
+        .map(|l| {
+            if l.starts_with("controller.quorum.bootstrap.servers=") {
+                format!("controller.quorum.bootstrap.servers={servers}")
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&config, text + "\n").expect("write observer config");
+    quorum.start(observer);
+    wait_for(
+        CATCH_UP,
+        &format!("observer {observer} to be ready"),
+        || {
+            quorum.node(observer).assert_alive();
+            quorum.node(observer).readyz().filter(|(ready, _)| *ready)
+        },
+    );
+    (quorum, leader, observer)
+}
+
+#[test]
+fn an_observer_cut_off_from_its_leader_stops_being_ready_and_is_ready_again_once_caught_up() {
+    let (quorum, _, observer) = quorum_with_ready_observer(|_| vec![1, 2, 3]);
+    for id in [1, 2, 3] {
+        quorum.signal(id, "STOP");
+    }
+    // Its fetches go unanswered: it is not caught up once the fetch timeout
+    // passed since the last answer that showed it caught up (plus one request
+    // timeout for the failure to arrive).
+    let (_, reason) = wait_for(
+        fetch_timeout() * 2 + Duration::from_secs(10),
+        &format!("observer {observer} to stop being ready while no voter answers"),
+        || {
+            quorum.node(observer).assert_alive();
+            quorum.node(observer).readyz().filter(|(ready, _)| !*ready)
+        },
+    );
+    assert!(reason.contains("observer"), "{reason}");
+    assert_eq!(
+        quorum.node(observer).metric("kraftwerk_raft_caught_up"),
+        Some(0.0)
+    );
+    for id in [1, 2, 3] {
+        quorum.signal(id, "CONT");
+    }
+    let (leader, _) = quorum.wait_for_leader(&[1, 2, 3], ELECTION);
+    let committed = wait_for(ELECTION, "the leader's high watermark", || {
+        quorum.node(leader).high_watermark().filter(|hw| *hw > 0)
+    });
+    let (_, reason) = wait_for(
+        CATCH_UP,
+        &format!("observer {observer} ready again"),
+        || quorum.node(observer).readyz().filter(|(ready, _)| *ready),
+    );
+    assert!(reason.contains("caught up"), "{reason}");
+    let end = quorum.node(observer).log_end_offset().unwrap_or(-1);
+    assert!(
+        end >= committed,
+        "ready with log end {end}, below the leader's high watermark {committed}: {reason}"
+    );
+}
+
+#[test]
+fn an_observer_that_fell_back_to_a_follower_fetches_from_the_leader_it_names() {
+    // The observer's only bootstrap server is a follower: once it has asked
+    // it, only the leader the follower names gets it going again.
+    let (quorum, leader, observer) = quorum_with_ready_observer(|leader| {
+        vec![[1, 2, 3].into_iter().find(|id| *id != leader).unwrap_or(1)]
+    });
+    quorum.signal(observer, "STOP");
+    // Paused until the leader saw no fetch from it for 1.5 fetch timeouts.
+    wait_for(
+        fetch_timeout() * 4,
+        "the leader to see no fetch from the paused observer for 1.5 fetch timeouts",
+        || {
+            let info = quorum.describe_quorum(leader).ok()?;
+            let last = info
+                .observers
+                .iter()
+                .find(|o| o.replica_id == observer)?
+                .last_fetch_timestamp_ms?;
+            let quiet = i64::try_from(fetch_timeout().as_millis() * 3 / 2).ok()?;
+            (wall_ms() - last > quiet).then_some(())
+        },
+    );
+    quorum.signal(observer, "CONT");
+    let resumed_at = wall_ms();
+    wait_for(
+        fetch_timeout() * 5,
+        &format!("observer {observer} to fetch from leader {leader} again"),
+        || {
+            quorum.node(observer).assert_alive();
+            let info = quorum.describe_quorum(leader).ok()?;
+            info.observers
+                .iter()
+                .find(|o| o.replica_id == observer)
+                .and_then(|o| o.last_fetch_timestamp_ms)
+                .filter(|t| *t > resumed_at + 500)
+                .map(|_| ())
+        },
+    );
+    wait_for(CATCH_UP, &format!("observer {observer} ready"), || {
+        quorum.node(observer).readyz().filter(|(ready, _)| *ready)
+    });
+}
