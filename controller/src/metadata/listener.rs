@@ -297,6 +297,14 @@ impl Listener<FileLog> for MetadataListener {
         Ok(())
     }
 
+    fn vet_voter_endpoints(
+        &self,
+        voter_id: i32,
+        endpoints: &[crate::raft::Endpoint],
+    ) -> Result<(), String> {
+        super::voter_endpoints::vet(&self.image, voter_id, endpoints)
+    }
+
     fn handle_leader_change(
         &mut self,
         client: &mut RaftClient<'_, FileLog>,

@@ -23,3 +23,4 @@ pub mod snapshot;
 pub mod topics;
 pub mod version;
 pub mod view;
+pub mod voter_endpoints;

@@ -122,6 +122,21 @@ pub trait Listener<L: ReplicatedLog> {
         request: RequestKind,
     ) -> Result<(), Self::Error>;
 
+    /// Vets the endpoints an AddRaftVoter gives for `voter_id` against what
+    /// that node reported of itself above Raft (the metadata listener: its
+    /// KIP-919 controller registration), before the leader acts on it.
+    /// `Err(reason)` refuses the request with INVALID_REQUEST and `reason`,
+    /// and nothing is stored (issue 27: a voter set pointing node 1 at node
+    /// 2's endpoint). The default accepts everything.
+    fn vet_voter_endpoints(
+        &self,
+        voter_id: i32,
+        endpoints: &[super::voters::Endpoint],
+    ) -> Result<(), String> {
+        let _ = (voter_id, endpoints);
+        Ok(())
+    }
+
     /// When the listener wants [`Self::handle_wakeup`] next (ms, on the
     /// clock of `client.now_ms()`), if at all: the idle no-op record, a
     /// retry backoff, the workload's next record.

@@ -248,6 +248,10 @@ impl Loop {
         let api_version = inbound.request.api_version;
         let request = match convert::raft_request(inbound.request.body) {
             Ok(request) => {
+                if let Some(refusal) = vet_voter_change(engine, listener, &request) {
+                    let _ = inbound.reply.send(Some(refusal));
+                    return Ok(());
+                }
                 let handle = self.reply_handle(inbound.reply, api_version);
                 let cmds = engine.handle(
                     Event::Request {
@@ -432,6 +436,36 @@ impl Loop {
             }
         });
     }
+}
+
+/// The leader's answer to an AddRaftVoter whose endpoints disagree with
+/// what the node registered ([`Listener::vet_voter_endpoints`]):
+/// INVALID_REQUEST with the reason, before the engine sees the request, so
+/// nothing is stored. `None` for any other request, or when not leading
+/// (the engine answers NOT_LEADER_OR_FOLLOWER then).
+fn vet_voter_change<Lst: Listener<FileLog>>(
+    engine: &RaftEngine<FileLog>,
+    listener: &Lst,
+    request: &raft::RaftRequest,
+) -> Option<ResponseKind> {
+    let raft::RaftRequest::AddRaftVoter(r) = request else {
+        return None;
+    };
+    if engine.role() != Role::Leader {
+        return None;
+    }
+    let endpoints: Vec<raft::Endpoint> = r
+        .listeners
+        .iter()
+        .map(|l| raft::Endpoint::new(l.name.as_str(), l.host.as_str(), l.port))
+        .collect();
+    let reason = listener.vet_voter_endpoints(r.voter_id, &endpoints).err()?;
+    tracing::warn!(voter = r.voter_id, %reason, "AddRaftVoter refused");
+    Some(ResponseKind::AddRaftVoter(
+        kafka_protocol::messages::AddRaftVoterResponse::default()
+            .with_error_code(kafka_protocol::error::ResponseError::InvalidRequest.code())
+            .with_error_message(Some(reason.into())),
+    ))
 }
 
 /// Ready: a leader is known and this node is caught up with it. A leader is
