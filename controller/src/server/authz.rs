@@ -7,12 +7,9 @@
 //! | api | operation |
 //! |---|---|
 //! | Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot, UpdateRaftVoter, ControllerRegistration, BrokerRegistration, BrokerHeartbeat, AllocateProducerIds, AssignReplicasToDirs, AlterPartition, Envelope (the broker's own principal; the inner request is checked with the client's) | CLUSTER_ACTION |
-//! | AddRaftVoter, RemoveRaftVoter, DescribeCluster (ALTER on a controller, not DESCRIBE as on a broker), UnregisterBroker, ElectLeaders, CreatePartitions (Kafka: or ALTER per topic), CreateAcls, DeleteAcls | ALTER |
-//! | CreateTopics (Kafka: or CREATE per topic) | CREATE |
-//! | DeleteTopics (Kafka: or DELETE per topic) | DELETE |
+//! | AddRaftVoter, RemoveRaftVoter, DescribeCluster (ALTER on a controller, not DESCRIBE as on a broker), UnregisterBroker, ElectLeaders, CreateAcls, DeleteAcls | ALTER |
 //! | DescribeQuorum, DescribeAcls | DESCRIBE |
-//! | IncrementalAlterConfigs, AlterConfigs (Kafka checks each resource: CLUSTER for brokers, the TOPIC for topics) | ALTER_CONFIGS |
-//! | DescribeConfigs (likewise per resource in Kafka) | DESCRIBE_CONFIGS |
+//! | CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs, AlterConfigs, DescribeConfigs | each item on its own resource ([`super::resource_authz`]); the operation listed by [`required_operation`] (CREATE, DELETE, ALTER, ALTER_CONFIGS, DESCRIBE_CONFIGS on CLUSTER) only decides whether the connection counts as authorized |
 //! | ApiVersions | none |
 //!
 //! The decision is the `StandardAuthorizer`'s ([`crate::acl::authorize`]):
@@ -117,8 +114,8 @@ pub fn required_operation(api: ApiKey) -> Option<Operation> {
         | ApiKey::DeleteAcls
         | ApiKey::ElectLeaders => Some(Operation::Alter),
         ApiKey::DescribeAcls => Some(Operation::Describe),
-        // Kafka checks these on CLUSTER or on each topic (CREATE, DELETE,
-        // ALTER); only the cluster check here (no topic ACLs yet).
+        // Checked item by item (`resource_authz`); the cluster operation
+        // here only lifts the connection's pre-authentication frame limit.
         ApiKey::CreateTopics => Some(Operation::Create),
         ApiKey::DeleteTopics => Some(Operation::Delete),
         ApiKey::CreatePartitions => Some(Operation::Alter),
@@ -253,17 +250,6 @@ pub fn denied_response(api: ApiKey, api_version: i16, principal: &str) -> Option
             kafka_protocol::messages::BrokerHeartbeatResponse::default().with_error_code(code),
         ),
         ApiKey::Envelope => super::envelope::refused_response(code),
-        // Kafka answers each resource CLUSTER_/TOPIC_AUTHORIZATION_FAILED;
-        // this layer does not read the resources, so none are listed.
-        ApiKey::IncrementalAlterConfigs => ResponseKind::IncrementalAlterConfigs(
-            kafka_protocol::messages::IncrementalAlterConfigsResponse::default(),
-        ),
-        ApiKey::AlterConfigs => {
-            ResponseKind::AlterConfigs(kafka_protocol::messages::AlterConfigsResponse::default())
-        }
-        ApiKey::DescribeConfigs => ResponseKind::DescribeConfigs(
-            kafka_protocol::messages::DescribeConfigsResponse::default(),
-        ),
         ApiKey::AssignReplicasToDirs => ResponseKind::AssignReplicasToDirs(
             kafka_protocol::messages::AssignReplicasToDirsResponse::default().with_error_code(code),
         ),
@@ -281,11 +267,7 @@ pub fn denied_response(api: ApiKey, api_version: i16, principal: &str) -> Option
         ApiKey::ElectLeaders => ResponseKind::ElectLeaders(
             kafka_protocol::messages::ElectLeadersResponse::default().with_error_code(code),
         ),
-        // CreateTopics, DeleteTopics, CreatePartitions carry errors per
-        // topic: an empty answer here; the event loop has the request.
-        ApiKey::CreateTopics => ResponseKind::CreateTopics(Default::default()),
-        ApiKey::DeleteTopics => ResponseKind::DeleteTopics(Default::default()),
-        ApiKey::CreatePartitions => ResponseKind::CreatePartitions(Default::default()),
+        // The per-resource apis (`resource_authz`) are never refused whole.
         _ => return None,
     })
 }

@@ -26,6 +26,7 @@ use super::{
     authz::{self, Authorizer},
     envelope,
     limits::{ConnectionLimiter, ConnectionPermit, ListenerMetrics},
+    resource_authz,
 };
 use crate::wire::{self, AnnouncingFrameCodec, DecodedRequest, Incoming, WireError};
 
@@ -289,7 +290,8 @@ pub async fn serve_connection<S>(
         let correlation_id = request.correlation_id();
         let api_key = request.api_key;
         let api_version = request.api_version;
-        if !ctx.authorizer.allows(&principal, &host, api_key) {
+        let cluster_ok = ctx.authorizer.allows(&principal, &host, api_key);
+        if !cluster_ok && !resource_authz::is_per_resource(api_key) {
             let Some(body) = authz::denied_answer(&request, &principal) else {
                 return;
             };
@@ -305,16 +307,8 @@ pub async fn serve_connection<S>(
             }
             continue;
         }
-        // Only a request that needed an operation and passed raises the
-        // frame limit: ApiVersions needs none, so anyone may send it, and it
-        // must not lift the pre-authentication limit.
-        if !authorized_once && authz::required_operation(api_key).is_some() {
-            authorized_once = true;
-            trusted = true;
-            framed.codec_mut().set_max_frame_bytes(ctx.max_frame_bytes);
-        }
-        let answer = if api_key == ApiKey::Envelope {
-            serve_envelope(
+        let (answer, passed) = if api_key == ApiKey::Envelope {
+            let answer = serve_envelope(
                 &ctx.authorizer,
                 &metrics,
                 &requests,
@@ -322,10 +316,33 @@ pub async fn serve_connection<S>(
                 peer,
                 request,
             )
-            .await
+            .await;
+            (answer, true)
         } else {
-            dispatch(&requests, connection_id, peer, request).await
+            let who = Requester {
+                principal: &principal,
+                host: &host,
+            };
+            authorized_dispatch(
+                &ctx.authorizer,
+                &metrics,
+                &requests,
+                connection_id,
+                peer,
+                &who,
+                request,
+            )
+            .await
         };
+        // Only a request that needed an operation and passed (in part, for
+        // the per-resource apis) raises the frame limit: ApiVersions needs
+        // none, so anyone may send it, and it must not lift the
+        // pre-authentication limit.
+        if !authorized_once && authz::required_operation(api_key).is_some() && passed {
+            authorized_once = true;
+            trusted = true;
+            framed.codec_mut().set_max_frame_bytes(ctx.max_frame_bytes);
+        }
         let Some(body) = answer else {
             tracing::debug!(%peer, connection_id, ?api_key, "closing connection: request not answered");
             return;
@@ -364,6 +381,49 @@ async fn dispatch(
     answer.await.ok().flatten()
 }
 
+/// Who sent a request: the principal (`User:NAME`) and the client's
+/// address as text (the forwarded client's, for an Envelope).
+struct Requester<'a> {
+    principal: &'a str,
+    host: &'a str,
+}
+
+/// Dispatches a request that passed the connection's check: the
+/// per-resource apis are split first ([`resource_authz::vet`]), only their
+/// allowed items reach the event loop and the refused ones are added to its
+/// answer. Returns the answer (`None`: close the connection) and whether
+/// anything was dispatched.
+async fn authorized_dispatch(
+    authorizer: &Authorizer,
+    metrics: &ListenerMetrics,
+    requests: &mpsc::Sender<InboundRequest>,
+    connection_id: u64,
+    peer: SocketAddr,
+    who: &Requester<'_>,
+    request: DecodedRequest,
+) -> (Option<ResponseKind>, bool) {
+    let api_key = request.api_key;
+    let (request, refused) = match resource_authz::vet(authorizer, who.principal, who.host, request)
+    {
+        resource_authz::Vetting::Untouched(request) => {
+            return (dispatch(requests, connection_id, peer, request).await, true);
+        }
+        resource_authz::Vetting::Split(request, refused) => (request, refused),
+    };
+    if refused.count() > 0 {
+        metrics.authorization_failures.inc();
+        tracing::warn!(%peer, connection_id, principal = %who.principal, ?api_key,
+            refused = refused.count(), "request items refused: not authorized on their resources");
+    }
+    let Some(request) = request else {
+        return (Some(refused.answer(None)), false);
+    };
+    match dispatch(requests, connection_id, peer, request).await {
+        Some(answer) => (Some(refused.answer(Some(answer))), true),
+        None => (None, true),
+    }
+}
+
 /// Answers an Envelope whose sender passed CLUSTER_ACTION ([`envelope`]):
 /// a refused envelope gets its error code; the inner request is authorized
 /// with the client's principal (a refusal is its own
@@ -394,10 +454,27 @@ async fn serve_envelope(
         (inner.correlation_id(), inner.api_key, inner.api_version);
     let principal = forwarded.principal;
     let client = forwarded.client_address;
-    let body = if authorizer.allows(&principal, &crate::acl::host_text(client), api_key) {
+    let host = crate::acl::host_text(client);
+    let body = if authorizer.allows(&principal, &host, api_key)
+        || resource_authz::is_per_resource(api_key)
+    {
         tracing::debug!(%peer, connection_id, %principal, %client, ?api_key, api_version,
             "forwarded request");
-        dispatch(requests, connection_id, peer, inner).await?
+        let who = Requester {
+            principal: &principal,
+            host: &host,
+        };
+        authorized_dispatch(
+            authorizer,
+            metrics,
+            requests,
+            connection_id,
+            peer,
+            &who,
+            inner,
+        )
+        .await
+        .0?
     } else {
         metrics.authorization_failures.inc();
         tracing::warn!(%peer, connection_id, %principal, %client, ?api_key,

@@ -20,6 +20,7 @@ pub mod fit;
 pub mod http;
 pub mod limits;
 pub mod metrics;
+pub mod resource_authz;
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
