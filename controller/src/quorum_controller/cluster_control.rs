@@ -67,6 +67,10 @@ pub struct ClusterControl {
     cluster_id: String,
     brokers: BTreeMap<i32, BrokerRegistration>,
     heartbeats: BrokerHeartbeatManager,
+    /// The broker whose last registration decision found an unclean
+    /// shutdown (its `previousBrokerEpoch` is not its last epoch), until
+    /// [`Self::take_unclean_shutdown`].
+    unclean_shutdown: Option<i32>,
 }
 
 fn refuse<T>(error: ResponseError, message: String) -> Result<T, Refusal> {
@@ -108,7 +112,14 @@ impl ClusterControl {
             cluster_id: cluster_id.to_owned(),
             brokers: image.brokers().clone(),
             heartbeats,
+            unclean_shutdown: None,
         }
+    }
+
+    /// The broker the last registration found back from an unclean shutdown
+    /// (KIP-966: its replicas leave every ISR and ELR), once.
+    pub fn take_unclean_shutdown(&mut self) -> Option<i32> {
+        self.unclean_shutdown.take()
     }
 
     /// The speculative registrations by broker id.
@@ -298,6 +309,9 @@ impl ClusterControl {
                     clean_shutdown = clean,
                     "registering a new incarnation of broker"
                 );
+                if !clean {
+                    self.unclean_shutdown = Some(id);
+                }
                 self.heartbeats.remove(id);
             }
             None => {

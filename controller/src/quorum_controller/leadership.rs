@@ -90,6 +90,7 @@ impl ReplicationControl {
         select: impl Fn(&PartitionRegistration) -> bool,
         target: impl Fn(&PartitionRegistration) -> Vec<i32>,
         excluded: Option<i32>,
+        unclean_shutdown: &[i32],
         limit: usize,
     ) -> Vec<Bytes> {
         let version = partition_record_version(metadata_level);
@@ -104,11 +105,11 @@ impl ReplicationControl {
             if records.len() >= limit {
                 break;
             }
-            let Some(p) = self
-                .topics
-                .get(&topic_id)
-                .and_then(|t| t.partitions.get(&partition_id))
-            else {
+            let Some((name, p)) = self.topics.get(&topic_id).and_then(|t| {
+                t.partitions
+                    .get(&partition_id)
+                    .map(|p| (t.name.as_str(), p))
+            }) else {
                 continue;
             };
             let accept = |r: i32| Some(r) != excluded && acceptable(brokers, p, r);
@@ -121,6 +122,9 @@ impl ReplicationControl {
                 election,
                 acceptable: &accept,
                 metadata_level,
+                elr_enabled: self.elr.enabled,
+                min_isr: self.elr.min_isr(name, p.replicas.len()),
+                unclean_shutdown_replicas: unclean_shutdown,
             });
             if let Some(r) = record {
                 let bytes = r.encode_framed(version);
@@ -143,9 +147,29 @@ impl ReplicationControl {
         before: &BTreeMap<i32, (i64, bool)>,
         after: &BTreeMap<i32, BrokerRegistration>,
         metadata_level: i16,
+        unclean_shutdown: Option<i32>,
     ) -> Vec<Bytes> {
         let ids: BTreeSet<i32> = before.keys().chain(after.keys()).copied().collect();
         let mut records = Vec::new();
+        if let Some(id) = unclean_shutdown.filter(|_| self.elr.enabled) {
+            // Kafka's `handleBrokerUncleanShutdown`: a broker back from an
+            // unclean shutdown may have lost unflushed records; it leaves
+            // every ISR and ELR (and never rejoins an ELR by this change).
+            tracing::info!(
+                broker = id,
+                "broker registered after an unclean shutdown: removed from ISRs and ELRs"
+            );
+            records.extend(self.change_partitions(
+                after,
+                metadata_level,
+                Election::Online,
+                |p| p.isr.contains(&id) || p.elr.contains(&id),
+                |p| p.isr.iter().copied().filter(|r| *r != id).collect(),
+                Some(id),
+                &[id],
+                usize::MAX,
+            ));
+        }
         for id in &ids {
             let was = before.get(id).copied();
             let now = after.get(id).map(|b| (b.epoch, b.is_active()));
@@ -167,6 +191,7 @@ impl ReplicationControl {
                     |p| p.isr.contains(&id),
                     |p| p.isr.iter().copied().filter(|r| *r != id).collect(),
                     Some(id),
+                    &[],
                     usize::MAX,
                 ));
             }
@@ -178,6 +203,7 @@ impl ReplicationControl {
                     |p| p.leader == NO_LEADER,
                     |p| p.isr.clone(),
                     None,
+                    &[],
                     usize::MAX,
                 ));
             }
@@ -266,6 +292,7 @@ impl ReplicationControl {
                 };
                 let target: Vec<i32> = isr.iter().map(|(id, _)| *id).collect();
                 let accept = |r: i32| acceptable(brokers, current, r);
+                let name = self.topics.get(&t.topic_id).map_or("", |t| t.name.as_str());
                 let change = build(&Change {
                     partition: current,
                     topic_id: t.topic_id,
@@ -275,6 +302,9 @@ impl ReplicationControl {
                     election: Election::Online,
                     acceptable: &accept,
                     metadata_level,
+                    elr_enabled: self.elr.enabled,
+                    min_isr: self.elr.min_isr(name, current.replicas.len()),
+                    unclean_shutdown_replicas: &[],
                 });
                 let mut merged = current.clone();
                 if let Some(c) = change {
@@ -442,6 +472,9 @@ impl ReplicationControl {
             election,
             acceptable: &accept,
             metadata_level,
+            elr_enabled: self.elr.enabled,
+            min_isr: self.elr.min_isr(topic, p.replicas.len()),
+            unclean_shutdown_replicas: &[],
         });
         match change {
             None if election == Election::Preferred => {
@@ -478,6 +511,7 @@ impl ReplicationControl {
             },
             |p| p.isr.clone(),
             None,
+            &[],
             MAX_ELECTIONS_PER_IMBALANCE,
         );
         let more = records.len() >= MAX_ELECTIONS_PER_IMBALANCE;

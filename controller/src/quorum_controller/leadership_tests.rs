@@ -46,7 +46,7 @@ fn fencing_a_leader_moves_leadership_and_shrinks_isrs() {
     let (mut rc, mut brokers, id) = with_topic();
     let before = broker_states(&brokers);
     brokers.get_mut(&1).expect("1").fenced = true;
-    let records = rc.broker_changes(&before, &brokers, 27);
+    let records = rc.broker_changes(&before, &brokers, 27, None);
     assert_eq!(records.len(), 2);
     let p0 = part(&rc, id, 0);
     assert_eq!(
@@ -61,7 +61,7 @@ fn fencing_a_leader_moves_leadership_and_shrinks_isrs() {
     assert!(!rc.is_leader_of_any(1));
     // No change, no records.
     assert!(
-        rc.broker_changes(&broker_states(&brokers), &brokers, 27)
+        rc.broker_changes(&broker_states(&brokers), &brokers, 27, None)
             .is_empty()
     );
 }
@@ -72,7 +72,7 @@ fn the_last_isr_member_fenced_leaves_the_partition_offline_and_unfencing_elects_
     for b in [2, 3, 1] {
         let before = broker_states(&brokers);
         brokers.get_mut(&b).expect("b").fenced = true;
-        rc.broker_changes(&before, &brokers, 27);
+        rc.broker_changes(&before, &brokers, 27, None);
     }
     let p0 = part(&rc, id, 0);
     assert_eq!((p0.leader, p0.isr.clone()), (NO_LEADER, vec![1]));
@@ -80,10 +80,10 @@ fn the_last_isr_member_fenced_leaves_the_partition_offline_and_unfencing_elects_
     // Broker 3 comes back: not in any ISR, so still offline.
     let before = broker_states(&brokers);
     brokers.get_mut(&3).expect("3").fenced = false;
-    assert!(rc.broker_changes(&before, &brokers, 27).is_empty());
+    assert!(rc.broker_changes(&before, &brokers, 27, None).is_empty());
     let before = broker_states(&brokers);
     brokers.get_mut(&1).expect("1").fenced = false;
-    let records = rc.broker_changes(&before, &brokers, 27);
+    let records = rc.broker_changes(&before, &brokers, 27, None);
     assert_eq!(records.len(), 2);
     assert_eq!(part(&rc, id, 0).leader, 1);
     assert_eq!(part(&rc, id, 1).leader, 1);
@@ -95,12 +95,12 @@ fn controlled_shutdown_and_unregistration_move_leadership_too() {
     let (mut rc, mut brokers, id) = with_topic();
     let before = broker_states(&brokers);
     brokers.get_mut(&2).expect("2").in_controlled_shutdown = true;
-    rc.broker_changes(&before, &brokers, 27);
+    rc.broker_changes(&before, &brokers, 27, None);
     assert!(!rc.is_leader_of_any(2));
     assert_eq!(part(&rc, id, 1).leader, 3);
     let before = broker_states(&brokers);
     brokers.remove(&3);
-    rc.broker_changes(&before, &brokers, 27);
+    rc.broker_changes(&before, &brokers, 27, None);
     assert_eq!(part(&rc, id, 1).leader, 1);
     assert_eq!(part(&rc, id, 1).isr, vec![1]);
 }
@@ -209,10 +209,10 @@ fn elect_leaders_and_the_balance_move_leadership_to_the_preferred_replica() {
     let (mut rc, mut brokers, id) = with_topic();
     let before = broker_states(&brokers);
     brokers.get_mut(&1).expect("1").fenced = true;
-    rc.broker_changes(&before, &brokers, 27);
+    rc.broker_changes(&before, &brokers, 27, None);
     let before = broker_states(&brokers);
     brokers.get_mut(&1).expect("1").fenced = false;
-    rc.broker_changes(&before, &brokers, 27);
+    rc.broker_changes(&before, &brokers, 27, None);
     // Broker 1 is back but out of the ISR: no preferred election possible.
     let request = ElectLeadersRequest::default()
         .with_election_type(0)
@@ -294,7 +294,7 @@ fn the_balance_stops_at_its_limit_without_changing_more_and_says_so() {
     let before = broker_states(&brokers);
     let mut fenced = brokers.clone();
     fenced.get_mut(&1).expect("1").fenced = true;
-    rc.broker_changes(&before, &fenced, 27);
+    rc.broker_changes(&before, &fenced, 27, None);
     let led_by_1_before: usize = rc
         .topics()
         .partitions()
@@ -328,4 +328,61 @@ fn the_balance_stops_at_its_limit_without_changing_more_and_says_so() {
     let (records, more) = rc.balance_partition_leaders(&brokers, 27);
     assert!(!more && records.len() <= MAX_ELECTIONS_PER_IMBALANCE);
     assert_eq!(rc.topics().preferred_replica_imbalance_count(), 0);
+}
+
+/// KIP-966 on (`eligible.leader.replicas.version` 1, cluster-wide
+/// `min.insync.replicas` 2): fencing the ISR one by one moves the replicas
+/// that leave it into the ELR and empties the ISR; an ELR member that comes
+/// back leads and becomes the ISR; one back from an unclean shutdown leaves
+/// the ELR and cannot lead.
+#[test]
+fn with_elr_replicas_leaving_an_isr_below_min_isr_stay_eligible_unless_they_shut_down_uncleanly() {
+    let (mut rc, mut brokers, id) = with_topic();
+    let mut configs = crate::metadata::configs::ConfigsImage::default();
+    configs.apply(&crate::metadata::records::ConfigRecord {
+        resource_type: 4,
+        resource_name: String::new(),
+        name: "min.insync.replicas".into(),
+        value: Some("2".into()),
+    });
+    rc.elr = super::super::replication_control::ElrSettings::new(true, configs);
+    assert_eq!(rc.elr.min_isr("t", 3), 2);
+    for b in [1, 2, 3] {
+        let before = broker_states(&brokers);
+        brokers.get_mut(&b).expect("broker").fenced = true;
+        rc.broker_changes(&before, &brokers, 27, None);
+    }
+    let p0 = part(&rc, id, 0);
+    assert_eq!(
+        (
+            p0.leader,
+            p0.isr.clone(),
+            p0.elr.clone(),
+            p0.last_known_elr.clone()
+        ),
+        (NO_LEADER, vec![], vec![2, 3], vec![3])
+    );
+    // Broker 2 comes back from an unclean shutdown: out of the ELR.
+    let before = broker_states(&brokers);
+    rc.broker_changes(&before, &brokers, 27, Some(2));
+    assert_eq!(part(&rc, id, 0).elr, vec![3]);
+    // Broker 2 unfenced: not eligible, the partition stays offline.
+    let before = broker_states(&brokers);
+    brokers.get_mut(&2).expect("2").fenced = false;
+    rc.broker_changes(&before, &brokers, 27, None);
+    assert_eq!(part(&rc, id, 0).leader, NO_LEADER);
+    // Broker 3 (clean) unfenced: it leads from the ELR and is the ISR.
+    let before = broker_states(&brokers);
+    brokers.get_mut(&3).expect("3").fenced = false;
+    rc.broker_changes(&before, &brokers, 27, None);
+    let p0 = part(&rc, id, 0);
+    assert_eq!(
+        (
+            p0.leader,
+            p0.isr.clone(),
+            p0.elr.clone(),
+            p0.last_known_elr.clone()
+        ),
+        (3, vec![3], vec![], vec![])
+    );
 }

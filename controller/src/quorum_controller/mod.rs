@@ -400,6 +400,7 @@ impl QuorumController {
                 &d.records,
                 names_before.as_ref().unwrap_or(&BTreeMap::new()),
             );
+            active.replication.configs_changed(active.configs.configs());
             return self.submit(
                 client,
                 d.records,
@@ -522,10 +523,16 @@ impl QuorumController {
                 Ok(())
             }
             Ok(mut d) => {
-                let changes =
-                    active
-                        .replication
-                        .broker_changes(&before, active.cluster.brokers(), level);
+                if matches!(api, ApiKey::IncrementalAlterConfigs | ApiKey::AlterConfigs) {
+                    active.replication.configs_changed(active.configs.configs());
+                }
+                let unclean = active.cluster.take_unclean_shutdown();
+                let changes = active.replication.broker_changes(
+                    &before,
+                    active.cluster.brokers(),
+                    level,
+                    unclean,
+                );
                 if !changes.is_empty() {
                     d.records.extend(changes);
                     // The shutdown offset is the end of the whole batch.
@@ -634,11 +641,12 @@ impl QuorumController {
         let level = active.metadata_level;
         let before = broker_states(active.cluster.brokers());
         let mut records = active.cluster.fence_stale_brokers(now, next_offset);
-        records.extend(
-            active
-                .replication
-                .broker_changes(&before, active.cluster.brokers(), level),
-        );
+        records.extend(active.replication.broker_changes(
+            &before,
+            active.cluster.brokers(),
+            level,
+            None,
+        ));
         // Controller-made records go in batches of at most 10,000 (Kafka's
         // non-atomic appends): a broker leading many partitions still fits.
         for chunk in records.chunks(replication_control::MAX_RECORDS_PER_USER_OP) {

@@ -1,18 +1,31 @@
 //! Leader election and ISR changes of one partition: Kafka's
-//! `PartitionChangeBuilder` without reassignments and without KIP-966 ELR
-//! (this controller writes no ELR: the ELR fields stay empty, and an ISR is
-//! never emptied, as Kafka does with ELR off).
+//! `PartitionChangeBuilder` without reassignments, with KIP-966 eligible
+//! leader replicas (ELR) when `eligible.leader.replicas.version` is 1 or more.
 //!
 //! [`build`] takes a partition, the ISR it should get and which brokers may
 //! lead, and returns the PartitionChangeRecord that gets it there, or `None`
 //! when nothing changes (Kafka's `changeRecordIsNoOp`). The election keeps a
-//! leader that is still valid (in the target ISR and acceptable), else takes
-//! the first valid replica in replica order, else (UNCLEAN only) the first
-//! acceptable replica with the ISR forced to it and the leader marked
-//! RECOVERING, else no leader (-1). An empty target ISR is not written: the
-//! last ISR member stays in the ISR of an offline partition so it can lead
-//! again when it comes back. Below `metadata.version` 3.6-IV0 an ISR shrink
-//! also bumps the leader epoch (KAFKA-15021), as Kafka does.
+//! leader that is still valid, else takes the first valid replica in replica
+//! order, else (UNCLEAN only) the first acceptable replica with the ISR
+//! forced to it and the leader marked RECOVERING, else no leader (-1). A
+//! valid leader is acceptable and in the target ISR, or, when that ISR is
+//! empty, in the ELR. Below `metadata.version` 3.6-IV0 an ISR shrink also
+//! bumps the leader epoch (KAFKA-15021), as Kafka does.
+//!
+//! ELR off: an empty target ISR is not written (the last ISR member stays in
+//! the ISR of an offline partition so it can lead again when it comes back),
+//! and the ELR fields stay empty. ELR on (Kafka's `maybePopulateTargetElr`,
+//! `maybeUpdateRecordElr`, `maybeUpdateLastKnownLeader`): while the target
+//! ISR is at least the topic's `min.insync.replicas` the ELR and last known
+//! ELR are empty; below it, the replicas that leave the ISR join the ELR
+//! (they hold every committed record: the high watermark does not advance
+//! with an ISR below min ISR), except those whose broker came back from an
+//! unclean shutdown; the ISR may become empty, and then the last known ELR
+//! records the last leader. A replica elected from the ELR becomes the ISR.
+//! An unclean election clears both ELR fields. Kafka's "balanced recovery"
+//! election of the last known leader when ISR and ELR are both empty is not
+//! made: such a partition waits for an ELR member or an unclean election
+//! (its last leader lost unflushed records in an unclean shutdown).
 //!
 //! Owns these rules; it must not read the image or write to the log.
 
@@ -57,6 +70,14 @@ pub struct Change<'a> {
     pub acceptable: &'a dyn Fn(i32) -> bool,
     /// `metadata.version` level.
     pub metadata_level: i16,
+    /// KIP-966 on: `eligible.leader.replicas.version` >= 1 finalized.
+    pub elr_enabled: bool,
+    /// The topic's effective `min.insync.replicas`, at most its replication
+    /// factor (Kafka's `getTopicEffectiveMinIsr`).
+    pub min_isr: usize,
+    /// Replicas whose broker registered again after an unclean shutdown:
+    /// never eligible (Kafka's `uncleanShutdownReplicas`).
+    pub unclean_shutdown_replicas: &'a [i32],
 }
 
 impl std::fmt::Debug for Change<'_> {
@@ -81,9 +102,12 @@ pub fn has_online_dir(broker: &BrokerRegistration, dir: Uuid) -> bool {
         || broker.log_dirs.contains(&dir)
 }
 
-fn elect(c: &Change<'_>) -> (i32, bool) {
+/// The election over `isr` and `elr` (the targets after ELR tracking):
+/// the leader and whether the election was unclean.
+fn elect(c: &Change<'_>, isr: &[i32], elr: &[i32]) -> (i32, bool) {
     let p = c.partition;
-    let valid = |r: i32| c.target_isr.contains(&r) && (c.acceptable)(r);
+    let valid =
+        |r: i32| (isr.contains(&r) || (isr.is_empty() && elr.contains(&r))) && (c.acceptable)(r);
     if c.election == Election::Preferred
         && let Some(first) = p.replicas.first().copied()
         && valid(first)
@@ -104,13 +128,58 @@ fn elect(c: &Change<'_>) -> (i32, bool) {
     (NO_LEADER, false)
 }
 
+/// `items` without repeats, first occurrence kept (Kafka builds these sets
+/// unordered; an order fixed by the inputs keeps records reproducible).
+fn dedup(items: impl IntoIterator<Item = i32>) -> Vec<i32> {
+    let mut out: Vec<i32> = Vec::new();
+    for i in items {
+        if !out.contains(&i) {
+            out.push(i);
+        }
+    }
+    out
+}
+
+/// Kafka's `maybePopulateTargetElr`: the ELR and last known ELR that go with
+/// the target ISR.
+fn target_elr(c: &Change<'_>) -> (Vec<i32>, Vec<i32>) {
+    let p = c.partition;
+    if !c.elr_enabled {
+        return (p.elr.clone(), p.last_known_elr.clone());
+    }
+    if c.target_isr.len() >= c.min_isr {
+        return (Vec::new(), Vec::new());
+    }
+    let candidates = dedup(p.elr.iter().chain(&p.isr).copied());
+    let elr: Vec<i32> = candidates
+        .iter()
+        .copied()
+        .filter(|r| !c.target_isr.contains(r) && !c.unclean_shutdown_replicas.contains(r))
+        .collect();
+    let last_known = dedup(
+        candidates
+            .into_iter()
+            .chain(p.last_known_elr.iter().copied()),
+    )
+    .into_iter()
+    .filter(|r| !c.target_isr.contains(r) && !elr.contains(r))
+    .collect();
+    (elr, last_known)
+}
+
 /// The PartitionChangeRecord for `change`, or `None` when it changes
 /// nothing (Kafka's `PartitionChangeBuilder.build`).
 pub fn build(change: &Change<'_>) -> Option<PartitionChangeRecord> {
     let p = change.partition;
     let mut record = PartitionChangeRecord::new(change.topic_id, change.partition_id);
-    let (leader, unclean) = elect(change);
+    let mut target_isr = change.target_isr.clone();
+    let (mut elr, _last_known) = target_elr(change);
+    let (leader, unclean) = elect(change, &target_isr, &elr);
     if leader != p.leader {
+        if elr.contains(&leader) {
+            target_isr = vec![leader];
+            elr.retain(|r| *r != leader);
+        }
         record.leader = leader;
         if unclean {
             record.isr = Some(vec![leader]);
@@ -119,8 +188,17 @@ pub fn build(change: &Change<'_>) -> Option<PartitionChangeRecord> {
             }
         }
     }
-    if record.isr.is_none() && !change.target_isr.is_empty() && change.target_isr != p.isr {
-        record.isr = Some(change.target_isr.clone());
+    // Kafka's `maybeUpdateRecordElr` (with the last known ELR holding the
+    // last known leader, `maybeUpdateLastKnownLeader` below).
+    if record.isr.is_some() || !change.elr_enabled {
+        elr.clear();
+    }
+    if elr != p.elr {
+        record.eligible_leader_replicas = Some(elr);
+    }
+    if record.isr.is_none() && (!target_isr.is_empty() || change.elr_enabled) && target_isr != p.isr
+    {
+        record.isr = Some(target_isr);
     }
     if change.metadata_level < IBP_3_6_IV0
         && record.leader == NO_LEADER_CHANGE
@@ -129,6 +207,17 @@ pub fn build(change: &Change<'_>) -> Option<PartitionChangeRecord> {
     {
         record.leader = p.leader;
     }
+    if change.elr_enabled {
+        if record.isr.as_ref().is_some_and(Vec::is_empty)
+            && (p.last_known_elr.len() != 1 || p.last_known_elr[0] != p.leader)
+        {
+            record.last_known_elr = Some(vec![p.leader]);
+        } else if (record.leader >= 0 || (p.leader != NO_LEADER && record.leader != NO_LEADER))
+            && !p.last_known_elr.is_empty()
+        {
+            record.last_known_elr = Some(Vec::new());
+        }
+    }
     if let Some(target) = change.target_recovery_state
         && target != p.leader_recovery_state
     {
@@ -136,7 +225,9 @@ pub fn build(change: &Change<'_>) -> Option<PartitionChangeRecord> {
     }
     let no_op = record.isr.is_none()
         && record.leader == NO_LEADER_CHANGE
-        && record.leader_recovery_state == -1;
+        && record.leader_recovery_state == -1
+        && record.eligible_leader_replicas.is_none()
+        && record.last_known_elr.is_none();
     (!no_op).then_some(record)
 }
 
@@ -169,7 +260,190 @@ mod tests {
             election,
             acceptable,
             metadata_level: 27,
+            elr_enabled: false,
+            min_isr: 1,
+            unclean_shutdown_replicas: &[],
         })
+    }
+
+    /// A partition with ELR fields (replicas 1-4, leader `leader`).
+    fn with_elr(
+        isr: &[i32],
+        elr: &[i32],
+        last_known: &[i32],
+        leader: i32,
+    ) -> PartitionRegistration {
+        PartitionRegistration {
+            elr: elr.to_vec(),
+            last_known_elr: last_known.to_vec(),
+            ..partition(&[1, 2, 3, 4], isr, leader)
+        }
+    }
+
+    /// `build` with ELR on, min ISR 3 (the settings of Kafka's
+    /// `PartitionChangeBuilderTest` ELR cases).
+    fn elr_change(
+        p: &PartitionRegistration,
+        target_isr: &[i32],
+        acceptable: &dyn Fn(i32) -> bool,
+        unclean_shutdown: &[i32],
+    ) -> Option<PartitionChangeRecord> {
+        build(&Change {
+            partition: p,
+            topic_id: Uuid::from_u128(1),
+            partition_id: 0,
+            target_isr: target_isr.to_vec(),
+            target_recovery_state: None,
+            election: Election::Preferred,
+            acceptable,
+            metadata_level: 27,
+            elr_enabled: true,
+            min_isr: 3,
+            unclean_shutdown_replicas: unclean_shutdown,
+        })
+    }
+
+    /// Leader, ISR, ELR and last known ELR of a change.
+    type Fields = (i32, Option<Vec<i32>>, Option<Vec<i32>>, Option<Vec<i32>>);
+
+    fn fields(r: &PartitionChangeRecord) -> Fields {
+        (
+            r.leader,
+            r.isr.clone(),
+            r.eligible_leader_replicas.clone(),
+            r.last_known_elr.clone(),
+        )
+    }
+
+    // The ELR cases of Kafka's PartitionChangeBuilderTest, with the last
+    // known ELR holding the last known leader (Kafka's default,
+    // `useLastKnownLeaderInBalancedRecovery`).
+
+    #[test]
+    fn an_isr_shrinking_below_min_isr_puts_the_replicas_that_left_in_the_elr() {
+        let p = with_elr(&[1, 2, 3, 4], &[], &[], 1);
+        let r = elr_change(&p, &[1, 2], &|b| b != 3, &[]).expect("a change");
+        assert_eq!(
+            fields(&r),
+            (NO_LEADER_CHANGE, Some(vec![1, 2]), Some(vec![3, 4]), None)
+        );
+        // With ELR off nothing of the ELR is written.
+        let off = change(&p, &[1, 2], Election::Preferred, &|b| b != 3).expect("a change");
+        assert_eq!(
+            fields(&off),
+            (NO_LEADER_CHANGE, Some(vec![1, 2]), None, None)
+        );
+    }
+
+    #[test]
+    fn an_isr_back_at_min_isr_clears_the_elr_and_the_last_known_elr() {
+        let p = with_elr(&[1, 2], &[3], &[4], 1);
+        let r = elr_change(&p, &[1, 2, 3], &|b| b != 3, &[]).expect("a change");
+        assert_eq!(
+            fields(&r),
+            (
+                NO_LEADER_CHANGE,
+                Some(vec![1, 2, 3]),
+                Some(vec![]),
+                Some(vec![])
+            )
+        );
+    }
+
+    #[test]
+    fn a_new_isr_member_not_in_the_elr_leaves_the_elr_as_it_is() {
+        let p = with_elr(&[1], &[3], &[2], 1);
+        let r = elr_change(&p, &[1, 4], &|b| b != 3, &[]).expect("a change");
+        // The leader stays: the last known leader is cleared.
+        assert_eq!(
+            fields(&r),
+            (NO_LEADER_CHANGE, Some(vec![1, 4]), None, Some(vec![]))
+        );
+    }
+
+    #[test]
+    fn a_replica_back_from_an_unclean_shutdown_leaves_the_elr() {
+        let p = with_elr(&[1], &[2, 3], &[], 1);
+        let r = elr_change(&p, &[1], &|b| b != 3, &[3]).expect("a change");
+        assert_eq!(fields(&r), (NO_LEADER_CHANGE, None, Some(vec![2]), None));
+    }
+
+    #[test]
+    fn an_elr_member_is_elected_when_the_isr_is_empty_and_becomes_the_isr() {
+        let p = with_elr(&[1], &[3], &[], 1);
+        let r = elr_change(&p, &[], &|b| b != 1, &[]).expect("a change");
+        assert_eq!(fields(&r), (3, Some(vec![3]), Some(vec![1]), None));
+        let merged = p.merge(&r);
+        assert_eq!((merged.isr, merged.elr), (vec![3], vec![1]));
+    }
+
+    #[test]
+    fn the_isr_may_shrink_to_empty_with_the_last_leader_remembered() {
+        let p = with_elr(&[1, 2, 3, 4], &[], &[], 1);
+        let r = elr_change(&p, &[], &|_| false, &[]).expect("a change");
+        assert_eq!(
+            fields(&r),
+            (
+                NO_LEADER,
+                Some(vec![]),
+                Some(vec![1, 2, 3, 4]),
+                Some(vec![1])
+            )
+        );
+        // Then broker 2 comes back from an unclean shutdown: it leaves the
+        // ELR; the last known leader stays.
+        let merged = p.merge(&r);
+        let r = elr_change(&merged, &[], &|_| false, &[2]).expect("a change");
+        assert_eq!(
+            fields(&r),
+            (NO_LEADER_CHANGE, None, Some(vec![1, 3, 4]), None)
+        );
+        // An unacceptable ELR member is not elected; nothing changes.
+        let offline = with_elr(&[], &[3], &[1], NO_LEADER);
+        assert_eq!(elr_change(&offline, &[], &|b| b != 3, &[]), None);
+        // Kafka would elect the last known leader 1 here (ISR and ELR empty,
+        // "balanced recovery"); this controller waits for an unclean
+        // election instead (see the module doc).
+        let lost = with_elr(&[], &[], &[1], NO_LEADER);
+        assert_eq!(elr_change(&lost, &[], &|_| true, &[]), None);
+    }
+
+    #[test]
+    fn an_unclean_election_clears_the_elr() {
+        let p = with_elr(&[], &[3], &[1], NO_LEADER);
+        let r = build(&Change {
+            election: Election::Unclean,
+            ..elr_settings(&p, &|b| b == 2)
+        })
+        .expect("a change");
+        assert_eq!(
+            (
+                r.leader,
+                r.isr.clone(),
+                r.eligible_leader_replicas.clone(),
+                r.leader_recovery_state
+            ),
+            (2, Some(vec![2]), Some(vec![]), 1)
+        );
+    }
+
+    fn elr_settings<'a>(
+        p: &'a PartitionRegistration,
+        acceptable: &'a dyn Fn(i32) -> bool,
+    ) -> Change<'a> {
+        Change {
+            partition: p,
+            topic_id: Uuid::from_u128(1),
+            partition_id: 0,
+            target_isr: p.isr.clone(),
+            target_recovery_state: None,
+            election: Election::Online,
+            acceptable,
+            metadata_level: 27,
+            elr_enabled: true,
+            min_isr: 3,
+            unclean_shutdown_replicas: &[],
+        }
     }
 
     #[test]
@@ -194,6 +468,9 @@ mod tests {
             election: Election::Online,
             acceptable: &|b| b != 3,
             metadata_level: 11,
+            elr_enabled: false,
+            min_isr: 1,
+            unclean_shutdown_replicas: &[],
         })
         .expect("a change");
         assert_eq!(old.leader, 1);

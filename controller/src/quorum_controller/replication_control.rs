@@ -84,11 +84,47 @@ impl Default for ReplicationConfig {
     }
 }
 
+/// What KIP-966 eligible leader replicas need of a decision: whether they
+/// are on (`eligible.leader.replicas.version` >= 1, Kafka's
+/// `isElrEnabled`) and the configs each topic's `min.insync.replicas` comes
+/// from (the speculative ones, kept current by the quorum controller).
+#[derive(Debug, Clone, Default)]
+pub struct ElrSettings {
+    /// ELR on.
+    pub enabled: bool,
+    configs: crate::metadata::configs::ConfigsImage,
+}
+
+impl ElrSettings {
+    /// ELR on or off over `configs`.
+    pub fn new(enabled: bool, configs: crate::metadata::configs::ConfigsImage) -> Self {
+        Self { enabled, configs }
+    }
+
+    /// Kafka's `getTopicEffectiveMinIsr`: the topic's `min.insync.replicas`,
+    /// else the cluster-wide one (the default BROKER resource), else 1; at
+    /// most the replication factor.
+    pub fn min_isr(&self, topic: &str, replication_factor: usize) -> usize {
+        const KEY: &str = "min.insync.replicas";
+        let value = |resource_type: i8, name: &str| {
+            self.configs
+                .of(resource_type, name)
+                .get(KEY)
+                .and_then(|v| v.trim().parse::<usize>().ok())
+        };
+        value(2, topic)
+            .or_else(|| value(4, ""))
+            .unwrap_or(1)
+            .min(replication_factor)
+    }
+}
+
 /// The speculative topics of an active controller (see the module doc).
 #[derive(Debug)]
 pub struct ReplicationControl {
     pub(super) topics: TopicsImage,
     pub(super) config: ReplicationConfig,
+    pub(super) elr: ElrSettings,
     rng: StdRng,
 }
 
@@ -190,8 +226,20 @@ impl ReplicationControl {
         Self {
             topics: image.topics().clone(),
             config,
+            elr: ElrSettings::new(
+                image
+                    .feature_level(crate::metadata::bootstrap::ELR_FEATURE)
+                    .is_some_and(|l| l >= 1),
+                image.configs().clone(),
+            ),
             rng: StdRng::from_os_rng(),
         }
+    }
+
+    /// The configs `min.insync.replicas` is read from changed (a
+    /// ConfigRecord was decided or replayed).
+    pub fn configs_changed(&mut self, configs: &crate::metadata::configs::ConfigsImage) {
+        self.elr = ElrSettings::new(self.elr.enabled, configs.clone());
     }
 
     /// The same with a seeded random source (tests: placements repeat).
