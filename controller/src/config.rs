@@ -207,7 +207,9 @@ pub struct ControllerConfig {
     pub auto_leader_rebalance_enable: bool,
     /// `leader.imbalance.check.interval.seconds` (300), in ms.
     pub leader_imbalance_check_interval_ms: u64,
-    /// `kraftwerk.http.listener` (`0.0.0.0:9100`): `/healthz`, `/readyz`, `/metrics`.
+    /// `kraftwerk.http.listener` (`IP:PORT`, default [`DEFAULT_HTTP_LISTENER`]):
+    /// where `/healthz`, `/readyz` and `/metrics` are served. Port 0: a free
+    /// port the OS picks, written to the log at start.
     pub http_listener: SocketAddr,
     /// The security protocol and TLS settings of each listener, by name
     /// (`listener.security.protocol.map`, `ssl.*`; see [`security`]).
@@ -221,6 +223,13 @@ pub struct ControllerConfig {
     /// Keys this controller does not know, in file order; the caller warns.
     pub unknown_keys: Vec<String>,
 }
+
+/// The default of `kraftwerk.http.listener`: loopback only, on a port the
+/// OS picks (logged at start). Several controllers with Kafka's usual
+/// configuration (which knows no such key) then run on one host, and
+/// nothing is exposed beyond it unless asked for; a pod sets
+/// `0.0.0.0:9100` for its probes (docs/decisions.md).
+pub const DEFAULT_HTTP_LISTENER: &str = "127.0.0.1:0";
 
 const KNOWN_IGNORED: &[&str] = &[
     // Kafka keys that are valid in a controller's file but change nothing here.
@@ -414,7 +423,8 @@ impl ControllerConfig {
         }
         let http_raw = p
             .take("kraftwerk.http.listener")
-            .unwrap_or_else(|| "0.0.0.0:9100".to_owned());
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| DEFAULT_HTTP_LISTENER.to_owned());
         let http_listener = http_raw
             .parse()
             .map_err(|_| invalid("kraftwerk.http.listener", &http_raw, "expected IP:PORT"))?;
@@ -620,6 +630,26 @@ mod tests {
         )))
         .expect_err("invalid");
         assert!(err.to_string().contains("OTHER"), "{err}");
+    }
+
+    #[test]
+    fn the_http_endpoint_defaults_to_loopback_on_a_port_the_os_picks() {
+        let c = ControllerConfig::from_properties(props(MINIMAL)).expect("valid");
+        assert_eq!(c.http_listener, "127.0.0.1:0".parse().expect("an address"));
+        assert!(!c.http_listener.ip().is_unspecified());
+        let c = ControllerConfig::from_properties(props(&format!(
+            "{MINIMAL}kraftwerk.http.listener=0.0.0.0:9100\n"
+        )))
+        .expect("valid");
+        assert_eq!(c.http_listener, "0.0.0.0:9100".parse().expect("an address"));
+        let err = ControllerConfig::from_properties(props(&format!(
+            "{MINIMAL}kraftwerk.http.listener=localhost:9100\n"
+        )))
+        .expect_err("not an IP");
+        assert_eq!(
+            err.to_string(),
+            "invalid value \"localhost:9100\" for kraftwerk.http.listener: expected IP:PORT"
+        );
     }
 
     #[test]

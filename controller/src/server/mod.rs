@@ -336,6 +336,11 @@ where
             address: config.http_listener.to_string(),
             source,
         })?;
+    // With the default (port 0) this is where a user finds the endpoint.
+    match http_listener.local_addr() {
+        Ok(address) => tracing::info!(%address, "http endpoint listening"),
+        Err(e) => tracing::warn!(error = %e, "http endpoint bound, its address unknown"),
+    }
     let client_config = ClientConfig {
         request_timeout: Duration::from_millis(t.request_timeout_ms),
         retry_backoff: Duration::from_millis(t.retry_backoff_ms),
