@@ -10,6 +10,7 @@
 //! Defaults are Kafka 4.1's (`QuorumConfig`, `KRaftConfigs`, `SocketServerConfigs`).
 
 pub mod limits;
+mod listeners;
 pub mod principal;
 pub mod security;
 
@@ -169,7 +170,9 @@ pub struct ControllerConfig {
     pub listeners: Vec<Endpoint>,
     /// `advertised.listeners` (defaults to `listeners`).
     pub advertised_listeners: Vec<Endpoint>,
-    /// `controller.listener.names`: the first one is the Raft listener.
+    /// `controller.listener.names`: every one is bound and served; the
+    /// first is the Raft listener (the one voters dial and the voter set
+    /// names), as Kafka's `KRaftConfigs`.
     pub controller_listener_names: Vec<String>,
     /// `controller.quorum.bootstrap.servers` (dynamic quorum, KIP-853).
     pub bootstrap_servers: Vec<(String, u16)>,
@@ -314,7 +317,8 @@ impl ControllerConfig {
     /// Errors: [`ConfigError::Missing`] for `node.id`, `listeners`,
     /// `controller.listener.names` or the log dir; [`ConfigError::Invalid`] for
     /// any unparsable value, `process.roles` other than `controller`, a
-    /// controller listener name absent from `listeners`, or both
+    /// controller listener name absent from `listeners`, a listener that is
+    /// not a controller listener, two listeners on one port, or both
     /// `controller.quorum.voters` and `controller.quorum.bootstrap.servers`
     /// missing.
     pub fn from_properties(map: BTreeMap<String, String>) -> Result<Self> {
@@ -354,16 +358,12 @@ impl ControllerConfig {
         };
         let names_raw = p.required("controller.listener.names")?;
         let controller_listener_names: Vec<String> = list(&names_raw).map(str::to_owned).collect();
-        let first = controller_listener_names
-            .first()
-            .ok_or_else(|| invalid("controller.listener.names", &names_raw, "empty list"))?;
-        if !listeners.iter().any(|l| &l.name == first) {
-            return Err(invalid(
-                "controller.listener.names",
-                &names_raw,
-                format!("listener {first} is not in listeners={listeners_raw}"),
-            ));
-        }
+        listeners::check(
+            &listeners_raw,
+            &listeners,
+            &names_raw,
+            &controller_listener_names,
+        )?;
         let bootstrap_servers = match p.take("controller.quorum.bootstrap.servers") {
             Some(v) => list(&v)
                 .map(|s| {
@@ -472,20 +472,37 @@ impl ControllerConfig {
         Ok(config)
     }
 
-    /// The Raft listener this node binds (the first controller listener name).
+    /// The Raft listener (the first controller listener name): the one
+    /// voters dial, whose security the peer connections use.
     pub fn controller_listener(&self) -> &Endpoint {
-        let name = &self.controller_listener_names[0];
-        self.listeners
+        self.controller_listeners()[0]
+    }
+
+    /// Every controller listener, in `controller.listener.names` order (the
+    /// Raft listener first); each is bound and served, as Kafka's
+    /// `SocketServer` starts an acceptor per listener.
+    pub fn controller_listeners(&self) -> Vec<&Endpoint> {
+        self.controller_listener_names
             .iter()
-            .find(|l| &l.name == name)
-            .expect("validated: the first controller listener name is in listeners")
+            .map(|name| {
+                self.listeners
+                    .iter()
+                    .find(|l| &l.name == name)
+                    .expect("validated: every controller listener name is in listeners")
+            })
+            .collect()
+    }
+
+    /// The security of listener `name` (PLAINTEXT when not mapped).
+    pub fn listener_security(&self, name: &str) -> &security::ListenerSecurity {
+        self.security
+            .get(name)
+            .expect("validated: every listener has its security")
     }
 
     /// The security of the Raft listener (PLAINTEXT when not mapped).
     pub fn controller_security(&self) -> &security::ListenerSecurity {
-        self.security
-            .get(&self.controller_listener().name)
-            .expect("validated: every listener has its security")
+        self.listener_security(&self.controller_listener().name)
     }
 
     /// The endpoints other nodes reach this node at: the advertised listeners
@@ -650,6 +667,26 @@ mod tests {
             err.to_string(),
             "invalid value \"localhost:9100\" for kraftwerk.http.listener: expected IP:PORT"
         );
+    }
+
+    #[test]
+    fn every_controller_listener_is_listed_the_first_being_the_raft_listener() {
+        let c = ControllerConfig::from_properties(props(
+            &MINIMAL
+                .replace(
+                    "listeners=CONTROLLER://0.0.0.0:9093\n",
+                    "listeners=CONTROLLER://0.0.0.0:9093,SECURE://0.0.0.0:9094\n\
+                     listener.security.protocol.map=CONTROLLER:PLAINTEXT,SECURE:PLAINTEXT\n",
+                )
+                .replace(
+                    "controller.listener.names=CONTROLLER",
+                    "controller.listener.names=CONTROLLER,SECURE",
+                ),
+        ))
+        .expect("valid");
+        let ports: Vec<u16> = c.controller_listeners().iter().map(|l| l.port).collect();
+        assert_eq!(ports, vec![9093, 9094]);
+        assert_eq!(c.controller_listener().name, "CONTROLLER");
     }
 
     #[test]
