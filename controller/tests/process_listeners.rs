@@ -24,12 +24,13 @@ const REFUSAL: Duration = Duration::from_secs(20);
 /// The name of the second controller listener of these tests.
 const SECURE: &str = "SECURE";
 
-/// A standalone node whose listeners are `CONTROLLER` (PLAINTEXT, the
-/// first: the one in the voter set) and [`SECURE`] (SSL with mTLS, its
-/// settings under Kafka's `listener.name.secure.` prefix).
-fn plaintext_and_ssl_node(keystore: &Path, truststore: &Path) -> Quorum {
+/// `builder`'s nodes with the listeners `CONTROLLER` (PLAINTEXT, the
+/// first: the one in the voter set, which the controllers dial) and
+/// [`SECURE`] (SSL with mTLS, its settings under Kafka's
+/// `listener.name.secure.` prefix).
+fn plaintext_and_ssl(builder: QuorumBuilder, keystore: &Path, truststore: &Path) -> Quorum {
     let prefix = format!("listener.name.{}.", SECURE.to_ascii_lowercase());
-    QuorumBuilder::standalone()
+    builder
         .second_controller_listener(SECURE)
         .property(
             "listener.security.protocol.map",
@@ -54,7 +55,7 @@ fn every_controller_listener_is_served_each_with_its_own_security_protocol() {
     let pki_dir = tempfile::tempdir().expect("a pki dir");
     let ca = pki::Ca::new(pki_dir.path(), "ca");
     let keystore = ca.issue("node", "/CN=controller");
-    let mut quorum = plaintext_and_ssl_node(&keystore, &ca.cert);
+    let mut quorum = plaintext_and_ssl(QuorumBuilder::standalone(), &keystore, &ca.cert);
     quorum.start_all();
     quorum.wait_for_leader(&[1], ELECTION);
     let node = quorum.node(1);
@@ -103,6 +104,61 @@ fn every_controller_listener_is_served_each_with_its_own_security_protocol() {
         "a TLS handshake with the PLAINTEXT listener succeeded"
     );
     node.assert_alive();
+}
+
+#[test]
+fn a_client_on_a_followers_ssl_listener_follows_the_active_controller_on_the_ssl_listener() {
+    // Kafka's ControllerApis answers DescribeCluster with the controllers'
+    // endpoints on the listener the request came in on, so an Admin client
+    // bootstrapped on the SSL listener stays on it when it follows the
+    // active controller.
+    let pki_dir = tempfile::tempdir().expect("a pki dir");
+    let ca = pki::Ca::new(pki_dir.path(), "ca");
+    let keystore = ca.issue("node", "/CN=controller");
+    let mut quorum = plaintext_and_ssl(
+        QuorumBuilder::new(3, support::Mode::Dynamic),
+        &keystore,
+        &ca.cert,
+    );
+    quorum.start_all();
+    let ids = quorum.ids();
+    let (leader, _) = quorum.wait_for_leader(&ids, ELECTION);
+    let follower = *ids.iter().find(|id| **id != leader).expect("a follower");
+    let follower_secure = quorum.node(follower).second_address().expect("SECURE");
+    let leader_secure = quorum.node(leader).second_address().expect("SECURE");
+    let tls = pki::client_config(Some(&keystore), &ca.cert).tls;
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    // Until the leader's registration (with both endpoints) is committed
+    // DescribeCluster may only know its voter endpoint: wait for it.
+    let (answered_by, info) = wait_for(
+        ELECTION,
+        "DescribeQuorum over TLS via a follower's SSL listener",
+        || {
+            runtime
+                .block_on(async {
+                    let mut admin = AdminClient::connect_with_tls(
+                        &follower_secure,
+                        Duration::from_secs(5),
+                        tls.clone(),
+                    )
+                    .await?;
+                    let info = admin.describe_quorum().await?;
+                    Ok::<_, kraft_controller::admin::AdminError>((
+                        admin.connected_addr().to_owned(),
+                        info,
+                    ))
+                })
+                .ok()
+        },
+    );
+    assert_eq!(info.leader_id, leader);
+    assert_eq!(
+        answered_by, leader_secure,
+        "followed to the leader's SSL listener"
+    );
 }
 
 /// Rewrites `node`'s properties file with `edit` (the node must not run).

@@ -8,7 +8,9 @@
 //! controller and sends the requests that only the active controller answers
 //! (DescribeQuorum, AddRaftVoter, RemoveRaftVoter) there: when a controller
 //! answers NOT_LEADER_OR_FOLLOWER, it asks DescribeCluster (endpoint type
-//! controller) who the active controller is, connects to it and retries.
+//! controller) who the active controller is and where on the listener it is
+//! connected to, connects to it and retries (DescribeQuorum's own leader
+//! endpoint, from the voter set, only when DescribeCluster does not know).
 //!
 //! It owns request building and error mapping; it must not decide policy
 //! (when to retry a membership change is the caller's call, helped by
@@ -546,11 +548,17 @@ impl AdminClient {
             match quorum_info(&r) {
                 Err(e) if e.code() == Some(NOT_LEADER_OR_FOLLOWER) => {
                     last = Some(e);
-                    match leader_hint(&r) {
-                        Some((id, endpoint)) if self.connected_node != Some(id) => {
-                            self.reconnect(id, &endpoint.host, endpoint.port).await?;
+                    // DescribeCluster names the active controller on the
+                    // listener this client came in on (and so its protocol);
+                    // the leader's voter endpoint that DescribeQuorum names
+                    // only when DescribeCluster does not know it.
+                    if let Err(follow) = self.follow_active_controller().await {
+                        match leader_hint(&r) {
+                            Some((id, endpoint)) if self.connected_node != Some(id) => {
+                                self.reconnect(id, &endpoint.host, endpoint.port).await?;
+                            }
+                            _ => return Err(follow),
                         }
-                        _ => self.follow_active_controller().await?,
                     }
                 }
                 other => return other,

@@ -146,11 +146,15 @@ fn bootstrap_voters(partition_dir: &std::path::Path) -> Result<Option<VoterSet>,
     Ok(voters)
 }
 
-/// A bound controller listener and its TLS server (`None`: PLAINTEXT).
-type BoundListener = (
-    tokio::net::TcpListener,
-    Option<Arc<crate::wire::tls::TlsServer>>,
-);
+/// A bound controller listener.
+struct BoundListener {
+    /// Its name in `controller.listener.names`.
+    name: Arc<str>,
+    /// The socket.
+    socket: tokio::net::TcpListener,
+    /// Its TLS server (`None`: PLAINTEXT).
+    tls: Option<Arc<crate::wire::tls::TlsServer>>,
+}
 
 /// The TLS server or client `load` builds from the `ssl.*` settings of
 /// listener `name`; `None` for a PLAINTEXT listener.
@@ -206,7 +210,11 @@ async fn bind_controller_listeners(
         let protocol = config.listener_security(&endpoint.name).protocol;
         tracing::info!(listener = %endpoint.name, %address, protocol = protocol.name(),
             "controller listener bound");
-        bound.push((listener, server));
+        bound.push(BoundListener {
+            name: Arc::from(endpoint.name.as_str()),
+            socket: listener,
+            tls: server,
+        });
     }
     Ok(bound)
 }
@@ -435,19 +443,23 @@ where
             config.limits.unauthenticated_max_frame_bytes,
         ),
         limiter,
+        listener_name: Arc::from(controller_listener.name.as_str()),
     };
     let connection_ids = Arc::new(std::sync::atomic::AtomicU64::new(0));
     let accept_tasks: Vec<_> = bound
         .into_iter()
-        .map(|(listener, tls)| {
+        .map(|bound| {
             tokio::spawn(accept::accept_loop(
-                listener,
+                bound.socket,
                 accept::AcceptConfig {
-                    tls,
+                    tls: bound.tls,
                     principal_mapper: Arc::new(config.principal_mapper.clone()),
                     connection_ids: connection_ids.clone(),
                 },
-                context.clone(),
+                connection::ConnectionContext {
+                    listener_name: bound.name,
+                    ..context.clone()
+                },
             ))
         })
         .collect();
