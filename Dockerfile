@@ -41,7 +41,9 @@ COPY --from=builder /out/kraft-controller /usr/local/bin/kraft-controller
 # fsGroup makes it writable by this user.
 WORKDIR /var/lib/kraft
 USER 65532:65532
-# 9093: controller listener (Raft and admin RPCs); 9100: /healthz, /readyz, /metrics.
+# 9093: controller listener (Raft and admin RPCs); 9100: /healthz, /readyz, /metrics
+# (with kraftwerk.http.listener=0.0.0.0:9100, as the operator sets it; the
+# controller's own default is 127.0.0.1 and a port the OS picks).
 EXPOSE 9093 9100
 ENTRYPOINT ["/usr/local/bin/kraft-controller"]
 

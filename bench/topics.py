@@ -58,7 +58,7 @@ class System:
 
     def start(self) -> None:
         for i, port, http in zip((1, 2, 3), self.cports, self.http):
-            # Ours serves /metrics on kraftwerk.http.listener (default 0.0.0.0:9100).
+            # Ours serves /metrics on kraftwerk.http.listener (default 127.0.0.1:0, a port the OS picks).
             http_line = f"kraftwerk.http.listener=127.0.0.1:{http}\n" if self.kind == "ours" else ""
             cfg = self._props(
                 f"c{i}",

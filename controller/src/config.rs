@@ -10,6 +10,7 @@
 //! Defaults are Kafka 4.1's (`QuorumConfig`, `KRaftConfigs`, `SocketServerConfigs`).
 
 pub mod limits;
+mod listeners;
 pub mod principal;
 pub mod security;
 
@@ -169,7 +170,9 @@ pub struct ControllerConfig {
     pub listeners: Vec<Endpoint>,
     /// `advertised.listeners` (defaults to `listeners`).
     pub advertised_listeners: Vec<Endpoint>,
-    /// `controller.listener.names`: the first one is the Raft listener.
+    /// `controller.listener.names`: every one is bound and served; the
+    /// first is the Raft listener (the one voters dial and the voter set
+    /// names), as Kafka's `KRaftConfigs`.
     pub controller_listener_names: Vec<String>,
     /// `controller.quorum.bootstrap.servers` (dynamic quorum, KIP-853).
     pub bootstrap_servers: Vec<(String, u16)>,
@@ -207,7 +210,9 @@ pub struct ControllerConfig {
     pub auto_leader_rebalance_enable: bool,
     /// `leader.imbalance.check.interval.seconds` (300), in ms.
     pub leader_imbalance_check_interval_ms: u64,
-    /// `kraftwerk.http.listener` (`0.0.0.0:9100`): `/healthz`, `/readyz`, `/metrics`.
+    /// `kraftwerk.http.listener` (`IP:PORT`, default [`DEFAULT_HTTP_LISTENER`]):
+    /// where `/healthz`, `/readyz` and `/metrics` are served. Port 0: a free
+    /// port the OS picks, written to the log at start.
     pub http_listener: SocketAddr,
     /// The security protocol and TLS settings of each listener, by name
     /// (`listener.security.protocol.map`, `ssl.*`; see [`security`]).
@@ -221,6 +226,13 @@ pub struct ControllerConfig {
     /// Keys this controller does not know, in file order; the caller warns.
     pub unknown_keys: Vec<String>,
 }
+
+/// The default of `kraftwerk.http.listener`: loopback only, on a port the
+/// OS picks (logged at start). Several controllers with Kafka's usual
+/// configuration (which knows no such key) then run on one host, and
+/// nothing is exposed beyond it unless asked for; a pod sets
+/// `0.0.0.0:9100` for its probes (docs/decisions.md).
+pub const DEFAULT_HTTP_LISTENER: &str = "127.0.0.1:0";
 
 const KNOWN_IGNORED: &[&str] = &[
     // Kafka keys that are valid in a controller's file but change nothing here.
@@ -305,7 +317,8 @@ impl ControllerConfig {
     /// Errors: [`ConfigError::Missing`] for `node.id`, `listeners`,
     /// `controller.listener.names` or the log dir; [`ConfigError::Invalid`] for
     /// any unparsable value, `process.roles` other than `controller`, a
-    /// controller listener name absent from `listeners`, or both
+    /// controller listener name absent from `listeners`, a listener that is
+    /// not a controller listener, two listeners on one port, or both
     /// `controller.quorum.voters` and `controller.quorum.bootstrap.servers`
     /// missing.
     pub fn from_properties(map: BTreeMap<String, String>) -> Result<Self> {
@@ -345,16 +358,12 @@ impl ControllerConfig {
         };
         let names_raw = p.required("controller.listener.names")?;
         let controller_listener_names: Vec<String> = list(&names_raw).map(str::to_owned).collect();
-        let first = controller_listener_names
-            .first()
-            .ok_or_else(|| invalid("controller.listener.names", &names_raw, "empty list"))?;
-        if !listeners.iter().any(|l| &l.name == first) {
-            return Err(invalid(
-                "controller.listener.names",
-                &names_raw,
-                format!("listener {first} is not in listeners={listeners_raw}"),
-            ));
-        }
+        listeners::check(
+            &listeners_raw,
+            &listeners,
+            &names_raw,
+            &controller_listener_names,
+        )?;
         let bootstrap_servers = match p.take("controller.quorum.bootstrap.servers") {
             Some(v) => list(&v)
                 .map(|s| {
@@ -414,7 +423,8 @@ impl ControllerConfig {
         }
         let http_raw = p
             .take("kraftwerk.http.listener")
-            .unwrap_or_else(|| "0.0.0.0:9100".to_owned());
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| DEFAULT_HTTP_LISTENER.to_owned());
         let http_listener = http_raw
             .parse()
             .map_err(|_| invalid("kraftwerk.http.listener", &http_raw, "expected IP:PORT"))?;
@@ -462,20 +472,37 @@ impl ControllerConfig {
         Ok(config)
     }
 
-    /// The Raft listener this node binds (the first controller listener name).
+    /// The Raft listener (the first controller listener name): the one
+    /// voters dial, whose security the peer connections use.
     pub fn controller_listener(&self) -> &Endpoint {
-        let name = &self.controller_listener_names[0];
-        self.listeners
+        self.controller_listeners()[0]
+    }
+
+    /// Every controller listener, in `controller.listener.names` order (the
+    /// Raft listener first); each is bound and served, as Kafka's
+    /// `SocketServer` starts an acceptor per listener.
+    pub fn controller_listeners(&self) -> Vec<&Endpoint> {
+        self.controller_listener_names
             .iter()
-            .find(|l| &l.name == name)
-            .expect("validated: the first controller listener name is in listeners")
+            .map(|name| {
+                self.listeners
+                    .iter()
+                    .find(|l| &l.name == name)
+                    .expect("validated: every controller listener name is in listeners")
+            })
+            .collect()
+    }
+
+    /// The security of listener `name` (PLAINTEXT when not mapped).
+    pub fn listener_security(&self, name: &str) -> &security::ListenerSecurity {
+        self.security
+            .get(name)
+            .expect("validated: every listener has its security")
     }
 
     /// The security of the Raft listener (PLAINTEXT when not mapped).
     pub fn controller_security(&self) -> &security::ListenerSecurity {
-        self.security
-            .get(&self.controller_listener().name)
-            .expect("validated: every listener has its security")
+        self.listener_security(&self.controller_listener().name)
     }
 
     /// The endpoints other nodes reach this node at: the advertised listeners
@@ -620,6 +647,46 @@ mod tests {
         )))
         .expect_err("invalid");
         assert!(err.to_string().contains("OTHER"), "{err}");
+    }
+
+    #[test]
+    fn the_http_endpoint_defaults_to_loopback_on_a_port_the_os_picks() {
+        let c = ControllerConfig::from_properties(props(MINIMAL)).expect("valid");
+        assert_eq!(c.http_listener, "127.0.0.1:0".parse().expect("an address"));
+        assert!(!c.http_listener.ip().is_unspecified());
+        let c = ControllerConfig::from_properties(props(&format!(
+            "{MINIMAL}kraftwerk.http.listener=0.0.0.0:9100\n"
+        )))
+        .expect("valid");
+        assert_eq!(c.http_listener, "0.0.0.0:9100".parse().expect("an address"));
+        let err = ControllerConfig::from_properties(props(&format!(
+            "{MINIMAL}kraftwerk.http.listener=localhost:9100\n"
+        )))
+        .expect_err("not an IP");
+        assert_eq!(
+            err.to_string(),
+            "invalid value \"localhost:9100\" for kraftwerk.http.listener: expected IP:PORT"
+        );
+    }
+
+    #[test]
+    fn every_controller_listener_is_listed_the_first_being_the_raft_listener() {
+        let c = ControllerConfig::from_properties(props(
+            &MINIMAL
+                .replace(
+                    "listeners=CONTROLLER://0.0.0.0:9093\n",
+                    "listeners=CONTROLLER://0.0.0.0:9093,SECURE://0.0.0.0:9094\n\
+                     listener.security.protocol.map=CONTROLLER:PLAINTEXT,SECURE:PLAINTEXT\n",
+                )
+                .replace(
+                    "controller.listener.names=CONTROLLER",
+                    "controller.listener.names=CONTROLLER,SECURE",
+                ),
+        ))
+        .expect("valid");
+        let ports: Vec<u16> = c.controller_listeners().iter().map(|l| l.port).collect();
+        assert_eq!(ports, vec![9093, 9094]);
+        assert_eq!(c.controller_listener().name, "CONTROLLER");
     }
 
     #[test]

@@ -28,9 +28,8 @@ use std::{path::Path, time::Duration};
 
 use kafka_protocol::{
     messages::{
-        AddRaftVoterRequest, ApiVersionsRequest, DescribeQuorumRequest, FetchRequest,
-        RemoveRaftVoterRequest, RequestKind, ResponseKind, UpdateRaftVoterRequest,
-        fetch_request::ReplicaState,
+        AddRaftVoterRequest, DescribeQuorumRequest, FetchRequest, RemoveRaftVoterRequest,
+        RequestKind, ResponseKind, UpdateRaftVoterRequest, fetch_request::ReplicaState,
     },
     protocol::StrBytes,
 };
@@ -42,7 +41,7 @@ use kraft_controller::{
         tls::TlsClient,
     },
 };
-use support::{Mode, Quorum, QuorumBuilder, pki, wait_for};
+use support::{Mode, Quorum, QuorumBuilder, api_versions, pki, wait_for};
 
 /// Long enough for a first election on a loaded 2-core machine.
 const ELECTION: Duration = Duration::from_secs(30);
@@ -90,20 +89,6 @@ fn error_code(answer: &ResponseKind) -> i16 {
         ResponseKind::DescribeQuorum(r) => r.error_code,
         other => panic!("unexpected answer {other:?}"),
     }
-}
-
-/// ApiVersions over a fresh connection with `config`.
-fn api_versions(address: &str, config: ClientConfig) -> Result<ResponseKind, ClientError> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
-    runtime.block_on(async move {
-        let connection = Connection::connect(address, config).await?;
-        connection
-            .call(3, RequestKind::ApiVersions(ApiVersionsRequest::default()))
-            .await
-    })
 }
 
 /// Waits until the high watermark seen by `id` passes `above`.

@@ -24,9 +24,13 @@ pub const FIELD_MANAGER: &str = "kraft-operator";
 pub const FINALIZER: &str = "kraft.krabka.io/cleanup";
 /// Default Raft/controller listener port (Kafka's conventional controller port).
 pub const DEFAULT_LISTENER_PORT: i32 = 9093;
-/// The controller's HTTP port (`/healthz`, `/readyz`, `/metrics`), fixed by
-/// `kraft-controller run` (DESIGN 2.1, `server`).
+/// The controller's HTTP port (`/healthz`, `/readyz`, `/metrics`): the
+/// operator sets `kraftwerk.http.listener=0.0.0.0:<this>` in every pod's
+/// `server.properties`, since the controller's own default (`127.0.0.1:0`)
+/// is reachable by no probe (DESIGN 2.1, `server`; docs/decisions.md).
 pub const CONTROLLER_HTTP_PORT: i32 = 9100;
+/// The controller's key of its HTTP endpoint's address (`IP:PORT`).
+pub const HTTP_LISTENER_KEY: &str = "kraftwerk.http.listener";
 /// Kafka's listener name for the controller listener (`controller.listener.names`).
 pub const CONTROLLER_LISTENER_NAME: &str = "CONTROLLER";
 /// Where the metadata log volume is mounted (`metadata.log.dir`).

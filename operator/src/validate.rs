@@ -42,6 +42,8 @@ pub const RESERVED_KEYS: &[&str] = &[
     "log.dirs",
     "controller.quorum.voters",
     "controller.quorum.bootstrap.servers",
+    // The probes and the NetworkPolicy need it on CONTROLLER_HTTP_PORT.
+    crate::crd::HTTP_LISTENER_KEY,
 ];
 
 /// Keys (and key prefixes, ending in `.`) `spec.config` may not set while

@@ -8,13 +8,16 @@
 //! controller and sends the requests that only the active controller answers
 //! (DescribeQuorum, AddRaftVoter, RemoveRaftVoter) there: when a controller
 //! answers NOT_LEADER_OR_FOLLOWER, it asks DescribeCluster (endpoint type
-//! controller) who the active controller is, connects to it and retries.
+//! controller) who the active controller is and where on the listener it is
+//! connected to, connects to it and retries (DescribeQuorum's own leader
+//! endpoint, from the voter set, only when DescribeCluster does not know).
 //!
 //! It owns request building and error mapping; it must not decide policy
 //! (when to retry a membership change is the caller's call, helped by
 //! [`AdminError::is_retriable`]).
 
 mod acls;
+mod bootstrap;
 
 use std::{net::SocketAddr, time::Duration};
 
@@ -38,7 +41,7 @@ use kraft_common::{
 };
 use uuid::Uuid;
 
-pub use self::acls::BROKER_OPERATION;
+pub use self::{acls::BROKER_OPERATION, bootstrap::parse_bootstrap_list};
 use crate::wire::{
     self,
     client::{ClientConfig, ClientError, Connection},
@@ -79,6 +82,25 @@ pub enum AdminError {
     /// The answer did not make sense (not retriable).
     #[error("protocol error: {0}")]
     Protocol(String),
+    /// A bootstrap list (`--bootstrap-controller`) that does not parse (not
+    /// retriable); see [`parse_bootstrap_list`].
+    #[error("invalid bootstrap controller {entry:?} in {value:?}: {reason}")]
+    InvalidBootstrap {
+        /// The whole list as given.
+        value: String,
+        /// The entry refused (trimmed; empty for an empty entry).
+        entry: String,
+        /// Why.
+        reason: String,
+    },
+    /// No controller of a bootstrap list of several answered.
+    #[error("no bootstrap controller answered: {tried}")]
+    NoBootstrapAnswered {
+        /// Every address tried, in order, each with its error in brackets.
+        tried: String,
+        /// Whether one of the errors was retriable.
+        retriable: bool,
+    },
 }
 
 impl AdminError {
@@ -102,7 +124,8 @@ impl AdminError {
         match self {
             AdminError::Kafka { code, .. } => errors::is_retriable(*code),
             AdminError::Io { .. } | AdminError::Timeout { .. } => true,
-            AdminError::Protocol(_) => false,
+            AdminError::NoBootstrapAnswered { retriable, .. } => *retriable,
+            AdminError::Protocol(_) | AdminError::InvalidBootstrap { .. } => false,
         }
     }
 
@@ -229,13 +252,6 @@ pub struct ClusterInfo {
     pub nodes: Vec<ControllerNode>,
 }
 
-/// The addresses of a `--bootstrap-controller` value: comma-separated
-/// `host:port` entries, surrounding blanks and empty entries dropped (Kafka's
-/// `ClientUtils.parseAndValidateAddresses` splits the same way).
-fn bootstrap_list(value: &str) -> impl Iterator<Item = &str> {
-    value.split(',').map(str::trim).filter(|a| !a.is_empty())
-}
-
 /// A Kafka admin client for one controller quorum; see the module doc.
 #[derive(Debug)]
 pub struct AdminClient {
@@ -264,23 +280,23 @@ impl AdminClient {
     ///
     /// `addr` is one `host:port` or a comma-separated list of them, as
     /// Kafka's tools take `--bootstrap-controller` (`bootstrap.controllers`):
-    /// each is tried in the given order and the first that connects and
-    /// answers ApiVersions is kept.
+    /// the list is parsed first ([`parse_bootstrap_list`]), then each address
+    /// is tried in the given order and the first that connects and answers
+    /// ApiVersions is kept.
     ///
-    /// Errors: the last controller's, as [`AdminClient::connect`]; a failed
-    /// handshake is [`AdminError::Protocol`]; [`AdminError::Io`] naming
-    /// `addr` when the list holds no address.
+    /// Errors: [`AdminError::InvalidBootstrap`] for a list that does not
+    /// parse (nothing is dialled); for a single address its error, as
+    /// [`AdminClient::connect`] (a failed handshake is
+    /// [`AdminError::Protocol`]); for several, when none answers,
+    /// [`AdminError::NoBootstrapAnswered`] naming each and its error.
     pub async fn connect_with_tls(
         addr: &str,
         timeout: Duration,
         tls: Option<std::sync::Arc<crate::wire::tls::TlsClient>>,
     ) -> Result<AdminClient, AdminError> {
-        let mut last = AdminError::Io {
-            addr: addr.to_owned(),
-            reason: "no bootstrap controller in the list".into(),
-        };
-        for one in bootstrap_list(addr) {
-            match Self::open(one, timeout, tls.clone()).await {
+        let mut tried = Vec::new();
+        for one in parse_bootstrap_list(addr)? {
+            match Self::open(&one, timeout, tls.clone()).await {
                 Ok((conn, api_versions)) => {
                     return Ok(AdminClient {
                         bootstrap: addr.to_owned(),
@@ -292,12 +308,12 @@ impl AdminClient {
                     });
                 }
                 Err(e) => {
-                    tracing::debug!(addr = one, error = %e, "bootstrap controller unreachable");
-                    last = e;
+                    tracing::debug!(addr = %one, error = %e, "bootstrap controller unreachable");
+                    tried.push((one, e));
                 }
             }
         }
-        Err(last)
+        Err(bootstrap::none_answered(tried))
     }
 
     /// Connects to the first of `bootstrap` that accepts and answers
@@ -532,11 +548,17 @@ impl AdminClient {
             match quorum_info(&r) {
                 Err(e) if e.code() == Some(NOT_LEADER_OR_FOLLOWER) => {
                     last = Some(e);
-                    match leader_hint(&r) {
-                        Some((id, endpoint)) if self.connected_node != Some(id) => {
-                            self.reconnect(id, &endpoint.host, endpoint.port).await?;
+                    // DescribeCluster names the active controller on the
+                    // listener this client came in on (and so its protocol);
+                    // the leader's voter endpoint that DescribeQuorum names
+                    // only when DescribeCluster does not know it.
+                    if let Err(follow) = self.follow_active_controller().await {
+                        match leader_hint(&r) {
+                            Some((id, endpoint)) if self.connected_node != Some(id) => {
+                                self.reconnect(id, &endpoint.host, endpoint.port).await?;
+                            }
+                            _ => return Err(follow),
                         }
-                        _ => self.follow_active_controller().await?,
                     }
                 }
                 other => return other,

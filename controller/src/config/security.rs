@@ -442,19 +442,23 @@ pub fn parse_listener_security(
         }
     }
     let mut out = BTreeMap::new();
+    // Every SSL listener reads the bare `ssl.*` keys as well as its own
+    // prefixed ones, so each reads them from the map as it was; the keys
+    // read are removed from `map` once all are parsed.
+    let shared = map.clone();
     for l in listeners {
         let protocol = protocols
             .get(&l.name)
             .copied()
             .unwrap_or(SecurityProtocol::Plaintext);
+        let prefix = format!("listener.name.{}.", l.name.to_ascii_lowercase());
         let ssl = match protocol {
             SecurityProtocol::Plaintext => None,
-            SecurityProtocol::Ssl => Some(parse_ssl(
-                map,
-                &format!("listener.name.{}.", l.name.to_ascii_lowercase()),
-                &l.name,
-                true,
-            )?),
+            SecurityProtocol::Ssl => {
+                let settings = parse_ssl(&mut shared.clone(), &prefix, &l.name, true)?;
+                forget_ssl_keys(map, &prefix);
+                Some(settings)
+            }
         };
         out.insert(l.name.clone(), ListenerSecurity { protocol, ssl });
     }
@@ -550,6 +554,38 @@ mod tests {
             host: String::new(),
             port: 9093,
         }]
+    }
+
+    #[test]
+    fn two_ssl_listeners_both_read_the_bare_ssl_keys_and_their_own_prefixed_ones() {
+        let both = vec![
+            controller()[0].clone(),
+            Endpoint {
+                name: "SECURE".into(),
+                host: String::new(),
+                port: 9094,
+            },
+        ];
+        let mut m = map(&[
+            (PROTOCOL_MAP_KEY, "CONTROLLER:SSL,SECURE:SSL"),
+            ("ssl.keystore.type", "PEM"),
+            ("ssl.keystore.location", "/tls/node.pem"),
+            (
+                "listener.name.secure.ssl.keystore.location",
+                "/tls/secure.pem",
+            ),
+        ]);
+        let s = parse_listener_security(&mut m, &both).expect("valid");
+        let key = |name: &str| s[name].ssl.as_ref().and_then(|ssl| ssl.key.clone());
+        assert_eq!(
+            key("CONTROLLER"),
+            Some(KeyMaterial::File("/tls/node.pem".into()))
+        );
+        assert_eq!(
+            key("SECURE"),
+            Some(KeyMaterial::File("/tls/secure.pem".into()))
+        );
+        assert!(m.is_empty(), "keys read are removed: {m:?}");
     }
 
     #[test]

@@ -105,7 +105,8 @@ pub fn describe_cluster(
 
 /// DescribeCluster's controllers (KIP-919): every controller registered in
 /// `image` with an endpoint named `listener_name`, by id, as Kafka lists
-/// them; then the `voters` not registered yet, with their voter endpoint, so
+/// them; then the `voters` not registered yet, with their voter endpoint
+/// named `listener_name` (else their first), so
 /// that `bootstrap.controllers` clients find the quorum before registrations
 /// land (Kafka lists registrations only).
 pub fn describe_cluster_controllers(
@@ -131,7 +132,8 @@ pub fn describe_cluster_controllers(
         if image.controllers().contains_key(&v.key.id) {
             continue;
         }
-        if let Some(e) = v.endpoints.first() {
+        let named = v.endpoints.iter().find(|e| e.name == listener_name);
+        if let Some(e) = named.or_else(|| v.endpoints.first()) {
             out.push(broker(v.key.id, &e.host, e.port));
         }
     }

@@ -78,9 +78,9 @@ pub struct MetadataConfig {
     /// This node's registration: id, incarnation id (random per process
     /// start), advertised controller listeners, supported features.
     pub registration: RegisterControllerRecord,
-    /// Name of the controller listener requests arrive on: DescribeCluster
-    /// lists each controller's endpoint of this name (Kafka's
-    /// `describeClusterControllers(listenerName)`).
+    /// Name of the Raft listener (the first of `controller.listener.names`):
+    /// the registration channel dials the active controller's endpoint of
+    /// this name. DescribeCluster uses the listener each request came in on.
     pub listener_name: String,
     /// What the first leader of an empty log appends.
     pub bootstrap: BootstrapMetadata,
@@ -325,6 +325,7 @@ impl Listener<FileLog> for MetadataListener {
         client: &mut RaftClient<'_, FileLog>,
         handle: ReplyHandle,
         api_version: i16,
+        listener_name: &str,
         request: RequestKind,
     ) -> Result<(), MetadataError> {
         match request {
@@ -334,10 +335,13 @@ impl Listener<FileLog> for MetadataListener {
                 client.reply(handle, Some(ResponseKind::ApiVersions(body)));
             }
             RequestKind::DescribeCluster(request) => {
+                // Kafka's `describeClusterControllers(request.context.listenerName)`:
+                // a client follows the active controller on the listener,
+                // and so the protocol, it came in on.
                 let controllers = cluster::describe_cluster_controllers(
                     &self.image,
                     client.voters(),
-                    &self.config.listener_name,
+                    listener_name,
                 );
                 let body = cluster::describe_cluster_with_brokers(
                     &request,

@@ -110,8 +110,10 @@ pub trait Listener<L: ReplicatedLog> {
     fn api_keys(&self) -> &'static [ApiKey];
 
     /// An inbound request of one of [`Self::api_keys`], sent at
-    /// `api_version`; answer it with [`RaftClient::reply`] on `handle`, now
-    /// or later (a registration is answered once its record commits).
+    /// `api_version` on the controller listener `listener_name` (Kafka's
+    /// `RequestContext.listenerName`: DescribeCluster answers with the
+    /// endpoints on it); answer it with [`RaftClient::reply`] on `handle`,
+    /// now or later (a registration is answered once its record commits).
     ///
     /// Errors: the listener's; fatal.
     fn handle_request(
@@ -119,6 +121,7 @@ pub trait Listener<L: ReplicatedLog> {
         client: &mut RaftClient<'_, L>,
         handle: ReplyHandle,
         api_version: i16,
+        listener_name: &str,
         request: RequestKind,
     ) -> Result<(), Self::Error>;
 

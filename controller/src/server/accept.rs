@@ -1,5 +1,5 @@
-//! The accept loop of the controller listener: takes TCP connections, runs
-//! the TLS handshake on a listener mapped to SSL (bounded by
+//! The accept loop of a controller listener (one loop per listener): takes
+//! TCP connections, runs the TLS handshake on a listener mapped to SSL (bounded by
 //! [`TLS_HANDSHAKE_TIMEOUT`]), and starts one [`connection`] task per
 //! connection.
 //!
@@ -7,7 +7,13 @@
 //! error that must not stop the listener); it must not look at requests:
 //! that is the connection task's.
 
-use std::{sync::Arc, time::Duration};
+use std::{
+    sync::{
+        Arc,
+        atomic::{AtomicU64, Ordering},
+    },
+    time::Duration,
+};
 
 use tokio::net::TcpListener;
 
@@ -29,6 +35,9 @@ pub struct AcceptConfig {
     pub tls: Option<Arc<TlsServer>>,
     /// `ssl.principal.mapping.rules`: the principal of a client certificate.
     pub principal_mapper: Arc<PrincipalMapper>,
+    /// The last connection id given, shared by the accept loops of every
+    /// controller listener so that ids (in the logs) are unique per node.
+    pub connection_ids: Arc<AtomicU64>,
 }
 
 /// The principal of a TLS connection: `User:` and the mapped subject of the
@@ -52,12 +61,10 @@ fn tls_principal(
 /// once). A failed accept (EMFILE, ENFILE, …) is logged and retried after a
 /// short pause: it never ends the loop.
 pub async fn accept_loop(listener: TcpListener, config: AcceptConfig, ctx: ConnectionContext) {
-    let mut next_id = 0u64;
     loop {
         match listener.accept().await {
             Ok((stream, peer)) => {
-                next_id += 1;
-                let connection_id = next_id;
+                let connection_id = config.connection_ids.fetch_add(1, Ordering::Relaxed) + 1;
                 // Over a limit: the stream is dropped (closed) at once.
                 let permit = match ctx.limiter.try_acquire(peer.ip()) {
                     Ok(permit) => permit,

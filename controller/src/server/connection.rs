@@ -44,6 +44,18 @@ pub struct ConnectionContext {
     /// `queued.max.request.bytes`, shared by every connection of the
     /// listener (`None`: unbounded, Kafka's -1).
     pub request_memory: Option<Arc<RequestMemory>>,
+    /// The name of the listener these connections came in on (one of
+    /// `controller.listener.names`), given to each request (Kafka's
+    /// `RequestContext.listenerName`).
+    pub listener_name: Arc<str>,
+}
+
+/// Where a connection's requests go: the event loop, each tagged with the
+/// listener it came in on.
+#[derive(Debug)]
+struct RequestSink {
+    requests: mpsc::Sender<InboundRequest>,
+    listener_name: Arc<str>,
 }
 
 /// The pool of `queued.max.request.bytes`: one permit per byte of requests
@@ -185,6 +197,9 @@ pub struct InboundRequest {
     pub connection_id: u64,
     /// The peer's address.
     pub peer: SocketAddr,
+    /// The listener it came in on (Kafka's `RequestContext.listenerName`):
+    /// DescribeCluster answers with the controllers' endpoints on it.
+    pub listener_name: Arc<str>,
     /// The request.
     pub request: DecodedRequest,
     /// Where the event loop sends the response body (`None`: close the
@@ -215,7 +230,10 @@ pub async fn serve_connection<S>(
     S: AsyncRead + AsyncWrite + Unpin,
 {
     let _permit = permit;
-    let requests = ctx.requests;
+    let requests = RequestSink {
+        requests: ctx.requests,
+        listener_name: ctx.listener_name,
+    };
     let limits = ctx.limiter.limits().clone();
     let metrics = ctx.limiter.metrics().clone();
     let idle = Duration::from_millis(limits.idle_ms);
@@ -365,7 +383,7 @@ pub async fn serve_connection<S>(
 /// Hands `request` to the event loop and waits for its answer; `None` when
 /// the loop went away or chose to close the connection.
 async fn dispatch(
-    requests: &mpsc::Sender<InboundRequest>,
+    sink: &RequestSink,
     connection_id: u64,
     peer: SocketAddr,
     request: DecodedRequest,
@@ -374,10 +392,11 @@ async fn dispatch(
     let inbound = InboundRequest {
         connection_id,
         peer,
+        listener_name: sink.listener_name.clone(),
         request,
         reply,
     };
-    requests.send(inbound).await.ok()?;
+    sink.requests.send(inbound).await.ok()?;
     answer.await.ok().flatten()
 }
 
@@ -433,7 +452,7 @@ async fn authorized_dispatch(
 async fn serve_envelope(
     authorizer: &Authorizer,
     metrics: &ListenerMetrics,
-    requests: &mpsc::Sender<InboundRequest>,
+    requests: &RequestSink,
     connection_id: u64,
     peer: SocketAddr,
     request: DecodedRequest,
@@ -542,6 +561,7 @@ mod tests {
             })),
             limiter,
             request_memory: None,
+            listener_name: "CONTROLLER".into(),
         };
         let peer: SocketAddr = "127.0.0.1:1".parse().expect("address");
         let server = tokio::spawn(serve_connection(
@@ -605,6 +625,7 @@ mod tests {
             authorizer: Arc::new(Authorizer::default()),
             limiter: limiter.clone(),
             request_memory: memory.clone(),
+            listener_name: "CONTROLLER".into(),
         };
         let peer: SocketAddr = "127.0.0.1:1".parse().expect("address");
         let mut clients = Vec::new();
@@ -700,6 +721,7 @@ mod tests {
             })),
             limiter: limiter.clone(),
             request_memory: memory.clone(),
+            listener_name: "CONTROLLER".into(),
         };
         let peer: SocketAddr = "127.0.0.1:1".parse().expect("address");
         let mut clients = Vec::new();

@@ -268,8 +268,9 @@ impl Loop {
         let key = wire::request_api_key(&request);
         if key.is_some_and(|k| listener.api_keys().contains(&k)) {
             let handle = self.reply_handle(inbound.reply, api_version);
+            let listener_name = inbound.listener_name;
             self.call(engine, listener, |l, c| {
-                l.handle_request(c, handle, api_version, request)
+                l.handle_request(c, handle, api_version, &listener_name, request)
             })
         } else {
             tracing::warn!(peer = %inbound.peer, api = ?key,

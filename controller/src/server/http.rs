@@ -1,4 +1,6 @@
-//! The controller's HTTP endpoint, on its own port (`kraftwerk.http.listener`):
+//! The controller's HTTP endpoint, on its own port (`kraftwerk.http.listener`,
+//! by default `127.0.0.1:0`: loopback, a port the OS picks; see
+//! `config::DEFAULT_HTTP_LISTENER`):
 //!
 //! - `GET /healthz`: 200 while the process runs (liveness);
 //! - `GET /readyz`: 200 when this node leads with a known high watermark,

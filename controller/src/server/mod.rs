@@ -1,5 +1,6 @@
-//! The tokio runtime of a controller: the socket listener, peer
-//! connections, the driver (`event_loop`) that feeds the Raft engine,
+//! The tokio runtime of a controller: the socket listeners (one per
+//! controller listener), peer connections, the driver (`event_loop`) that
+//! feeds the Raft engine,
 //! executes its commands and calls the [`Listener`] above it, timers, and
 //! the HTTP endpoint (`/healthz`, `/readyz`, `/metrics`, plus the routes the
 //! listener brings).
@@ -146,6 +147,79 @@ fn bootstrap_voters(partition_dir: &std::path::Path) -> Result<Option<VoterSet>,
     Ok(voters)
 }
 
+/// A bound controller listener.
+struct BoundListener {
+    /// Its name in `controller.listener.names`.
+    name: Arc<str>,
+    /// The socket.
+    socket: tokio::net::TcpListener,
+    /// Its TLS server (`None`: PLAINTEXT).
+    tls: Option<Arc<crate::wire::tls::TlsServer>>,
+}
+
+/// The TLS server or client `load` builds from the `ssl.*` settings of
+/// listener `name`; `None` for a PLAINTEXT listener.
+///
+/// Errors: [`ServerError::Tls`] naming the listener.
+fn listener_tls<T>(
+    config: &ControllerConfig,
+    name: &str,
+    load: impl FnOnce(crate::config::security::SslSettings) -> Result<T, crate::wire::tls::TlsError>,
+) -> Result<Option<Arc<T>>, ServerError> {
+    config
+        .listener_security(name)
+        .ssl
+        .clone()
+        .map(|ssl| {
+            load(ssl).map(Arc::new).map_err(|source| ServerError::Tls {
+                listener: name.to_owned(),
+                source,
+            })
+        })
+        .transpose()
+}
+
+/// Loads the TLS of every controller listener mapped to SSL, then binds
+/// every controller listener (`controller.listener.names`, in order; an
+/// empty host is every interface), as Kafka's `SocketServer` starts one
+/// acceptor per listener. Nothing is bound when a certificate does not load.
+///
+/// Errors: [`ServerError::Tls`] naming the listener; [`ServerError::Bind`]
+/// naming the listener and its address.
+async fn bind_controller_listeners(
+    config: &ControllerConfig,
+) -> Result<Vec<BoundListener>, ServerError> {
+    let mut tls = Vec::new();
+    for endpoint in config.controller_listeners() {
+        let server = listener_tls(config, &endpoint.name, crate::wire::tls::TlsServer::server)?;
+        tls.push((endpoint, server));
+    }
+    let mut bound = Vec::new();
+    for (endpoint, server) in tls {
+        let address = if endpoint.host.is_empty() {
+            format!("0.0.0.0:{}", endpoint.port)
+        } else {
+            endpoint.address()
+        };
+        let listener = tokio::net::TcpListener::bind(&address)
+            .await
+            .map_err(|source| ServerError::Bind {
+                what: "the controller listener",
+                address: format!("{} {address}", endpoint.name),
+                source,
+            })?;
+        let protocol = config.listener_security(&endpoint.name).protocol;
+        tracing::info!(listener = %endpoint.name, %address, protocol = protocol.name(),
+            "controller listener bound");
+        bound.push(BoundListener {
+            name: Arc::from(endpoint.name.as_str()),
+            socket: listener,
+            tls: server,
+        });
+    }
+    Ok(bound)
+}
+
 /// What the node tells the factory of its [`Listener`] (see [`run`]).
 #[derive(Debug)]
 pub struct NodeInfo<'a> {
@@ -284,36 +358,14 @@ where
 
     // TLS loads before anything binds: a listener mapped to SSL whose
     // certificates do not load stops the node (fail closed). Outgoing
-    // connections to the other controllers use the same settings.
-    let tls_error = |source| ServerError::Tls {
-        listener: controller_listener.name.clone(),
-        source,
-    };
-    let (tls_server, tls_client) = match &config.controller_security().ssl {
-        None => (None, None),
-        Some(ssl) => (
-            Some(Arc::new(
-                crate::wire::tls::TlsServer::server(ssl.clone()).map_err(tls_error)?,
-            )),
-            Some(Arc::new(
-                crate::wire::tls::TlsClient::client(ssl.clone()).map_err(tls_error)?,
-            )),
-        ),
-    };
-    let bind = controller_listener.address();
-    let bind = if controller_listener.host.is_empty() {
-        format!("0.0.0.0:{}", controller_listener.port)
-    } else {
-        bind
-    };
-    let listener = tokio::net::TcpListener::bind(&bind)
-        .await
-        .map_err(|source| ServerError::Bind {
-            what: "the controller listener",
-            address: bind.clone(),
-            source,
-        })?;
-    tracing::info!(address = %bind, "controller listener bound");
+    // connections to the other controllers use the settings of the Raft
+    // listener (the first controller listener), the one they dial.
+    let tls_client = listener_tls(
+        &config,
+        &controller_listener.name,
+        crate::wire::tls::TlsClient::client,
+    )?;
+    let bound = bind_controller_listeners(&config).await?;
 
     let mut registry = Registry::default();
     let metrics = Arc::new(metrics::RaftMetrics::new(&mut registry));
@@ -337,6 +389,11 @@ where
             address: config.http_listener.to_string(),
             source,
         })?;
+    // With the default (port 0) this is where a user finds the endpoint.
+    match http_listener.local_addr() {
+        Ok(address) => tracing::info!(%address, "http endpoint listening"),
+        Err(e) => tracing::warn!(error = %e, "http endpoint bound, its address unknown"),
+    }
     let client_config = ClientConfig {
         request_timeout: Duration::from_millis(t.request_timeout_ms),
         retry_backoff: Duration::from_millis(t.retry_backoff_ms),
@@ -372,26 +429,42 @@ where
     });
 
     let (request_tx, request_rx) = mpsc::channel(1024);
-    let accept_task = tokio::spawn(accept::accept_loop(
-        listener,
-        accept::AcceptConfig {
-            tls: tls_server,
-            principal_mapper: Arc::new(config.principal_mapper.clone()),
-        },
-        connection::ConnectionContext {
-            max_frame_bytes: config.socket_request_max_bytes,
-            requests: request_tx,
-            authorizer: Arc::new(authz::Authorizer::with_acls(
-                config.authorizer.clone(),
-                acls.shared,
-            )),
-            request_memory: connection::RequestMemory::new(
-                config.limits.queued_max_request_bytes,
-                config.limits.unauthenticated_max_frame_bytes,
-            ),
-            limiter,
-        },
-    ));
+    // One accept loop per controller listener, all feeding the one event
+    // loop; they share the connection quota, the request memory and the
+    // connection ids (Kafka's `max.connections` counts the whole node).
+    let context = connection::ConnectionContext {
+        max_frame_bytes: config.socket_request_max_bytes,
+        requests: request_tx,
+        authorizer: Arc::new(authz::Authorizer::with_acls(
+            config.authorizer.clone(),
+            acls.shared,
+        )),
+        request_memory: connection::RequestMemory::new(
+            config.limits.queued_max_request_bytes,
+            config.limits.unauthenticated_max_frame_bytes,
+        ),
+        limiter,
+        listener_name: Arc::from(controller_listener.name.as_str()),
+    };
+    let connection_ids = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let accept_tasks: Vec<_> = bound
+        .into_iter()
+        .map(|bound| {
+            tokio::spawn(accept::accept_loop(
+                bound.socket,
+                accept::AcceptConfig {
+                    tls: bound.tls,
+                    principal_mapper: Arc::new(config.principal_mapper.clone()),
+                    connection_ids: connection_ids.clone(),
+                },
+                connection::ConnectionContext {
+                    listener_name: bound.name,
+                    ..context.clone()
+                },
+            ))
+        })
+        .collect();
+    drop(context);
 
     let (peer_tx, peer_rx) = mpsc::unbounded_channel();
     let ctx = event_loop::LoopContext {
@@ -403,7 +476,9 @@ where
         metrics,
     };
     let result = event_loop::run(engine, initial, ctx, listener_above, shutdown).await;
-    accept_task.abort();
+    for task in &accept_tasks {
+        task.abort();
+    }
     match result {
         Ok(engine) => {
             let mut log = engine.into_log();

@@ -126,6 +126,7 @@ impl Listener<FileLog> for WorkloadListener {
         client: &mut RaftClient<'_, FileLog>,
         handle: ReplyHandle,
         api_version: i16,
+        _listener_name: &str,
         request: RequestKind,
     ) -> Result<(), RaftError> {
         let body =

@@ -25,8 +25,7 @@ use std::{
     time::{Duration, Instant},
 };
 
-use kraft_controller::admin::{AdminClient, AdminError, QuorumInfo, kafka_uuid_string};
-use uuid::Uuid;
+use kraft_controller::admin::{AdminClient, AdminError, QuorumInfo};
 
 /// The binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_kraft-controller");
@@ -35,7 +34,9 @@ pub const CLUSTER_ID: &str = "MkU3OEVBNTcwNTJENDM2Qg";
 
 /// Kafka 4.1's defaults of the `controller.quorum.*` timings (`QuorumConfig`),
 /// which every test runs with unless it says otherwise and why.
+mod builder;
 mod wait;
+pub use builder::QuorumBuilder;
 pub use wait::{POLL, wait_for};
 pub mod kafka_broker;
 pub mod pki;
@@ -75,8 +76,12 @@ pub struct Node {
     pub output: PathBuf,
     /// The controller listener's port.
     pub port: u16,
-    /// `kraftwerk.http.listener`'s port.
+    /// `kraftwerk.http.listener`'s port (0 with
+    /// [`QuorumBuilder::default_http_listener`]: not known to the harness).
     pub http_port: u16,
+    /// The port of the second controller listener, with
+    /// [`QuorumBuilder::second_controller_listener`].
+    pub second_port: Option<u16>,
     /// `directory.id` of its current format (Kafka's uuid text).
     pub directory_id: String,
     child: Option<Child>,
@@ -86,6 +91,12 @@ impl Node {
     /// `127.0.0.1:PORT` of the controller listener.
     pub fn address(&self) -> String {
         format!("127.0.0.1:{}", self.port)
+    }
+
+    /// `127.0.0.1:PORT` of the second controller listener, with
+    /// [`QuorumBuilder::second_controller_listener`].
+    pub fn second_address(&self) -> Option<String> {
+        self.second_port.map(|port| format!("127.0.0.1:{port}"))
     }
 
     /// The running process's id, if it runs.
@@ -207,143 +218,9 @@ pub struct Quorum {
     dir: tempfile::TempDir,
     mode: Mode,
     properties: Vec<(String, String)>,
+    listeners: builder::Listeners,
     /// How many formats so far, to give each a distinct directory id.
     formats: u128,
-}
-
-/// Builds a [`Quorum`]: `size` nodes, a [`Mode`], extra properties.
-#[derive(Debug)]
-pub struct QuorumBuilder {
-    size: usize,
-    mode: Mode,
-    standalone: bool,
-    properties: Vec<(String, String)>,
-}
-
-impl QuorumBuilder {
-    /// A quorum of `size` voters in `mode`, with Kafka's default timings.
-    pub fn new(size: usize, mode: Mode) -> Self {
-        Self {
-            size,
-            mode,
-            standalone: false,
-            properties: Vec::new(),
-        }
-    }
-
-    /// One node formatted with `format --standalone` (KIP-853: a dynamic
-    /// quorum of itself, to grow with AddRaftVoter).
-    pub fn standalone() -> Self {
-        Self {
-            standalone: true,
-            ..Self::new(1, Mode::Dynamic)
-        }
-    }
-
-    /// Adds `key=value` to every node's properties (later keys win).
-    pub fn property(mut self, key: &str, value: impl ToString) -> Self {
-        self.properties.push((key.to_owned(), value.to_string()));
-        self
-    }
-
-    /// Allocates ports, writes each node's properties and formats its log dir
-    /// with the real `kraft-controller format`. Starts nothing.
-    pub fn format(self) -> Quorum {
-        let dir = tempfile::tempdir().expect("a temporary directory");
-        let ports = free_ports(self.size * 2);
-        let ids: Vec<i32> = (1..=self.size as i32).collect();
-        let directory_ids: Vec<String> = ids
-            .iter()
-            .map(|id| {
-                kafka_uuid_string(Uuid::from_u128(
-                    0x5eed_0000_0000_0000_0000_0000_0000_0000 + *id as u128,
-                ))
-            })
-            .collect();
-        let controller_port = |i: usize| ports[2 * i];
-        let bootstrap = (0..self.size)
-            .map(|i| format!("127.0.0.1:{}", controller_port(i)))
-            .collect::<Vec<_>>()
-            .join(",");
-        let static_voters = (0..self.size)
-            .map(|i| format!("{}@127.0.0.1:{}", ids[i], controller_port(i)))
-            .collect::<Vec<_>>()
-            .join(",");
-        let initial_controllers = (0..self.size)
-            .map(|i| {
-                format!(
-                    "{}@127.0.0.1:{}:{}",
-                    ids[i],
-                    controller_port(i),
-                    directory_ids[i]
-                )
-            })
-            .collect::<Vec<_>>()
-            .join(",");
-        let mut quorum = Quorum {
-            nodes: Vec::new(),
-            dir,
-            mode: self.mode,
-            properties: self.properties,
-            formats: 0,
-        };
-        for (i, id) in ids.iter().enumerate() {
-            let config = quorum.write_config(
-                *id,
-                controller_port(i),
-                ports[2 * i + 1],
-                &bootstrap,
-                &static_voters,
-            );
-            let bootstrap_flag = if self.standalone {
-                vec!["--standalone".to_owned()]
-            } else {
-                match self.mode {
-                    Mode::Dynamic => {
-                        vec![
-                            "--initial-controllers".to_owned(),
-                            initial_controllers.clone(),
-                        ]
-                    }
-                    Mode::Static => vec!["--no-initial-controllers".to_owned()],
-                }
-            };
-            format_node(*id, &config, &directory_ids[i], &bootstrap_flag);
-            quorum.nodes.push(Node {
-                id: *id,
-                log_dir: config.parent().expect("node dir").join("metadata"),
-                output: config.parent().expect("node dir").join("output.log"),
-                config,
-                port: controller_port(i),
-                http_port: ports[2 * i + 1],
-                directory_id: directory_ids[i].clone(),
-                child: None,
-            });
-        }
-        quorum
-    }
-}
-
-/// Runs `kraft-controller format` of node `id` with `directory_id` and the
-/// bootstrap flag(s) (`--standalone`, `--initial-controllers …` or
-/// `--no-initial-controllers`); panics with its output when it fails.
-fn format_node(id: i32, config: &Path, directory_id: &str, bootstrap: &[String]) {
-    let out = Command::new(BIN)
-        .arg("format")
-        .arg("--config")
-        .arg(config)
-        .arg(format!("--cluster-id={CLUSTER_ID}"))
-        .args(["--node-id", &id.to_string()])
-        .args(["--directory-id", directory_id])
-        .args(bootstrap)
-        .output()
-        .expect("run kraft-controller format");
-    assert!(
-        out.status.success(),
-        "format of node {id} failed: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
 }
 
 /// What a `kraft-controller` command printed and how it exited.
@@ -383,103 +260,6 @@ pub fn cli(args: &[&str]) -> CliOutput {
 }
 
 impl Quorum {
-    /// Writes node `id`'s directory and `server.properties` (the builder's
-    /// mode and extra properties); returns the file's path.
-    fn write_config(
-        &self,
-        id: i32,
-        port: u16,
-        http_port: u16,
-        bootstrap: &str,
-        static_voters: &str,
-    ) -> PathBuf {
-        let node_dir = self.dir.path().join(format!("node-{id}"));
-        std::fs::create_dir_all(&node_dir).expect("node dir");
-        let log_dir = node_dir.join("metadata");
-        let config = node_dir.join("server.properties");
-        let mut text = format!(
-            "node.id={id}\nprocess.roles=controller\n\
-             listeners=CONTROLLER://127.0.0.1:{port}\n\
-             controller.listener.names=CONTROLLER\n\
-             metadata.log.dir={log_dir}\n\
-             kraftwerk.http.listener=127.0.0.1:{http_port}\n",
-            log_dir = log_dir.display(),
-        );
-        match self.mode {
-            Mode::Dynamic => text.push_str(&format!(
-                "controller.quorum.bootstrap.servers={bootstrap}\n"
-            )),
-            Mode::Static => text.push_str(&format!("controller.quorum.voters={static_voters}\n")),
-        }
-        for (k, v) in &self.properties {
-            text.push_str(&format!("{k}={v}\n"));
-        }
-        std::fs::write(&config, text).expect("write server.properties");
-        config
-    }
-
-    /// A directory id no format of this quorum has used yet.
-    fn fresh_directory_id(&mut self, id: i32) -> String {
-        self.formats += 1;
-        kafka_uuid_string(Uuid::from_u128(
-            0x5eed_0000_0000_0000_0000_0000_0000_0000 + (self.formats << 32) + id as u128,
-        ))
-    }
-
-    /// Formats a new node (the next id) with `--no-initial-controllers`
-    /// and a fresh directory id, its `controller.quorum.bootstrap.servers`
-    /// naming every node so far (KIP-853: it fetches as an observer until a
-    /// voter change adds it). Starts nothing; returns its id. Dynamic mode.
-    pub fn add_observer(&mut self) -> i32 {
-        assert_eq!(self.mode, Mode::Dynamic, "observers join dynamic quorums");
-        let id = self.nodes.iter().map(|n| n.id).max().unwrap_or(0) + 1;
-        let ports = free_ports(2);
-        let bootstrap = self
-            .nodes
-            .iter()
-            .map(Node::address)
-            .collect::<Vec<_>>()
-            .join(",");
-        let config = self.write_config(id, ports[0], ports[1], &bootstrap, "");
-        let directory_id = self.fresh_directory_id(id);
-        format_node(
-            id,
-            &config,
-            &directory_id,
-            &["--no-initial-controllers".to_owned()],
-        );
-        self.nodes.push(Node {
-            id,
-            log_dir: config.parent().expect("node dir").join("metadata"),
-            output: config.parent().expect("node dir").join("output.log"),
-            config,
-            port: ports[0],
-            http_port: ports[1],
-            directory_id,
-            child: None,
-        });
-        id
-    }
-
-    /// Replaces stopped node `id`'s disk: deletes its metadata log dir and
-    /// formats it again with `--no-initial-controllers` and a fresh
-    /// directory id (same config, ports and output file); returns the new
-    /// directory id.
-    pub fn replace_disk(&mut self, id: i32) -> String {
-        assert!(!self.node(id).is_running(), "stop node {id} first");
-        let directory_id = self.fresh_directory_id(id);
-        let node = self.node(id);
-        std::fs::remove_dir_all(&node.log_dir).expect("wipe the metadata log dir");
-        format_node(
-            id,
-            &node.config,
-            &directory_id,
-            &["--no-initial-controllers".to_owned()],
-        );
-        self.node_mut(id).directory_id = directory_id.clone();
-        directory_id
-    }
-
     /// Sends `signal` (`STOP`, `CONT`, …) to node `id`'s process.
     pub fn signal(&self, id: i32, signal: &str) {
         let pid = self
@@ -777,6 +557,26 @@ pub fn batches_below(dump: &str, end_offset: i64) -> Vec<String> {
         }
     }
     blocks
+}
+
+/// ApiVersions (v3) over a fresh connection to `address` with `config`
+/// (plaintext, or TLS with `config.tls`).
+pub fn api_versions(
+    address: &str,
+    config: kraft_controller::wire::client::ClientConfig,
+) -> Result<kafka_protocol::messages::ResponseKind, kraft_controller::wire::client::ClientError> {
+    use kafka_protocol::messages::{ApiVersionsRequest, RequestKind};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    runtime.block_on(async move {
+        let connection =
+            kraft_controller::wire::client::Connection::connect(address, config).await?;
+        connection
+            .call(3, RequestKind::ApiVersions(ApiVersionsRequest::default()))
+            .await
+    })
 }
 
 /// The median of `values` (the lower middle for an even count).

@@ -15,8 +15,8 @@ use k8s_openapi::api::core::v1::ConfigMap;
 use super::child_meta;
 use crate::{
     crd::{
-        CONTROLLER_LISTENER_NAME, DATA_DIR, FORMAT_MODE_KEY, SERVER_PROPERTIES_KEY, TLS_CA_KEY,
-        TLS_DIR, TLS_KEYSTORE_KEY,
+        CONTROLLER_HTTP_PORT, CONTROLLER_LISTENER_NAME, DATA_DIR, FORMAT_MODE_KEY,
+        HTTP_LISTENER_KEY, SERVER_PROPERTIES_KEY, TLS_CA_KEY, TLS_DIR, TLS_KEYSTORE_KEY,
     },
     pki::{cn_scope, super_users},
     validate::{FormatMode, ValidatedQuorum},
@@ -48,6 +48,9 @@ pub fn server_properties(q: &ValidatedQuorum) -> String {
         ),
         ("metadata.log.dir", DATA_DIR.to_string()),
         ("controller.quorum.bootstrap.servers", q.bootstrap_servers()),
+        // The kubelet's probes (/readyz, /livez) and Prometheus reach the pod
+        // IP: every interface, on the port the container declares.
+        (HTTP_LISTENER_KEY, format!("0.0.0.0:{CONTROLLER_HTTP_PORT}")),
     ];
     let mut owned = owned.to_vec();
     if q.tls_enabled {

@@ -102,6 +102,12 @@ fn invalid_specs_are_rejected_with_the_bad_value() {
             Error::ReservedConfigKey("node.id".into()),
         ),
         (
+            // The probes need it where the pod template says (0.0.0.0:9100).
+            "replicas: 3\nimage: kraft:1\nconfig:\n  kraftwerk.http.listener: 127.0.0.1:9100\nstorage:\n  size: 1Gi",
+            &st,
+            Error::ReservedConfigKey("kraftwerk.http.listener".into()),
+        ),
+        (
             "replicas: 3\nimage: kraft:1\nclusterId: not-a-uuid\nstorage:\n  size: 1Gi",
             &st,
             Error::ClusterId("not-a-uuid".into()),
@@ -365,6 +371,7 @@ fn server_properties_hold_the_operator_keys_then_the_user_config() {
             "listener.security.protocol.map=CONTROLLER:PLAINTEXT",
             "metadata.log.dir=/var/lib/kraft/data",
             "controller.quorum.bootstrap.servers=kq-0.kq.ns.svc.cluster.local:9093,kq-1.kq.ns.svc.cluster.local:9093,kq-2.kq.ns.svc.cluster.local:9093",
+            "kraftwerk.http.listener=0.0.0.0:9100",
             "controller.quorum.election.timeout.ms=1500",
         ]
     );

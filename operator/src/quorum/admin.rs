@@ -191,7 +191,9 @@ pub fn map_error(addr: &str, e: AdminError) -> QuorumError {
                 }
             }
         }
-        AdminError::Io { .. } | AdminError::Timeout { .. } => QuorumError::Unreachable {
+        AdminError::Io { .. }
+        | AdminError::Timeout { .. }
+        | AdminError::NoBootstrapAnswered { .. } => QuorumError::Unreachable {
             addr,
             message: e.to_string(),
         },
@@ -200,6 +202,12 @@ pub fn map_error(addr: &str, e: AdminError) -> QuorumError {
             code: -1,
             name: "PROTOCOL_ERROR".into(),
             message,
+        },
+        AdminError::InvalidBootstrap { .. } => QuorumError::Rejected {
+            addr,
+            code: -1,
+            name: "INVALID_BOOTSTRAP".into(),
+            message: e.to_string(),
         },
     }
 }

@@ -110,6 +110,7 @@ impl Listener<FileLog> for Recorder {
         client: &mut RaftClient<'_, FileLog>,
         handle: ReplyHandle,
         _api_version: i16,
+        _listener_name: &str,
         request: RequestKind,
     ) -> Result<(), RecorderError> {
         self.report(Call::Request(crate::wire::request_api_key(&request)));
@@ -229,6 +230,7 @@ impl Node {
             .send(InboundRequest {
                 connection_id: 1,
                 peer: "127.0.0.1:1".parse().expect("a socket address"),
+                listener_name: "CONTROLLER".into(),
                 request,
                 reply,
             })
