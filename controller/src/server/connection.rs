@@ -415,7 +415,7 @@ struct Requester<'a> {
 async fn authorized_dispatch(
     authorizer: &Authorizer,
     metrics: &ListenerMetrics,
-    requests: &mpsc::Sender<InboundRequest>,
+    requests: &RequestSink,
     connection_id: u64,
     peer: SocketAddr,
     who: &Requester<'_>,
