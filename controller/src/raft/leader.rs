@@ -166,7 +166,7 @@ impl LeaderState {
             .min(
                 self.pending_change
                     .as_ref()
-                    .map_or(u64::MAX, |p| p.deadline_ms),
+                    .map_or(u64::MAX, PendingChange::wake_ms),
             )
             .min(self.flush_due_ms.unwrap_or(u64::MAX))
             .min(parked)
@@ -650,13 +650,21 @@ impl LeaderState {
                 reply_voter_change(out, &view, p.kind, p.handle, None, None);
             } else if now_ms >= p.deadline_ms {
                 self.pending_change = None;
+                let text = match p.stage {
+                    ChangeStage::AwaitingApiVersions { .. } => {
+                        "the new voter did not answer ApiVersions before the request's timeout; retry"
+                    }
+                    ChangeStage::AwaitingCommit { .. } => {
+                        "the voter change did not commit in time; it may still commit"
+                    }
+                };
                 reply_voter_change(
                     out,
                     &view,
                     p.kind,
                     p.handle,
                     Some(ResponseError::RequestTimedOut),
-                    Some("the voter change did not commit in time; it may still commit"),
+                    Some(text),
                 );
             }
         }

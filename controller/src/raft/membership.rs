@@ -41,10 +41,33 @@ pub(crate) enum ChangeKind {
 #[derive(Debug, Clone)]
 pub(crate) enum ChangeStage {
     /// AddRaftVoter: waiting for the new voter's ApiVersions.
-    AwaitingApiVersions { request: RequestId, voter: Voter },
+    AwaitingApiVersions {
+        voter: Voter,
+        attempt: ApiVersionsAttempt,
+    },
     /// The `Voters` record at `offset` must commit.
     AwaitingCommit { offset: i64 },
 }
+
+/// Where the ApiVersions of a voter being added stands. A request that
+/// fails (no connection yet, a connection to the pod that was there before,
+/// a timeout) is sent again after a backoff, until the AddRaftVoter's own
+/// deadline: a re-created pod is reached as soon as it answers, instead of
+/// the whole change failing on one lost request (Kafka's `AddVoterHandler`
+/// waits for the answer within the request's timeout).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ApiVersionsAttempt {
+    /// Request `request` is in flight; `backoff_ms` is the wait before the
+    /// next one should it fail.
+    InFlight { request: RequestId, backoff_ms: u64 },
+    /// The last one failed; the next goes out at `at_ms`, and waits
+    /// `backoff_ms` more should it fail too.
+    RetryAt { at_ms: u64, backoff_ms: u64 },
+}
+
+/// Longest wait between two ApiVersions to a voter being added, ms (Kafka's
+/// `reconnect.backoff.max.ms` default, the cap of a peer's reconnect backoff).
+pub(crate) const API_VERSIONS_BACKOFF_MAX_MS: u64 = 1_000;
 
 /// The one voter change a leader has in flight.
 #[derive(Debug, Clone)]
@@ -53,6 +76,20 @@ pub(crate) struct PendingChange {
     pub(crate) handle: ReplyHandle,
     pub(crate) deadline_ms: u64,
     pub(crate) stage: ChangeStage,
+}
+
+impl PendingChange {
+    /// When the leader must look at this change again: its deadline, or
+    /// the next ApiVersions if one is due earlier (ms).
+    pub(crate) fn wake_ms(&self) -> u64 {
+        match self.stage {
+            ChangeStage::AwaitingApiVersions {
+                attempt: ApiVersionsAttempt::RetryAt { at_ms, .. },
+                ..
+            } => at_ms.min(self.deadline_ms),
+            _ => self.deadline_ms,
+        }
+    }
 }
 
 /// Answers voter change `kind` on `handle` with `error` (none: success) and

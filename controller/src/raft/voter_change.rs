@@ -20,7 +20,8 @@ use super::{
     core::{Core, EpochView},
     leader::LeaderState,
     membership::{
-        ChangeKind, ChangeStage, KRAFT_VERSION_FEATURE, PendingChange, reply_voter_change,
+        API_VERSIONS_BACKOFF_MAX_MS, ApiVersionsAttempt, ChangeKind, ChangeStage,
+        KRAFT_VERSION_FEATURE, PendingChange, reply_voter_change,
     },
     output::{Output, RequestKind},
     voters::{Endpoint, ReplicaKey, Voter},
@@ -150,21 +151,44 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
             );
             return Ok(());
         }
-        let endpoints: Vec<Endpoint> = r
-            .listeners
-            .iter()
-            .map(|l| Endpoint::new(l.name.as_str(), l.host.as_str(), l.port))
-            .collect();
         let voter = Voter {
             key,
-            endpoints: endpoints.clone(),
+            endpoints: r
+                .listeners
+                .iter()
+                .map(|l| Endpoint::new(l.name.as_str(), l.host.as_str(), l.port))
+                .collect(),
             kraft_version: (0, 0),
         };
+        let request = self.send_api_versions(&voter);
+        let timeout = u64::try_from(r.timeout_ms)
+            .ok()
+            .filter(|t| *t > 0)
+            .unwrap_or(self.core.config.request_timeout_ms);
+        let backoff_ms = self.core.config.retry_backoff_ms;
+        self.pending(PendingChange {
+            kind,
+            handle,
+            deadline_ms: now_ms + timeout,
+            stage: ChangeStage::AwaitingApiVersions {
+                voter,
+                attempt: ApiVersionsAttempt::InFlight {
+                    request,
+                    backoff_ms,
+                },
+            },
+        });
+        Ok(())
+    }
+
+    /// Sends ApiVersions to `voter`'s first endpoint (the one AddRaftVoter
+    /// named: the runtime dials that name afresh on every new connection).
+    fn send_api_versions(&mut self, voter: &Voter) -> RequestId {
         let destination = Destination {
-            node_id: key.id,
-            endpoint: endpoints.first().cloned(),
+            node_id: voter.key.id,
+            endpoint: voter.endpoints.first().cloned(),
         };
-        let request = self.core.send_to(
+        self.core.send_to(
             self.out,
             destination,
             RequestKind::ApiVersions,
@@ -176,23 +200,50 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
                         "CARGO_PKG_VERSION"
                     ))),
             ),
-        );
-        let timeout = u64::try_from(r.timeout_ms)
-            .ok()
-            .filter(|t| *t > 0)
-            .unwrap_or(self.core.config.request_timeout_ms);
+        )
+    }
+
+    /// Sends the next ApiVersions of the voter being added once its retry
+    /// is due (see [`ApiVersionsAttempt`]); the change's deadline is
+    /// answered by the leader's own poll.
+    pub(crate) fn poll(mut self, now_ms: u64) {
+        let Some(pending) = self
+            .leader
+            .as_deref()
+            .and_then(|l| l.pending_change.clone())
+        else {
+            return;
+        };
+        let ChangeStage::AwaitingApiVersions {
+            voter,
+            attempt: ApiVersionsAttempt::RetryAt { at_ms, backoff_ms },
+        } = pending.stage
+        else {
+            return;
+        };
+        if now_ms < at_ms || now_ms >= pending.deadline_ms {
+            return;
+        }
+        let request = self.send_api_versions(&voter);
         self.pending(PendingChange {
-            kind,
-            handle,
-            deadline_ms: now_ms + timeout,
-            stage: ChangeStage::AwaitingApiVersions { request, voter },
+            stage: ChangeStage::AwaitingApiVersions {
+                voter,
+                attempt: ApiVersionsAttempt::InFlight {
+                    request,
+                    backoff_ms,
+                },
+            },
+            ..pending
         });
-        Ok(())
     }
 
     /// The new voter's ApiVersions (`None`: the request failed): it must
     /// support the current kraft.version; then the `Voters` record is
-    /// appended.
+    /// appended. A failed request is sent again after a backoff (doubling
+    /// from `controller.quorum.retry.backoff.ms` up to
+    /// [`API_VERSIONS_BACKOFF_MAX_MS`]) while the change's deadline allows;
+    /// an answer with an error code ends the change (Kafka's
+    /// `AddVoterHandler.handleApiVersionsResponse`).
     pub(crate) fn api_versions_answer(
         mut self,
         id: RequestId,
@@ -205,22 +256,56 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
         let Some(pending) = leader.pending_change.clone() else {
             return Ok(());
         };
-        let ChangeStage::AwaitingApiVersions { request, mut voter } = pending.stage else {
+        let ChangeStage::AwaitingApiVersions {
+            mut voter,
+            attempt:
+                ApiVersionsAttempt::InFlight {
+                    request,
+                    backoff_ms,
+                },
+        } = pending.stage
+        else {
             return Ok(());
         };
         if request != id {
             return Ok(());
         }
+        let Some(r) = r else {
+            let at_ms = now_ms + backoff_ms;
+            tracing::info!(
+                node = self.core.local.id,
+                voter = voter.key.id,
+                retry_in_ms = backoff_ms,
+                "the new voter did not answer ApiVersions; asking again"
+            );
+            if let Some(leader) = self.leader.as_deref_mut() {
+                leader.pending_change = Some(PendingChange {
+                    stage: ChangeStage::AwaitingApiVersions {
+                        voter,
+                        attempt: ApiVersionsAttempt::RetryAt {
+                            at_ms,
+                            backoff_ms: (backoff_ms * 2).clamp(1, API_VERSIONS_BACKOFF_MAX_MS),
+                        },
+                    },
+                    ..pending
+                });
+            }
+            return Ok(());
+        };
         leader.pending_change = None;
-        let Some(r) = r.filter(|r| r.error_code == 0) else {
+        if r.error_code != 0 {
+            let text = format!(
+                "the new voter answered ApiVersions with error code {}; retry",
+                r.error_code
+            );
             self.reply(
                 pending.kind,
                 pending.handle,
                 Some(ResponseError::RequestTimedOut),
-                Some("the new voter did not answer ApiVersions; retry"),
+                Some(&text),
             );
             return Ok(());
-        };
+        }
         let kraft_version = self.core.kraft_version;
         let range = r
             .supported_features
