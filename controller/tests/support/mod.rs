@@ -37,6 +37,7 @@ pub const CLUSTER_ID: &str = "MkU3OEVBNTcwNTJENDM2Qg";
 /// which every test runs with unless it says otherwise and why.
 mod wait;
 pub use wait::{POLL, wait_for};
+pub mod forwarder;
 pub mod kafka_broker;
 pub mod pki;
 
