@@ -232,6 +232,14 @@ impl LeaderState {
         })
     }
 
+    /// Whether `key` (id and directory id) reached the log end at or after
+    /// `since_ms`.
+    pub(crate) fn caught_up_since(&self, key: &ReplicaKey, since_ms: u64) -> bool {
+        self.replicas
+            .get(&key.id)
+            .is_some_and(|p| p.key == *key && p.last_caught_up_ms.is_some_and(|t| t >= since_ms))
+    }
+
     /// Appends the LeaderChange batch, asks for its flush and announces the
     /// epoch to every other voter.
     pub(crate) fn on_enter<L: ReplicatedLog>(
@@ -652,7 +660,7 @@ impl LeaderState {
                 self.pending_change = None;
                 let text = match p.stage {
                     ChangeStage::AwaitingApiVersions { .. } => {
-                        "the new voter did not answer ApiVersions before the request's timeout; retry"
+                        "the new voter did not answer ApiVersions as a caught-up observer before the request's timeout; retry"
                     }
                     ChangeStage::AwaitingCommit { .. } => {
                         "the voter change did not commit in time; it may still commit"

@@ -56,13 +56,18 @@ pub(crate) enum ChangeStage {
 /// the whole change failing on one lost request (Kafka's `AddVoterHandler`
 /// waits for the answer within the request's timeout).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ApiVersionsAttempt {
-    /// Request `request` is in flight; `backoff_ms` is the wait before the
-    /// next one should it fail.
-    InFlight { request: RequestId, backoff_ms: u64 },
-    /// The last one failed; the next goes out at `at_ms`, and waits
-    /// `backoff_ms` more should it fail too.
-    RetryAt { at_ms: u64, backoff_ms: u64 },
+pub(crate) struct ApiVersionsAttempt {
+    /// The request in flight; `None` while waiting for `retry_at_ms`.
+    pub(crate) request: Option<RequestId>,
+    /// When the next request goes out while none is in flight, ms.
+    pub(crate) retry_at_ms: u64,
+    /// The wait before the next request should this one fail, ms.
+    pub(crate) backoff_ms: u64,
+    /// When an attempt last failed, ms. The node that answers after a
+    /// failure may be a new incarnation of the id (a wiped volume, another
+    /// directory id): from then on only a fetch under the voter's key that
+    /// reached the log end after this time shows the key is alive.
+    pub(crate) failed_at_ms: Option<u64>,
 }
 
 /// Longest wait between two ApiVersions to a voter being added, ms (Kafka's
@@ -84,9 +89,14 @@ impl PendingChange {
     pub(crate) fn wake_ms(&self) -> u64 {
         match self.stage {
             ChangeStage::AwaitingApiVersions {
-                attempt: ApiVersionsAttempt::RetryAt { at_ms, .. },
+                attempt:
+                    ApiVersionsAttempt {
+                        request: None,
+                        retry_at_ms,
+                        ..
+                    },
                 ..
-            } => at_ms.min(self.deadline_ms),
+            } => retry_at_ms.min(self.deadline_ms),
             _ => self.deadline_ms,
         }
     }

@@ -85,6 +85,23 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
         None
     }
 
+    /// Whether `key` (id and directory id) reached the leader's log end
+    /// within `controller.quorum.fetch.timeout.ms` (Kafka's
+    /// `LeaderState.isReplicaCaughtUp`).
+    fn is_caught_up(&self, key: &ReplicaKey, now_ms: u64) -> bool {
+        let window = self.core.config.fetch_timeout_ms;
+        self.leader
+            .as_deref()
+            .is_some_and(|l| l.is_caught_up(key, now_ms, window))
+    }
+
+    /// Whether `key` reached the leader's log end at or after `since_ms`.
+    fn caught_up_since(&self, key: &ReplicaKey, since_ms: u64) -> bool {
+        self.leader
+            .as_deref()
+            .is_some_and(|l| l.caught_up_since(key, since_ms))
+    }
+
     /// Sets the leader's pending change.
     fn pending(&mut self, change: PendingChange) {
         if let Some(leader) = self.leader.as_deref_mut() {
@@ -137,12 +154,7 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
             self.reply(kind, handle, Some(ResponseError::DuplicateVoter), None);
             return Ok(());
         }
-        let window = self.core.config.fetch_timeout_ms;
-        let caught_up = self
-            .leader
-            .as_deref()
-            .is_some_and(|l| l.is_caught_up(&key, now_ms, window));
-        if !caught_up {
+        if !self.is_caught_up(&key, now_ms) {
             self.reply(
                 kind,
                 handle,
@@ -172,9 +184,11 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
             deadline_ms: now_ms + timeout,
             stage: ChangeStage::AwaitingApiVersions {
                 voter,
-                attempt: ApiVersionsAttempt::InFlight {
-                    request,
+                attempt: ApiVersionsAttempt {
+                    request: Some(request),
+                    retry_at_ms: now_ms,
                     backoff_ms,
+                    failed_at_ms: None,
                 },
             },
         });
@@ -214,23 +228,47 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
         else {
             return;
         };
-        let ChangeStage::AwaitingApiVersions {
-            voter,
-            attempt: ApiVersionsAttempt::RetryAt { at_ms, backoff_ms },
-        } = pending.stage
-        else {
+        let ChangeStage::AwaitingApiVersions { voter, attempt } = pending.stage else {
             return;
         };
-        if now_ms < at_ms || now_ms >= pending.deadline_ms {
+        if attempt.request.is_some()
+            || now_ms < attempt.retry_at_ms
+            || now_ms >= pending.deadline_ms
+        {
             return;
         }
         let request = self.send_api_versions(&voter);
         self.pending(PendingChange {
             stage: ChangeStage::AwaitingApiVersions {
                 voter,
-                attempt: ApiVersionsAttempt::InFlight {
-                    request,
-                    backoff_ms,
+                attempt: ApiVersionsAttempt {
+                    request: Some(request),
+                    ..attempt
+                },
+            },
+            ..pending
+        });
+    }
+
+    /// Schedules the next ApiVersions of `pending` after `attempt`'s
+    /// backoff, which doubles up to [`API_VERSIONS_BACKOFF_MAX_MS`];
+    /// `failed_at_ms` is the failure's time (`None`: keep the last one).
+    fn retry_later(
+        &mut self,
+        pending: PendingChange,
+        voter: Voter,
+        attempt: ApiVersionsAttempt,
+        failed_at_ms: Option<u64>,
+        now_ms: u64,
+    ) {
+        self.pending(PendingChange {
+            stage: ChangeStage::AwaitingApiVersions {
+                voter,
+                attempt: ApiVersionsAttempt {
+                    request: None,
+                    retry_at_ms: now_ms + attempt.backoff_ms,
+                    backoff_ms: (attempt.backoff_ms * 2).clamp(1, API_VERSIONS_BACKOFF_MAX_MS),
+                    failed_at_ms: failed_at_ms.or(attempt.failed_at_ms),
                 },
             },
             ..pending
@@ -238,10 +276,12 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
     }
 
     /// The new voter's ApiVersions (`None`: the request failed): it must
-    /// support the current kraft.version; then the `Voters` record is
-    /// appended. A failed request is sent again after a backoff (doubling
-    /// from `controller.quorum.retry.backoff.ms` up to
-    /// [`API_VERSIONS_BACKOFF_MAX_MS`]) while the change's deadline allows;
+    /// support the current kraft.version and its key must be caught up;
+    /// then the `Voters` record is appended. A failed request is sent again
+    /// after a backoff (doubling from `controller.quorum.retry.backoff.ms`
+    /// up to [`API_VERSIONS_BACKOFF_MAX_MS`]) while the change's deadline
+    /// allows, and so is an answer after a failure while the key has not
+    /// fetched to the log end since ([`ApiVersionsAttempt::failed_at_ms`]);
     /// an answer with an error code ends the change (Kafka's
     /// `AddVoterHandler.handleApiVersionsResponse`).
     pub(crate) fn api_versions_answer(
@@ -256,40 +296,32 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
         let Some(pending) = leader.pending_change.clone() else {
             return Ok(());
         };
-        let ChangeStage::AwaitingApiVersions {
-            mut voter,
-            attempt:
-                ApiVersionsAttempt::InFlight {
-                    request,
-                    backoff_ms,
-                },
-        } = pending.stage
-        else {
+        let ChangeStage::AwaitingApiVersions { mut voter, attempt } = pending.stage.clone() else {
             return Ok(());
         };
-        if request != id {
+        if attempt.request != Some(id) {
             return Ok(());
         }
         let Some(r) = r else {
-            let at_ms = now_ms + backoff_ms;
             tracing::info!(
                 node = self.core.local.id,
                 voter = voter.key.id,
-                retry_in_ms = backoff_ms,
+                retry_in_ms = attempt.backoff_ms,
                 "the new voter did not answer ApiVersions; asking again"
             );
-            if let Some(leader) = self.leader.as_deref_mut() {
-                leader.pending_change = Some(PendingChange {
-                    stage: ChangeStage::AwaitingApiVersions {
-                        voter,
-                        attempt: ApiVersionsAttempt::RetryAt {
-                            at_ms,
-                            backoff_ms: (backoff_ms * 2).clamp(1, API_VERSIONS_BACKOFF_MAX_MS),
-                        },
-                    },
-                    ..pending
-                });
-            }
+            self.retry_later(pending, voter, attempt, Some(now_ms), now_ms);
+            return Ok(());
+        };
+        if let Some(failed_at) = attempt.failed_at_ms
+            && r.error_code == 0
+            && !self.caught_up_since(&voter.key, failed_at)
+        {
+            // Answered, but maybe by another incarnation of the id: ask
+            // again until the key itself shows it is alive.
+            self.retry_later(pending, voter, attempt, None, now_ms);
+            return Ok(());
+        }
+        let Some(leader) = self.leader.as_deref_mut() else {
             return Ok(());
         };
         leader.pending_change = None;
@@ -322,6 +354,19 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
             );
             return Ok(());
         };
+        // Asked again, as Kafka's AddVoterHandler does once the answer is
+        // in: the ApiVersions may have taken retries, and the node that
+        // answered may be a new incarnation of the id (a wiped volume, a
+        // new directory id) while the key being added is the old one.
+        if !self.is_caught_up(&voter.key, now_ms) {
+            self.reply(
+                pending.kind,
+                pending.handle,
+                Some(ResponseError::RequestTimedOut),
+                Some("the new voter is no longer a caught-up observer of the leader; retry"),
+            );
+            return Ok(());
+        }
         voter.kraft_version = range;
         let next = self.core.voters().with_added(voter);
         if let Some(offset) = self.append_voters(next, now_ms)? {

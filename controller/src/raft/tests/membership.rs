@@ -143,9 +143,51 @@ fn a_new_voter_whose_first_api_versions_fails_is_asked_again_and_added() {
     let (second, at) = second.expect("a second ApiVersions within the backoff");
     assert_eq!(at, 2_050);
     assert_ne!(second, first);
+    // The key fetched to the log end since the failure: it is alive.
+    e.handle(fetch_from(4, 1, 3, 1), 2_055).expect("fetch");
     let commands = e.handle(api_versions(second, 0, 1), 2_060).expect("answer");
     assert!(render(&commands).is_empty(), "{commands:?}");
     assert_eq!(e.voters().len(), 4, "appended");
+}
+
+#[test]
+fn an_answer_after_a_failure_adds_the_voter_only_once_its_key_fetched_again() {
+    // After a failure, the node answering ApiVersions may be a new
+    // incarnation of the id (a wiped volume, another directory id) while
+    // the key being added is the old one: only a fetch under that key since
+    // the failure shows it is alive.
+    let mut e = kip853_leader();
+    e.handle(fetch_from(4, 1, 3, 1), 2_010).expect("fetch");
+    let commands = e.handle(admin(add_voter(4)), 2_020).expect("add");
+    e.handle(failed(api_versions_sent(&commands)), 2_030)
+        .expect("failed");
+    let (_, second) = next_api_versions(&mut e, 2_050);
+    let (second, _) = second.expect("a second ApiVersions");
+    let commands = e.handle(api_versions(second, 0, 1), 2_060).expect("answer");
+    assert!(render(&commands).is_empty(), "{commands:?}");
+    assert_eq!(e.voters().len(), 3, "not on the answer alone");
+    e.handle(fetch_from(4, 1, 3, 1), 2_070).expect("fetch");
+    let (_, third) = next_api_versions(&mut e, 2_200);
+    let (third, _) = third.expect("a third ApiVersions");
+    let commands = e.handle(api_versions(third, 0, 1), 2_210).expect("answer");
+    assert!(render(&commands).is_empty(), "{commands:?}");
+    assert_eq!(e.voters().len(), 4, "appended");
+}
+
+#[test]
+fn a_new_voter_no_longer_caught_up_when_its_api_versions_answers_is_not_added() {
+    // Kafka's AddVoterHandler checks the key is caught up again once the
+    // answer is in.
+    let mut e = kip853_leader();
+    e.handle(fetch_from(4, 1, 3, 1), 2_010).expect("fetch");
+    let commands = e.handle(admin(add_voter(4)), 2_020).expect("add");
+    let request = api_versions_sent(&commands);
+    // Node 4 (that key) last fetched at 2010: more than the fetch timeout ago.
+    let commands = e
+        .handle(api_versions(request, 0, 1), 4_030)
+        .expect("answer");
+    assert_eq!(render(&commands), ["reply add_raft_voter error=7"]);
+    assert_eq!(e.voters().len(), 3);
 }
 
 #[test]
