@@ -63,11 +63,16 @@ pub(crate) struct ApiVersionsAttempt {
     pub(crate) retry_at_ms: u64,
     /// The wait before the next request should this one fail, ms.
     pub(crate) backoff_ms: u64,
-    /// When an attempt last failed, ms. The node that answers after a
-    /// failure may be a new incarnation of the id (a wiped volume, another
-    /// directory id): from then on only a fetch under the voter's key that
-    /// reached the log end after this time shows the key is alive.
-    pub(crate) failed_at_ms: Option<u64>,
+    /// When the request in flight (or the last one) was sent, ms.
+    pub(crate) sent_at_ms: u64,
+    /// When the first request answered since the last failure was sent, ms.
+    /// The node that answers may be a new incarnation of the id (a wiped
+    /// volume, another directory id) while the key being added is the old
+    /// one: only a fetch under the voter's key that reached the log end at
+    /// or after this time shows the key itself is alive. A fixed point, so
+    /// that a replica fetching once a second is not missed by requests
+    /// answered just before each of its fetches.
+    pub(crate) answered_since_ms: Option<u64>,
 }
 
 /// Longest wait between two ApiVersions to a voter being added, ms (Kafka's

@@ -188,7 +188,8 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
                     request: Some(request),
                     retry_at_ms: now_ms,
                     backoff_ms,
-                    failed_at_ms: None,
+                    sent_at_ms: now_ms,
+                    answered_since_ms: None,
                 },
             },
         });
@@ -243,6 +244,7 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
                 voter,
                 attempt: ApiVersionsAttempt {
                     request: Some(request),
+                    sent_at_ms: now_ms,
                     ..attempt
                 },
             },
@@ -251,14 +253,12 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
     }
 
     /// Schedules the next ApiVersions of `pending` after `attempt`'s
-    /// backoff, which doubles up to [`API_VERSIONS_BACKOFF_MAX_MS`];
-    /// `failed_at_ms` is the failure's time (`None`: keep the last one).
+    /// backoff, which doubles up to [`API_VERSIONS_BACKOFF_MAX_MS`].
     fn retry_later(
         &mut self,
         pending: PendingChange,
         voter: Voter,
         attempt: ApiVersionsAttempt,
-        failed_at_ms: Option<u64>,
         now_ms: u64,
     ) {
         self.pending(PendingChange {
@@ -268,7 +268,7 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
                     request: None,
                     retry_at_ms: now_ms + attempt.backoff_ms,
                     backoff_ms: (attempt.backoff_ms * 2).clamp(1, API_VERSIONS_BACKOFF_MAX_MS),
-                    failed_at_ms: failed_at_ms.or(attempt.failed_at_ms),
+                    ..attempt
                 },
             },
             ..pending
@@ -280,8 +280,9 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
     /// then the `Voters` record is appended. A failed request is sent again
     /// after a backoff (doubling from `controller.quorum.retry.backoff.ms`
     /// up to [`API_VERSIONS_BACKOFF_MAX_MS`]) while the change's deadline
-    /// allows, and so is an answer after a failure while the key has not
-    /// fetched to the log end since ([`ApiVersionsAttempt::failed_at_ms`]);
+    /// allows, and so is it after an answer while the key has not fetched
+    /// to the log end since the first answered request was sent
+    /// ([`ApiVersionsAttempt::answered_since_ms`]);
     /// an answer with an error code ends the change (Kafka's
     /// `AddVoterHandler.handleApiVersionsResponse`).
     pub(crate) fn api_versions_answer(
@@ -309,18 +310,13 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
                 retry_in_ms = attempt.backoff_ms,
                 "the new voter did not answer ApiVersions; asking again"
             );
-            self.retry_later(pending, voter, attempt, Some(now_ms), now_ms);
+            let attempt = ApiVersionsAttempt {
+                answered_since_ms: None,
+                ..attempt
+            };
+            self.retry_later(pending, voter, attempt, now_ms);
             return Ok(());
         };
-        if let Some(failed_at) = attempt.failed_at_ms
-            && r.error_code == 0
-            && !self.caught_up_since(&voter.key, failed_at)
-        {
-            // Answered, but maybe by another incarnation of the id: ask
-            // again until the key itself shows it is alive.
-            self.retry_later(pending, voter, attempt, None, now_ms);
-            return Ok(());
-        }
         let Some(leader) = self.leader.as_deref_mut() else {
             return Ok(());
         };
@@ -354,17 +350,20 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
             );
             return Ok(());
         };
-        // Asked again, as Kafka's AddVoterHandler does once the answer is
-        // in: the ApiVersions may have taken retries, and the node that
-        // answered may be a new incarnation of the id (a wiped volume, a
-        // new directory id) while the key being added is the old one.
-        if !self.is_caught_up(&voter.key, now_ms) {
-            self.reply(
-                pending.kind,
-                pending.handle,
-                Some(ResponseError::RequestTimedOut),
-                Some("the new voter is no longer a caught-up observer of the leader; retry"),
-            );
+        // Kafka's AddVoterHandler checks the key is caught up once the
+        // answer is in. Stricter here: caught up since the first answered
+        // request (since the last failure) was sent, else asked again. The
+        // node that answered may be a new incarnation of the id (a wiped
+        // volume, another directory id) while the key being added is the
+        // old one, and retries widen that window from one round trip to the
+        // request's timeout.
+        let since_ms = attempt.answered_since_ms.unwrap_or(attempt.sent_at_ms);
+        if !self.caught_up_since(&voter.key, since_ms) {
+            let attempt = ApiVersionsAttempt {
+                answered_since_ms: Some(since_ms),
+                ..attempt
+            };
+            self.retry_later(pending, voter, attempt, now_ms);
             return Ok(());
         }
         voter.kraft_version = range;
