@@ -17,7 +17,9 @@ use std::{
 };
 
 use kraft_controller::admin::{QuorumInfo, kafka_uuid_string};
-use support::{Mode, Quorum, QuorumBuilder, kafka_defaults, median, wait_for};
+use support::{
+    Mode, Quorum, QuorumBuilder, forwarder::Forwarder, kafka_defaults, median, wait_for,
+};
 
 /// Long enough for an election on a loaded 2-core machine (start-up, the
 /// bootstrap's fetch timeout, pre-vote and vote, a split vote or two).
@@ -317,4 +319,59 @@ fn voters_are_refused_with_a_wrong_directory_id_added_only_once_caught_up_and_re
     assert_voters(&quorum, &ids, &voters);
     quorum.wait_for_follower(replaced, leader, CATCH_UP);
     wait_commits(&quorum, &ids);
+}
+
+#[test]
+fn a_removed_voter_re_created_under_the_same_name_is_added_again_at_once() {
+    // Issue 27: the pod of a removed voter is deleted (its peers hear no
+    // FIN: its address is simply gone) and re-created under the same name
+    // on its kept volume. The leader's connection to the old pod still looks
+    // open; AddRaftVoter must reach the new one within its timeout, not fail
+    // with REQUEST_TIMED_OUT on the first lost ApiVersions.
+    let mut quorum = QuorumBuilder::new(3, Mode::Dynamic).format();
+    quorum.start_all();
+    let ids = quorum.ids();
+    let (leader, _) = quorum.wait_for_leader(&ids, ELECTION);
+    let id = quorum.add_observer();
+    // The name the voter is known by leads through the forwarder.
+    let forwarder = Forwarder::start(quorum.node(id).port);
+    let config = quorum.node(id).config.clone();
+    let mut text = std::fs::read_to_string(&config).expect("read server.properties");
+    text.push_str(&format!(
+        "advertised.listeners=CONTROLLER://127.0.0.1:{}\n",
+        forwarder.port
+    ));
+    std::fs::write(&config, text).expect("write server.properties");
+    quorum.start(id);
+    wait_caught_up_observer(&quorum, &ids, id);
+    add_voter(&quorum, leader, id);
+    // The leader's connection to the voter, through the forwarder, is in use.
+    let all: Vec<i32> = ids.iter().copied().chain([id]).collect();
+    quorum.wait_for_follower(id, leader, CATCH_UP);
+    wait_commits(&quorum, &all);
+
+    let out = remove_voter(&quorum, leader, id, &quorum.node(id).directory_id);
+    assert_eq!(out.code, 0, "remove-voter {id}: {out}");
+    wait_commits(&quorum, &ids);
+    // The pod goes without a word to its peers, and comes back.
+    forwarder.vanish();
+    quorum.kill(id);
+    quorum.start(id);
+    wait_caught_up_observer(&quorum, &ids, id);
+
+    let started = Instant::now();
+    let out = quorum.quorum_cli(
+        leader,
+        &["add-voter", "--config", &config.display().to_string()],
+    );
+    let took = started.elapsed();
+    assert_eq!(out.code, 0, "add-voter of re-created node {id}: {out}");
+    // A few request timeouts at most (2 s each), not the change's 30 s.
+    assert!(took < Duration::from_secs(10), "add-voter took {took:?}");
+    let mut expected: BTreeSet<(i32, String)> = ids.iter().map(|i| key(&quorum, *i)).collect();
+    expected.insert(key(&quorum, id));
+    let info = wait_for(ELECTION, "a DescribeQuorum answer", || {
+        describe(&quorum, &ids)
+    });
+    assert_eq!(voter_keys(&info), expected, "voters: {info:?}");
 }

@@ -166,7 +166,7 @@ impl LeaderState {
             .min(
                 self.pending_change
                     .as_ref()
-                    .map_or(u64::MAX, |p| p.deadline_ms),
+                    .map_or(u64::MAX, PendingChange::wake_ms),
             )
             .min(self.flush_due_ms.unwrap_or(u64::MAX))
             .min(parked)
@@ -230,6 +230,14 @@ impl LeaderState {
                 && p.last_caught_up_ms
                     .is_some_and(|t| now_ms.saturating_sub(t) <= window_ms)
         })
+    }
+
+    /// Whether `key` (id and directory id) reached the log end at or after
+    /// `since_ms`.
+    pub(crate) fn caught_up_since(&self, key: &ReplicaKey, since_ms: u64) -> bool {
+        self.replicas
+            .get(&key.id)
+            .is_some_and(|p| p.key == *key && p.last_caught_up_ms.is_some_and(|t| t >= since_ms))
     }
 
     /// Appends the LeaderChange batch, asks for its flush and announces the
@@ -650,13 +658,21 @@ impl LeaderState {
                 reply_voter_change(out, &view, p.kind, p.handle, None, None);
             } else if now_ms >= p.deadline_ms {
                 self.pending_change = None;
+                let text = match p.stage {
+                    ChangeStage::AwaitingApiVersions { .. } => {
+                        "the new voter did not answer ApiVersions as a caught-up observer before the request's timeout; retry"
+                    }
+                    ChangeStage::AwaitingCommit { .. } => {
+                        "the voter change did not commit in time; it may still commit"
+                    }
+                };
                 reply_voter_change(
                     out,
                     &view,
                     p.kind,
                     p.handle,
                     Some(ResponseError::RequestTimedOut),
-                    Some("the voter change did not commit in time; it may still commit"),
+                    Some(text),
                 );
             }
         }

@@ -41,10 +41,43 @@ pub(crate) enum ChangeKind {
 #[derive(Debug, Clone)]
 pub(crate) enum ChangeStage {
     /// AddRaftVoter: waiting for the new voter's ApiVersions.
-    AwaitingApiVersions { request: RequestId, voter: Voter },
+    AwaitingApiVersions {
+        voter: Voter,
+        attempt: ApiVersionsAttempt,
+    },
     /// The `Voters` record at `offset` must commit.
     AwaitingCommit { offset: i64 },
 }
+
+/// Where the ApiVersions of a voter being added stands. A request that
+/// fails (no connection yet, a connection to the pod that was there before,
+/// a timeout) is sent again after a backoff, until the AddRaftVoter's own
+/// deadline: a re-created pod is reached as soon as it answers, instead of
+/// the whole change failing on one lost request (Kafka's `AddVoterHandler`
+/// waits for the answer within the request's timeout).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ApiVersionsAttempt {
+    /// The request in flight; `None` while waiting for `retry_at_ms`.
+    pub(crate) request: Option<RequestId>,
+    /// When the next request goes out while none is in flight, ms.
+    pub(crate) retry_at_ms: u64,
+    /// The wait before the next request should this one fail, ms.
+    pub(crate) backoff_ms: u64,
+    /// When the request in flight (or the last one) was sent, ms.
+    pub(crate) sent_at_ms: u64,
+    /// When the first request answered since the last failure was sent, ms.
+    /// The node that answers may be a new incarnation of the id (a wiped
+    /// volume, another directory id) while the key being added is the old
+    /// one: only a fetch under the voter's key that reached the log end at
+    /// or after this time shows the key itself is alive. A fixed point, so
+    /// that a replica fetching once a second is not missed by requests
+    /// answered just before each of its fetches.
+    pub(crate) answered_since_ms: Option<u64>,
+}
+
+/// Longest wait between two ApiVersions to a voter being added, ms (Kafka's
+/// `reconnect.backoff.max.ms` default, the cap of a peer's reconnect backoff).
+pub(crate) const API_VERSIONS_BACKOFF_MAX_MS: u64 = 1_000;
 
 /// The one voter change a leader has in flight.
 #[derive(Debug, Clone)]
@@ -53,6 +86,25 @@ pub(crate) struct PendingChange {
     pub(crate) handle: ReplyHandle,
     pub(crate) deadline_ms: u64,
     pub(crate) stage: ChangeStage,
+}
+
+impl PendingChange {
+    /// When the leader must look at this change again: its deadline, or
+    /// the next ApiVersions if one is due earlier (ms).
+    pub(crate) fn wake_ms(&self) -> u64 {
+        match self.stage {
+            ChangeStage::AwaitingApiVersions {
+                attempt:
+                    ApiVersionsAttempt {
+                        request: None,
+                        retry_at_ms,
+                        ..
+                    },
+                ..
+            } => retry_at_ms.min(self.deadline_ms),
+            _ => self.deadline_ms,
+        }
+    }
 }
 
 /// Answers voter change `kind` on `handle` with `error` (none: success) and

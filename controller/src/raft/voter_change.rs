@@ -20,7 +20,8 @@ use super::{
     core::{Core, EpochView},
     leader::LeaderState,
     membership::{
-        ChangeKind, ChangeStage, KRAFT_VERSION_FEATURE, PendingChange, reply_voter_change,
+        API_VERSIONS_BACKOFF_MAX_MS, ApiVersionsAttempt, ChangeKind, ChangeStage,
+        KRAFT_VERSION_FEATURE, PendingChange, reply_voter_change,
     },
     output::{Output, RequestKind},
     voters::{Endpoint, ReplicaKey, Voter},
@@ -84,6 +85,23 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
         None
     }
 
+    /// Whether `key` (id and directory id) reached the leader's log end
+    /// within `controller.quorum.fetch.timeout.ms` (Kafka's
+    /// `LeaderState.isReplicaCaughtUp`).
+    fn is_caught_up(&self, key: &ReplicaKey, now_ms: u64) -> bool {
+        let window = self.core.config.fetch_timeout_ms;
+        self.leader
+            .as_deref()
+            .is_some_and(|l| l.is_caught_up(key, now_ms, window))
+    }
+
+    /// Whether `key` reached the leader's log end at or after `since_ms`.
+    fn caught_up_since(&self, key: &ReplicaKey, since_ms: u64) -> bool {
+        self.leader
+            .as_deref()
+            .is_some_and(|l| l.caught_up_since(key, since_ms))
+    }
+
     /// Sets the leader's pending change.
     fn pending(&mut self, change: PendingChange) {
         if let Some(leader) = self.leader.as_deref_mut() {
@@ -136,12 +154,7 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
             self.reply(kind, handle, Some(ResponseError::DuplicateVoter), None);
             return Ok(());
         }
-        let window = self.core.config.fetch_timeout_ms;
-        let caught_up = self
-            .leader
-            .as_deref()
-            .is_some_and(|l| l.is_caught_up(&key, now_ms, window));
-        if !caught_up {
+        if !self.is_caught_up(&key, now_ms) {
             self.reply(
                 kind,
                 handle,
@@ -150,21 +163,47 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
             );
             return Ok(());
         }
-        let endpoints: Vec<Endpoint> = r
-            .listeners
-            .iter()
-            .map(|l| Endpoint::new(l.name.as_str(), l.host.as_str(), l.port))
-            .collect();
         let voter = Voter {
             key,
-            endpoints: endpoints.clone(),
+            endpoints: r
+                .listeners
+                .iter()
+                .map(|l| Endpoint::new(l.name.as_str(), l.host.as_str(), l.port))
+                .collect(),
             kraft_version: (0, 0),
         };
+        let request = self.send_api_versions(&voter);
+        let timeout = u64::try_from(r.timeout_ms)
+            .ok()
+            .filter(|t| *t > 0)
+            .unwrap_or(self.core.config.request_timeout_ms);
+        let backoff_ms = self.core.config.retry_backoff_ms;
+        self.pending(PendingChange {
+            kind,
+            handle,
+            deadline_ms: now_ms + timeout,
+            stage: ChangeStage::AwaitingApiVersions {
+                voter,
+                attempt: ApiVersionsAttempt {
+                    request: Some(request),
+                    retry_at_ms: now_ms,
+                    backoff_ms,
+                    sent_at_ms: now_ms,
+                    answered_since_ms: None,
+                },
+            },
+        });
+        Ok(())
+    }
+
+    /// Sends ApiVersions to `voter`'s first endpoint (the one AddRaftVoter
+    /// named: the runtime dials that name afresh on every new connection).
+    fn send_api_versions(&mut self, voter: &Voter) -> RequestId {
         let destination = Destination {
-            node_id: key.id,
-            endpoint: endpoints.first().cloned(),
+            node_id: voter.key.id,
+            endpoint: voter.endpoints.first().cloned(),
         };
-        let request = self.core.send_to(
+        self.core.send_to(
             self.out,
             destination,
             RequestKind::ApiVersions,
@@ -176,23 +215,76 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
                         "CARGO_PKG_VERSION"
                     ))),
             ),
-        );
-        let timeout = u64::try_from(r.timeout_ms)
-            .ok()
-            .filter(|t| *t > 0)
-            .unwrap_or(self.core.config.request_timeout_ms);
+        )
+    }
+
+    /// Sends the next ApiVersions of the voter being added once its retry
+    /// is due (see [`ApiVersionsAttempt`]); the change's deadline is
+    /// answered by the leader's own poll.
+    pub(crate) fn poll(mut self, now_ms: u64) {
+        let Some(pending) = self
+            .leader
+            .as_deref()
+            .and_then(|l| l.pending_change.clone())
+        else {
+            return;
+        };
+        let ChangeStage::AwaitingApiVersions { voter, attempt } = pending.stage else {
+            return;
+        };
+        if attempt.request.is_some()
+            || now_ms < attempt.retry_at_ms
+            || now_ms >= pending.deadline_ms
+        {
+            return;
+        }
+        let request = self.send_api_versions(&voter);
         self.pending(PendingChange {
-            kind,
-            handle,
-            deadline_ms: now_ms + timeout,
-            stage: ChangeStage::AwaitingApiVersions { request, voter },
+            stage: ChangeStage::AwaitingApiVersions {
+                voter,
+                attempt: ApiVersionsAttempt {
+                    request: Some(request),
+                    sent_at_ms: now_ms,
+                    ..attempt
+                },
+            },
+            ..pending
         });
-        Ok(())
+    }
+
+    /// Schedules the next ApiVersions of `pending` after `attempt`'s
+    /// backoff, which doubles up to [`API_VERSIONS_BACKOFF_MAX_MS`].
+    fn retry_later(
+        &mut self,
+        pending: PendingChange,
+        voter: Voter,
+        attempt: ApiVersionsAttempt,
+        now_ms: u64,
+    ) {
+        self.pending(PendingChange {
+            stage: ChangeStage::AwaitingApiVersions {
+                voter,
+                attempt: ApiVersionsAttempt {
+                    request: None,
+                    retry_at_ms: now_ms + attempt.backoff_ms,
+                    backoff_ms: (attempt.backoff_ms * 2).clamp(1, API_VERSIONS_BACKOFF_MAX_MS),
+                    ..attempt
+                },
+            },
+            ..pending
+        });
     }
 
     /// The new voter's ApiVersions (`None`: the request failed): it must
-    /// support the current kraft.version; then the `Voters` record is
-    /// appended.
+    /// support the current kraft.version and its key must be caught up;
+    /// then the `Voters` record is appended. A failed request is sent again
+    /// after a backoff (doubling from `controller.quorum.retry.backoff.ms`
+    /// up to [`API_VERSIONS_BACKOFF_MAX_MS`]) while the change's deadline
+    /// allows, and so is it after an answer while the key has not fetched
+    /// to the log end since the first answered request was sent
+    /// ([`ApiVersionsAttempt::answered_since_ms`]);
+    /// an answer with an error code ends the change (Kafka's
+    /// `AddVoterHandler.handleApiVersionsResponse`).
     pub(crate) fn api_versions_answer(
         mut self,
         id: RequestId,
@@ -205,22 +297,43 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
         let Some(pending) = leader.pending_change.clone() else {
             return Ok(());
         };
-        let ChangeStage::AwaitingApiVersions { request, mut voter } = pending.stage else {
+        let ChangeStage::AwaitingApiVersions { mut voter, attempt } = pending.stage.clone() else {
             return Ok(());
         };
-        if request != id {
+        if attempt.request != Some(id) {
             return Ok(());
         }
+        let Some(r) = r else {
+            tracing::info!(
+                node = self.core.local.id,
+                voter = voter.key.id,
+                retry_in_ms = attempt.backoff_ms,
+                "the new voter did not answer ApiVersions; asking again"
+            );
+            let attempt = ApiVersionsAttempt {
+                answered_since_ms: None,
+                ..attempt
+            };
+            self.retry_later(pending, voter, attempt, now_ms);
+            return Ok(());
+        };
+        let Some(leader) = self.leader.as_deref_mut() else {
+            return Ok(());
+        };
         leader.pending_change = None;
-        let Some(r) = r.filter(|r| r.error_code == 0) else {
+        if r.error_code != 0 {
+            let text = format!(
+                "the new voter answered ApiVersions with error code {}; retry",
+                r.error_code
+            );
             self.reply(
                 pending.kind,
                 pending.handle,
                 Some(ResponseError::RequestTimedOut),
-                Some("the new voter did not answer ApiVersions; retry"),
+                Some(&text),
             );
             return Ok(());
-        };
+        }
         let kraft_version = self.core.kraft_version;
         let range = r
             .supported_features
@@ -237,6 +350,22 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
             );
             return Ok(());
         };
+        // Kafka's AddVoterHandler checks the key is caught up once the
+        // answer is in. Stricter here: caught up since the first answered
+        // request (since the last failure) was sent, else asked again. The
+        // node that answered may be a new incarnation of the id (a wiped
+        // volume, another directory id) while the key being added is the
+        // old one, and retries widen that window from one round trip to the
+        // request's timeout.
+        let since_ms = attempt.answered_since_ms.unwrap_or(attempt.sent_at_ms);
+        if !self.caught_up_since(&voter.key, since_ms) {
+            let attempt = ApiVersionsAttempt {
+                answered_since_ms: Some(since_ms),
+                ..attempt
+            };
+            self.retry_later(pending, voter, attempt, now_ms);
+            return Ok(());
+        }
         voter.kraft_version = range;
         let next = self.core.voters().with_added(voter);
         if let Some(offset) = self.append_voters(next, now_ms)? {

@@ -512,7 +512,10 @@ struct Peer {
 /// [`PeerManager::send`] returns at once; the answer arrives later on the
 /// channel given to [`PeerManager::new`] as a [`PeerResponse`] carrying the
 /// caller's tag. A peer is dialled on first use; when its connection closes
-/// the next request dials again. A failed dial fails that request at once
+/// (or a request on it times out, which closes it) the next request dials
+/// again, resolving the host name afresh: no resolved address is kept, so a
+/// pod re-created under the same name with a new IP is reached on the first
+/// new connection. A failed dial fails that request at once
 /// and starts a backoff (`retry_backoff`, doubling up to
 /// `reconnect_backoff_max`) during which requests to the peer fail with
 /// [`ClientError::Backoff`] without touching the network, as Kafka's

@@ -38,6 +38,7 @@ mod builder;
 mod wait;
 pub use builder::QuorumBuilder;
 pub use wait::{POLL, wait_for};
+pub mod forwarder;
 pub mod kafka_broker;
 pub mod pki;
 

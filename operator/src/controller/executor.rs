@@ -17,7 +17,7 @@ use kube::runtime::events::EventType;
 use uuid::Uuid;
 
 use super::{
-    BUSY_REQUEUE, Context, Error, SINGLE_VOTER_RESTART, STEADY_REQUEUE, apply,
+    BUSY_REQUEUE, Context, Error, RETRIABLE_REQUEUE, SINGLE_VOTER_RESTART, STEADY_REQUEUE, apply,
     events::{self, EventSpec},
     status::Outcome,
 };
@@ -313,24 +313,39 @@ fn voter_change(
             ),
             ..conclusion(progressing(reason, done), Duration::ZERO)
         },
-        // REQUEST_TIMED_OUT and friends: try again later, not an error. The
-        // record stays until the voter set shows the change or it times out.
+        // REQUEST_TIMED_OUT and friends: try again, not an error. When the
+        // leader answered, it holds no change from this request (one it
+        // appended but could not commit in time is in the voter set it
+        // describes, so it is not planned again): the record goes and the
+        // next pass, RETRIABLE_REQUEUE from now, plans afresh (issue 27).
+        // When no answer came, the leader may still be carrying the change
+        // out: the record stays until the voter set shows it or it times
+        // out (planner::PENDING_TIMEOUT_MS). Either way the leader itself
+        // refuses a second concurrent change (KIP-853).
         Err(
             e @ (QuorumError::Retriable { .. }
-            | QuorumError::Unreachable { .. }
-            | QuorumError::NotLeader { .. }),
-        ) => Conclusion {
-            event: Some(EventSpec::new(
-                EventType::Normal,
-                "VoterChangeRetrying",
-                "ChangeVoters",
-                e.to_string(),
-            )),
-            ..conclusion(
-                progressing(WaitReason::ChangeInFlight.as_str(), e.to_string()),
-                BUSY_REQUEUE,
-            )
-        },
+            | QuorumError::NotLeader { .. }
+            | QuorumError::Unreachable { .. }),
+        ) => {
+            let (pending, requeue) = if matches!(e, QuorumError::Unreachable { .. }) {
+                (PendingUpdate::Keep, BUSY_REQUEUE)
+            } else {
+                (PendingUpdate::Clear, RETRIABLE_REQUEUE)
+            };
+            Conclusion {
+                pending,
+                event: Some(EventSpec::new(
+                    EventType::Normal,
+                    "VoterChangeRetrying",
+                    "ChangeVoters",
+                    e.to_string(),
+                )),
+                ..conclusion(
+                    progressing(WaitReason::ChangeInFlight.as_str(), e.to_string()),
+                    requeue,
+                )
+            }
+        }
         Err(e @ QuorumError::Rejected { .. }) => Conclusion {
             pending: PendingUpdate::Clear,
             event: Some(EventSpec::new(

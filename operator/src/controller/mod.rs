@@ -75,6 +75,12 @@ use status::Outcome;
 pub const STEADY_REQUEUE: Duration = Duration::from_secs(30);
 /// Requeue while work is in progress (waiting for pods, observers, changes).
 pub const BUSY_REQUEUE: Duration = Duration::from_secs(5);
+/// Requeue after the leader answered a voter change with a retriable error
+/// (REQUEST_TIMED_OUT: the new voter not caught up or not answering
+/// ApiVersions yet, another change in flight; NOT_LEADER_OR_FOLLOWER): the
+/// change is planned afresh this soon, so a change the leader could not make
+/// yet waits seconds, not the minutes of `planner::PENDING_TIMEOUT_MS`.
+pub const RETRIABLE_REQUEUE: Duration = Duration::from_secs(2);
 /// First and largest delay of the error backoff.
 pub const BACKOFF_MIN: Duration = Duration::from_secs(5);
 /// Largest error backoff.

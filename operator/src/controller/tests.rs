@@ -475,7 +475,9 @@ async fn scaling_three_to_four_adds_the_new_pod_once_it_is_a_caught_up_observer(
 }
 
 #[tokio::test]
-async fn an_add_that_times_out_stays_recorded_and_is_retried_later() {
+async fn an_add_the_leader_answers_retriable_is_planned_again_within_seconds() {
+    // Issue 27: the record of a change the leader refused with "retry" used
+    // to stay for PENDING_TIMEOUT_MS (120 s), and the scale-up with it.
     let kq = kq_json(4, true, bootstrapped_status(3));
     let mut steps = children_steps(4, 4);
     steps.extend([
@@ -493,9 +495,16 @@ async fn an_add_that_times_out_stays_recorded_and_is_retried_later() {
         ..Arc::into_inner(fake(Some(quorum(3, 1)))).expect("sole owner")
     });
     let (result, seen) = pass(&kq, quorum, steps).await;
-    assert_eq!(result.expect("not an error"), Action::requeue(BUSY_REQUEUE));
+    assert_eq!(
+        result.expect("not an error"),
+        Action::requeue(RETRIABLE_REQUEUE)
+    );
     assert_eq!(seen[7].body["reason"], "VoterChangeRetrying");
-    assert_eq!(status_of(&seen[8])["pendingChange"]["nodeId"], 3);
+    assert_eq!(status_of(&seen[6])["pendingChange"]["nodeId"], 3);
+    assert!(
+        status_of(&seen[8]).get("pendingChange").is_none(),
+        "the next pass plans afresh"
+    );
     assert_eq!(
         condition(status_of(&seen[8]), "Progressing"),
         ("True", "ChangeInFlight")

@@ -11,7 +11,7 @@ use crate::{
     log::ReplicatedLog,
     raft::{
         Command, RaftRequest, RaftResponse, ReplyHandle, RequestFailure, RequestId, Result, Role,
-        core::error_code,
+        core::{EpochView, error_code},
         fetch::FetchHandler,
         fetch_snapshot::{self, FetchSnapshotHandler},
         output::{Inflight, RequestKind},
@@ -80,27 +80,9 @@ impl<L: ReplicatedLog> RaftEngine<L> {
                     .reply(handle, RaftResponse::DescribeQuorum(response));
                 Ok(())
             }
-            RaftRequest::AddRaftVoter(r) => VoterChangeHandler {
-                core: &mut self.core,
-                out: &mut self.out,
-                view: &view,
-                leader: self.state.leader(),
-            }
-            .add(handle, r, now_ms),
-            RaftRequest::RemoveRaftVoter(r) => VoterChangeHandler {
-                core: &mut self.core,
-                out: &mut self.out,
-                view: &view,
-                leader: self.state.leader(),
-            }
-            .remove(handle, r, now_ms),
-            RaftRequest::UpdateRaftVoter(r) => VoterChangeHandler {
-                core: &mut self.core,
-                out: &mut self.out,
-                view: &view,
-                leader: self.state.leader(),
-            }
-            .update(handle, r, now_ms),
+            RaftRequest::AddRaftVoter(r) => self.voter_changes(&view).add(handle, r, now_ms),
+            RaftRequest::RemoveRaftVoter(r) => self.voter_changes(&view).remove(handle, r, now_ms),
+            RaftRequest::UpdateRaftVoter(r) => self.voter_changes(&view).update(handle, r, now_ms),
             RaftRequest::ApiVersions(_) => {
                 // The runtime answers ApiVersions itself.
                 let code = error_code(ResponseError::UnsupportedVersion);
@@ -299,13 +281,17 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         now_ms: u64,
     ) -> Result<()> {
         let view = self.view();
+        self.voter_changes(&view).api_versions_answer(id, r, now_ms)
+    }
+
+    /// The voter-change handler over this engine, in the epoch of `view`.
+    fn voter_changes<'a>(&'a mut self, view: &'a EpochView) -> VoterChangeHandler<'a, L> {
         VoterChangeHandler {
             core: &mut self.core,
             out: &mut self.out,
-            view: &view,
+            view,
             leader: self.state.leader(),
         }
-        .api_versions_answer(id, r, now_ms)
     }
 
     pub(super) fn on_request_failed(
@@ -396,6 +382,11 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         }
         if self.shutdown_done {
             return Ok(());
+        }
+        if matches!(self.state, EpochState::Leader(_)) {
+            // A due ApiVersions retry of a voter being added (KIP-853).
+            let view = self.view();
+            self.voter_changes(&view).poll(now_ms);
         }
         let shutting_down = self.shutdown_deadline_ms.is_some();
         let (core, out) = (&mut self.core, &mut self.out);

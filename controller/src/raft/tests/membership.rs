@@ -37,6 +37,8 @@ fn add_raft_voter_asks_for_api_versions_appends_and_answers_once_committed() {
     let Command::Send { id, .. } = &commands[0] else {
         unreachable!("a send")
     };
+    // Its key fetches to the log end after the ApiVersions went out.
+    e.handle(fetch_from(4, 1, 3, 1), 2_025).expect("fetch");
     let commands = e
         .handle(api_versions(id.0, 0, 1), 2_030)
         .expect("api versions");
@@ -68,6 +70,166 @@ fn add_raft_voter_asks_for_api_versions_appends_and_answers_once_committed() {
         ]
     );
     assert!(!e.status().uncommitted_voter_change, "committed");
+}
+
+/// The id of the one ApiVersions among `commands`.
+fn api_versions_sent(commands: &[Command]) -> u64 {
+    let sends: Vec<u64> = commands
+        .iter()
+        .filter_map(|c| match c {
+            Command::Send {
+                id,
+                request: RaftRequest::ApiVersions(_),
+                ..
+            } => Some(id.0),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(sends.len(), 1, "one ApiVersions in {commands:?}");
+    sends[0]
+}
+
+fn failed(id: u64) -> Event {
+    Event::RequestFailed {
+        id: RequestId(id),
+        failure: crate::raft::RequestFailure::Disconnected,
+    }
+}
+
+/// Ticks the engine at each of its deadlines until it sends an ApiVersions
+/// (its id and the time) or the next deadline is past `until_ms`; returns
+/// everything it did on the way, rendered.
+fn next_api_versions(
+    e: &mut RaftEngine<MemoryLog>,
+    until_ms: u64,
+) -> (Vec<String>, Option<(u64, u64)>) {
+    let mut rendered = Vec::new();
+    loop {
+        let t = e.next_deadline_ms();
+        if t > until_ms {
+            return (rendered, None);
+        }
+        let commands = e.handle(Event::Tick, t).expect("tick");
+        rendered.extend(render(&commands));
+        let sent = commands.iter().find_map(|c| match c {
+            Command::Send {
+                id,
+                request: RaftRequest::ApiVersions(_),
+                ..
+            } => Some(id.0),
+            _ => None,
+        });
+        if let Some(id) = sent {
+            return (rendered, Some((id, t)));
+        }
+    }
+}
+
+#[test]
+fn a_new_voter_whose_first_api_versions_fails_is_asked_again_and_added() {
+    // A re-created pod: the first ApiVersions went down a connection to the
+    // pod that was there before. Kafka's AddVoterHandler waits for the
+    // answer within the request's timeout; one lost request must not fail
+    // the change.
+    let mut e = kip853_leader();
+    e.handle(fetch_from(4, 1, 3, 1), 2_010).expect("fetch");
+    let commands = e.handle(admin(add_voter(4)), 2_020).expect("add");
+    let first = api_versions_sent(&commands);
+    let commands = e.handle(failed(first), 2_030).expect("failed");
+    assert!(
+        render(&commands).is_empty(),
+        "not answered yet: {commands:?}"
+    );
+    // Asked again after controller.quorum.retry.backoff.ms (20 ms).
+    let (_, second) = next_api_versions(&mut e, 2_050);
+    let (second, at) = second.expect("a second ApiVersions within the backoff");
+    assert_eq!(at, 2_050);
+    assert_ne!(second, first);
+    // The key fetched to the log end since the failure: it is alive.
+    e.handle(fetch_from(4, 1, 3, 1), 2_055).expect("fetch");
+    let commands = e.handle(api_versions(second, 0, 1), 2_060).expect("answer");
+    assert!(render(&commands).is_empty(), "{commands:?}");
+    assert_eq!(e.voters().len(), 4, "appended");
+}
+
+#[test]
+fn a_new_voter_is_added_only_once_its_key_fetched_after_the_api_versions_went_out() {
+    // The node answering ApiVersions may be a new incarnation of the id (a
+    // wiped volume, another directory id) while the key being added is the
+    // old one: only a fetch under that key since the request went out shows
+    // the key is alive. Until then it is asked again.
+    let mut e = kip853_leader();
+    e.handle(fetch_from(4, 1, 3, 1), 2_010).expect("fetch");
+    let commands = e.handle(admin(add_voter(4)), 2_020).expect("add");
+    let first = api_versions_sent(&commands);
+    let commands = e.handle(api_versions(first, 0, 1), 2_030).expect("answer");
+    assert!(render(&commands).is_empty(), "{commands:?}");
+    assert_eq!(e.voters().len(), 3, "not on the answer alone");
+    let (_, second) = next_api_versions(&mut e, 2_100);
+    let (second, at) = second.expect("a second ApiVersions");
+    e.handle(fetch_from(4, 1, 3, 1), at + 5).expect("fetch");
+    let commands = e
+        .handle(api_versions(second, 0, 1), at + 10)
+        .expect("answer");
+    assert!(render(&commands).is_empty(), "{commands:?}");
+    assert_eq!(e.voters().len(), 4, "appended");
+}
+
+#[test]
+fn a_new_voter_whose_key_stops_fetching_times_out_though_it_answers_api_versions() {
+    let mut e = kip853_leader();
+    e.handle(fetch_from(4, 1, 3, 1), 2_010).expect("fetch");
+    let commands = e.handle(admin(add_voter(4)), 2_020).expect("add");
+    let mut request = api_versions_sent(&commands);
+    let mut now = 2_025;
+    let rendered = loop {
+        // Node 2 keeps fetching: check-quorum holds.
+        e.handle(fetch_from(2, 1, 3, 1), now).expect("fetch");
+        let commands = e.handle(api_versions(request, 0, 1), now).expect("answer");
+        assert!(render(&commands).is_empty(), "{commands:?}");
+        match next_api_versions(&mut e, 7_020) {
+            (_, Some((id, at))) => (request, now) = (id, at),
+            (rendered, None) => break rendered,
+        }
+    };
+    assert!(
+        rendered.contains(&"reply add_raft_voter error=7".to_string()),
+        "{rendered:?}"
+    );
+    assert_eq!(e.voters().len(), 3);
+}
+
+#[test]
+fn a_new_voter_that_never_answers_api_versions_times_out_at_the_requests_deadline() {
+    let mut e = kip853_leader();
+    e.handle(fetch_from(4, 1, 3, 1), 2_010).expect("fetch");
+    let commands = e.handle(admin(add_voter(4)), 2_020).expect("add");
+    let (mut request, mut now, mut gaps) = (api_versions_sent(&commands), 2_020, Vec::new());
+    // Every attempt fails at once; add_voter's timeout_ms is 5000.
+    loop {
+        // Node 2 keeps fetching: check-quorum holds.
+        e.handle(fetch_from(2, 1, 3, 1), now).expect("fetch");
+        let commands = e.handle(failed(request), now).expect("failed");
+        assert!(render(&commands).is_empty(), "{commands:?}");
+        match next_api_versions(&mut e, 7_020) {
+            (_, Some((id, at))) => {
+                gaps.push(at - now);
+                (request, now) = (id, at);
+            }
+            (rendered, None) => {
+                assert!(
+                    rendered.contains(&"reply add_raft_voter error=7".to_string()),
+                    "{rendered:?}"
+                );
+                break;
+            }
+        }
+    }
+    // 20, 40, … ms up to 1000 ms between attempts, until the deadline.
+    assert_eq!(gaps[..6], [20, 40, 80, 160, 320, 640], "{gaps:?}");
+    assert!(gaps[6..].iter().all(|g| *g == 1_000), "{gaps:?}");
+    assert!((6_000..7_020).contains(&now), "last attempt at {now}");
+    assert_eq!(e.voters().len(), 3);
 }
 
 #[test]
