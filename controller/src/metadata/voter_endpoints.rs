@@ -14,7 +14,7 @@ use crate::raft::Endpoint;
 /// `voter_id`'s controller registration in `image`: every listener named in
 /// the request must be registered by that node under the same name, with
 /// the same port and host (ASCII case and a trailing dot ignored, as DNS
-/// does). A node that has not registered (not started yet, or started
+/// does; a registered wildcard host, `0.0.0.0`, `::` or empty, matches any). A node that has not registered (not started yet, or started
 /// before its registration committed) has nothing to disagree with and is
 /// accepted, as Kafka accepts it.
 ///
@@ -40,7 +40,7 @@ pub fn vet(image: &MetadataImage, voter_id: i32, endpoints: &[Endpoint]) -> Resu
                 names.join(", ")
             ));
         };
-        if r.port != e.port || !same_host(&r.host, &e.host) {
+        if r.port != e.port || !(is_wildcard(&r.host) || same_host(&r.host, &e.host)) {
             return Err(format!(
                 "listener {} of node {voter_id} is {}:{} in the request, but node {voter_id} registered {}:{}",
                 e.name, e.host, e.port, r.host, r.port
@@ -48,6 +48,13 @@ pub fn vet(image: &MetadataImage, voter_id: i32, endpoints: &[Endpoint]) -> Resu
         }
     }
     Ok(())
+}
+
+/// A host a node registers when it listens on every interface and
+/// advertises nothing else (`listeners=CONTROLLER://:9093` or `0.0.0.0`):
+/// only its port can be compared.
+fn is_wildcard(host: &str) -> bool {
+    matches!(host, "" | "0.0.0.0" | "::" | "[::]")
 }
 
 fn same_host(a: &str, b: &str) -> bool {
@@ -104,6 +111,18 @@ mod tests {
             err.contains("registered no listener OTHER (its listeners: CONTROLLER)"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_node_that_registered_a_wildcard_host_is_checked_by_its_port_only() {
+        for host in ["", "0.0.0.0", "::"] {
+            let image = image_with(1, host, 9093);
+            assert_eq!(
+                vet(&image, 1, &[Endpoint::new("CONTROLLER", "kq-1", 9093)]),
+                Ok(())
+            );
+            assert!(vet(&image, 1, &[Endpoint::new("CONTROLLER", "kq-1", 9094)]).is_err());
+        }
     }
 
     #[test]

@@ -502,11 +502,14 @@ impl ClusterControl {
         })
     }
 
-    /// Fences every unfenced broker whose session expired at `now_ms`
-    /// (Kafka's `maybeFenceStaleBroker`): one BrokerRegistrationChangeRecord
-    /// v0 each, in one batch; empty when none expired.
-    pub fn fence_stale_brokers(&mut self, now_ms: u64, next_offset: i64) -> Vec<Bytes> {
-        let mut records = Vec::new();
+    /// Fences the first unfenced broker whose session expired at `now_ms`
+    /// (Kafka's `maybeFenceOneStaleBroker`): its BrokerRegistrationChangeRecord
+    /// v0, applied; `None` when none expired. One at a time, so that the
+    /// leaderships the fenced broker loses are decided with the brokers not
+    /// fenced yet still counted (brokers whose sessions expire together
+    /// hand leadership down the line, and the last one is the partition's
+    /// last known leader, KIP-966), as Kafka fences one per event.
+    pub fn fence_one_stale_broker(&mut self, now_ms: u64, next_offset: i64) -> Option<Bytes> {
         for id in self.heartbeats.stale_brokers(now_ms) {
             self.heartbeats.fence(id);
             let Some(b) = self.brokers.get(&id).filter(|b| !b.fenced) else {
@@ -517,18 +520,17 @@ impl ClusterControl {
                 epoch = b.epoch,
                 "fencing broker because its session has timed out"
             );
-            records.push(
-                BrokerRegistrationChangeRecord {
-                    broker_id: id,
-                    broker_epoch: b.epoch,
-                    fenced: fencing_change::FENCE,
-                    ..Default::default()
-                }
-                .encode_framed(0),
-            );
+            let record = BrokerRegistrationChangeRecord {
+                broker_id: id,
+                broker_epoch: b.epoch,
+                fenced: fencing_change::FENCE,
+                ..Default::default()
+            }
+            .encode_framed(0);
+            self.apply(next_offset, std::slice::from_ref(&record));
+            return Some(record);
         }
-        self.apply(next_offset, &records);
-        records
+        None
     }
 }
 

@@ -376,19 +376,37 @@ fn a_broker_in_controlled_shutdown_is_told_to_shut_down_once_others_passed_its_o
 fn an_expired_session_fences_the_broker_once() {
     let mut f = Fixture::new(27);
     let epoch = f.running(1, 0);
-    assert!(f.cluster.fence_stale_brokers(9_000, 20).is_empty());
-    let records = f.cluster.fence_stale_brokers(9_001, 20);
-    assert_eq!(records.len(), 1);
-    let change = BrokerRegistrationChangeRecord::decode_message(&decode(&records[0]).message, 0)
+    assert!(f.cluster.fence_one_stale_broker(9_000, 20).is_none());
+    let record = f.cluster.fence_one_stale_broker(9_001, 20).expect("fenced");
+    let change = BrokerRegistrationChangeRecord::decode_message(&decode(&record).message, 0)
         .expect("decodes");
     assert_eq!((change.broker_epoch, change.fenced), (epoch, 1));
     assert!(f.cluster.brokers()[&1].fenced);
-    assert!(f.cluster.fence_stale_brokers(20_000, 21).is_empty());
+    assert!(f.cluster.fence_one_stale_broker(20_000, 21).is_none());
     // Heartbeats renew the session.
     let epoch2 = f.running(2, 10_000);
     f.beat(&heartbeat(2, epoch2, epoch2), 18_000)
         .expect("beats");
-    assert!(f.cluster.fence_stale_brokers(19_001, 30).is_empty());
+    assert!(f.cluster.fence_one_stale_broker(19_001, 30).is_none());
+}
+
+#[test]
+fn brokers_whose_sessions_expired_together_are_fenced_one_at_a_time() {
+    let mut f = Fixture::new(27);
+    f.running(1, 0);
+    f.running(2, 0);
+    let first = f
+        .cluster
+        .fence_one_stale_broker(9_001, 20)
+        .expect("one fenced");
+    assert!(f.cluster.brokers()[&1].fenced && !f.cluster.brokers()[&2].fenced);
+    let second = f
+        .cluster
+        .fence_one_stale_broker(9_001, 21)
+        .expect("the other");
+    assert_ne!(first, second);
+    assert!(f.cluster.brokers()[&2].fenced);
+    assert!(f.cluster.fence_one_stale_broker(9_001, 22).is_none());
 }
 
 #[test]

@@ -639,14 +639,24 @@ impl QuorumController {
         let next_offset = client.log().end_offset().offset;
         let now = client.monotonic_ms();
         let level = active.metadata_level;
-        let before = broker_states(active.cluster.brokers());
-        let mut records = active.cluster.fence_stale_brokers(now, next_offset);
-        records.extend(active.replication.broker_changes(
-            &before,
-            active.cluster.brokers(),
-            level,
-            None,
-        ));
+        // Brokers whose sessions expired are fenced one after the other,
+        // each with the partition changes it causes (Kafka fences one per
+        // event).
+        let mut records = Vec::new();
+        loop {
+            let before = broker_states(active.cluster.brokers());
+            let offset = next_offset + records.len() as i64;
+            let Some(fence) = active.cluster.fence_one_stale_broker(now, offset) else {
+                break;
+            };
+            records.push(fence);
+            records.extend(active.replication.broker_changes(
+                &before,
+                active.cluster.brokers(),
+                level,
+                None,
+            ));
+        }
         // Controller-made records go in batches of at most 10,000 (Kafka's
         // non-atomic appends): a broker leading many partitions still fits.
         for chunk in records.chunks(replication_control::MAX_RECORDS_PER_USER_OP) {

@@ -22,10 +22,11 @@
 //! with an ISR below min ISR), except those whose broker came back from an
 //! unclean shutdown; the ISR may become empty, and then the last known ELR
 //! records the last leader. A replica elected from the ELR becomes the ISR.
-//! An unclean election clears both ELR fields. Kafka's "balanced recovery"
-//! election of the last known leader when ISR and ELR are both empty is not
-//! made: such a partition waits for an ELR member or an unclean election
-//! (its last leader lost unflushed records in an unclean shutdown).
+//! An unclean election clears both ELR fields. With ISR and ELR both empty
+//! (every replica left, the last ones after an unclean shutdown) the last
+//! known leader leads again once it may, marked RECOVERING (Kafka's
+//! "balanced recovery", `canElectLastKnownLeader`): after a whole cluster
+//! crashed, every partition comes back led by its last leader.
 //!
 //! Owns these rules; it must not read the image or write to the log.
 
@@ -120,6 +121,18 @@ fn elect(c: &Change<'_>, isr: &[i32], elr: &[i32]) -> (i32, bool) {
     if let Some(r) = p.replicas.iter().copied().find(|r| valid(*r)) {
         return (r, false);
     }
+    // Kafka's `canElectLastKnownLeader` ("balanced recovery"): with ISR and
+    // ELR both empty, the last leader leads again, marked RECOVERING, once
+    // it may lead (Kafka's code returns true even when it may not; its log
+    // line says the intent: "last known leader is not alive").
+    if c.elr_enabled
+        && isr.is_empty()
+        && elr.is_empty()
+        && let [last] = p.last_known_elr[..]
+        && (c.acceptable)(last)
+    {
+        return (last, true);
+    }
     if c.election == Election::Unclean
         && let Some(r) = p.replicas.iter().copied().find(|r| (c.acceptable)(*r))
     {
@@ -140,31 +153,21 @@ fn dedup(items: impl IntoIterator<Item = i32>) -> Vec<i32> {
     out
 }
 
-/// Kafka's `maybePopulateTargetElr`: the ELR and last known ELR that go with
-/// the target ISR.
-fn target_elr(c: &Change<'_>) -> (Vec<i32>, Vec<i32>) {
+/// Kafka's `maybePopulateTargetElr`: the ELR that goes with the target ISR
+/// (the last known ELR holds the last known leader instead, written by
+/// [`build`] as `maybeUpdateLastKnownLeader` does).
+fn target_elr(c: &Change<'_>) -> Vec<i32> {
     let p = c.partition;
     if !c.elr_enabled {
-        return (p.elr.clone(), p.last_known_elr.clone());
+        return p.elr.clone();
     }
     if c.target_isr.len() >= c.min_isr {
-        return (Vec::new(), Vec::new());
+        return Vec::new();
     }
-    let candidates = dedup(p.elr.iter().chain(&p.isr).copied());
-    let elr: Vec<i32> = candidates
-        .iter()
-        .copied()
+    dedup(p.elr.iter().chain(&p.isr).copied())
+        .into_iter()
         .filter(|r| !c.target_isr.contains(r) && !c.unclean_shutdown_replicas.contains(r))
-        .collect();
-    let last_known = dedup(
-        candidates
-            .into_iter()
-            .chain(p.last_known_elr.iter().copied()),
-    )
-    .into_iter()
-    .filter(|r| !c.target_isr.contains(r) && !elr.contains(r))
-    .collect();
-    (elr, last_known)
+        .collect()
 }
 
 /// The PartitionChangeRecord for `change`, or `None` when it changes
@@ -173,7 +176,7 @@ pub fn build(change: &Change<'_>) -> Option<PartitionChangeRecord> {
     let p = change.partition;
     let mut record = PartitionChangeRecord::new(change.topic_id, change.partition_id);
     let mut target_isr = change.target_isr.clone();
-    let (mut elr, _last_known) = target_elr(change);
+    let mut elr = target_elr(change);
     let (leader, unclean) = elect(change, &target_isr, &elr);
     if leader != p.leader {
         if elr.contains(&leader) {
@@ -401,11 +404,14 @@ mod tests {
         // An unacceptable ELR member is not elected; nothing changes.
         let offline = with_elr(&[], &[3], &[1], NO_LEADER);
         assert_eq!(elr_change(&offline, &[], &|b| b != 3, &[]), None);
-        // Kafka would elect the last known leader 1 here (ISR and ELR empty,
-        // "balanced recovery"); this controller waits for an unclean
-        // election instead (see the module doc).
+        // ISR and ELR empty: the last known leader leads again, RECOVERING
+        // (Kafka's testEligibleLeaderReplicas_ElectLastKnownLeader), but not
+        // while it may not lead.
         let lost = with_elr(&[], &[], &[1], NO_LEADER);
-        assert_eq!(elr_change(&lost, &[], &|_| true, &[]), None);
+        assert_eq!(elr_change(&lost, &[], &|b| b != 1, &[]), None);
+        let r = elr_change(&lost, &[], &|_| true, &[]).expect("a change");
+        assert_eq!(fields(&r), (1, Some(vec![1]), None, Some(vec![])));
+        assert_eq!(r.leader_recovery_state, 1);
     }
 
     #[test]

@@ -452,7 +452,15 @@ fn vet_voter_change<Lst: Listener<FileLog>>(
     let raft::RaftRequest::AddRaftVoter(r) = request else {
         return None;
     };
-    if engine.role() != Role::Leader {
+    // Not leading: the engine answers NOT_LEADER_OR_FOLLOWER. Already a
+    // voter: the engine answers DUPLICATE_VOTER, as Kafka checks first.
+    if engine.role() != Role::Leader
+        || engine
+            .status()
+            .voters
+            .iter()
+            .any(|v| v.key.id == r.voter_id)
+    {
         return None;
     }
     let endpoints: Vec<raft::Endpoint> = r

@@ -73,6 +73,7 @@ pub fn is_per_resource(api: kafka_protocol::messages::ApiKey) -> bool {
 #[derive(Debug)]
 pub struct Refused {
     count: usize,
+    granted: bool,
     refusals: Refusals,
 }
 
@@ -89,11 +90,13 @@ enum Refusals {
     DescribeConfigs(Vec<describe_configs_response::DescribeConfigsResult>),
 }
 
-/// Who asks, for the per-item checks.
+/// Who asks, for the per-item checks; remembers whether any check that
+/// decides what is dispatched allowed something.
 struct Asker<'a> {
     authorizer: &'a Authorizer,
     principal: &'a str,
     host: &'a str,
+    granted: std::cell::Cell<bool>,
 }
 
 impl Asker<'_> {
@@ -107,12 +110,19 @@ impl Asker<'_> {
         })
     }
 
+    fn grant(&self, allowed: bool) -> bool {
+        if allowed {
+            self.granted.set(true);
+        }
+        allowed
+    }
+
     fn on_cluster(&self, operation: i8) -> bool {
-        self.may(operation, acl::resource_type::CLUSTER, acl::CLUSTER_NAME)
+        self.grant(self.may(operation, acl::resource_type::CLUSTER, acl::CLUSTER_NAME))
     }
 
     fn on_topic(&self, operation: i8, name: &str) -> bool {
-        self.may(operation, acl::resource_type::TOPIC, name)
+        self.grant(self.may(operation, acl::resource_type::TOPIC, name))
     }
 
     /// The error for a config resource `operation` may not touch (`None`:
@@ -129,7 +139,7 @@ impl Asker<'_> {
             ),
             _ => return None,
         };
-        (!allowed).then_some(code)
+        (!self.grant(allowed)).then_some(code)
     }
 }
 
@@ -179,6 +189,7 @@ pub fn vet(
         authorizer,
         principal,
         host,
+        granted: std::cell::Cell::new(false),
     };
     let (refusals, refused, any_left) = match &mut request.body {
         RequestKind::CreateTopics(r) => {
@@ -205,7 +216,13 @@ pub fn vet(
                 .topics
                 .iter()
                 .map(|t| t.name.0.as_str())
-                .filter(|n| !who.on_topic(acl::operation::DESCRIBE_CONFIGS, n))
+                .filter(|n| {
+                    !who.may(
+                        acl::operation::DESCRIBE_CONFIGS,
+                        acl::resource_type::TOPIC,
+                        n,
+                    )
+                })
                 .map(str::to_owned)
                 .collect();
             let n = results.len();
@@ -360,6 +377,7 @@ pub fn vet(
         any_left.then_some(request),
         Refused {
             count: refused,
+            granted: who.granted.get(),
             refusals,
         },
     )
@@ -369,6 +387,16 @@ impl Refused {
     /// How many items were refused.
     pub fn count(&self) -> usize {
         self.count
+    }
+
+    /// Whether the authorizer allowed the requester anything in this
+    /// request. Items passed on unchecked (a name given twice, a DeleteTopics
+    /// entry with neither name nor id, a config type the controller refuses)
+    /// do not count: an anonymous client must not earn the trust of an
+    /// authorized one (the connection's frame limit and request pool) by
+    /// sending them.
+    pub fn granted(&self) -> bool {
+        self.granted
     }
 
     /// The answer to the whole request: the event loop's `answer` to the

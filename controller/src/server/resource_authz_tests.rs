@@ -212,6 +212,12 @@ fn a_name_given_twice_goes_to_the_controller_which_answers_invalid_request() {
     };
     assert!(matches!(&request.body, RequestKind::CreateTopics(r) if r.topics.len() == 2));
     assert_eq!(refused.count(), 1);
+    assert!(!refused.granted(), "nothing was authorized");
+    let Vetting::Split(Some(_), refused) = vet(&a, "User:CN=admin", "h", create_topics(&["d"]))
+    else {
+        panic!("dispatched");
+    };
+    assert!(refused.granted());
 }
 
 #[test]
