@@ -284,7 +284,7 @@ mod tests {
     }
 
     /// `build` with ELR on, min ISR 3 (the settings of Kafka's
-    /// `PartitionChangeBuilderTest` ELR cases).
+    /// `PartitionChangeBuilderTest` ELR cases), a PREFERRED election.
     fn elr_change(
         p: &PartitionRegistration,
         target_isr: &[i32],
@@ -292,17 +292,10 @@ mod tests {
         unclean_shutdown: &[i32],
     ) -> Option<PartitionChangeRecord> {
         build(&Change {
-            partition: p,
-            topic_id: Uuid::from_u128(1),
-            partition_id: 0,
             target_isr: target_isr.to_vec(),
-            target_recovery_state: None,
             election: Election::Preferred,
-            acceptable,
-            metadata_level: 27,
-            elr_enabled: true,
-            min_isr: 3,
             unclean_shutdown_replicas: unclean_shutdown,
+            ..elr_settings(p, acceptable)
         })
     }
 

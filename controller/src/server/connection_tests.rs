@@ -15,14 +15,17 @@ fn framed(payload: &[u8]) -> BytesMut {
     out
 }
 
-/// An anonymous client on a listener with an authorizer: ApiVersions is
-/// answered (it needs no operation), but it does not lift the small
-/// pre-authentication frame limit: a larger frame after it closes the
-/// connection at once.
-#[tokio::test]
-async fn api_versions_does_not_lift_the_pre_authentication_frame_limit() {
-    let (mut client, server) = tokio::io::duplex(1 << 16);
-    let (requests, mut inbound) = mpsc::channel::<InboundRequest>(4);
+/// An anonymous client's connection on a listener with the
+/// StandardAuthorizer (only `User:CN=controller` a super user) and a
+/// 1,024-byte pre-authentication frame limit: the client's end, the
+/// requests it sends to the event loop, and the serving task.
+fn anonymous_connection() -> (
+    tokio::io::DuplexStream,
+    mpsc::Receiver<InboundRequest>,
+    tokio::task::JoinHandle<()>,
+) {
+    let (client, server) = tokio::io::duplex(1 << 16);
+    let (requests, inbound) = mpsc::channel::<InboundRequest>(4);
     let limiter = Arc::new(ConnectionLimiter::new(
         ConnectionLimits {
             unauthenticated_max_frame_bytes: 1024,
@@ -53,6 +56,16 @@ async fn api_versions_does_not_lift_the_pre_authentication_frame_limit() {
         ctx,
         permit,
     ));
+    (client, inbound, server)
+}
+
+/// An anonymous client on a listener with an authorizer: ApiVersions is
+/// answered (it needs no operation), but it does not lift the small
+/// pre-authentication frame limit: a larger frame after it closes the
+/// connection at once.
+#[tokio::test]
+async fn api_versions_does_not_lift_the_pre_authentication_frame_limit() {
+    let (mut client, mut inbound, server) = anonymous_connection();
     tokio::spawn(async move {
         while let Some(r) = inbound.recv().await {
             let _ = r.reply.send(Some(ResponseKind::ApiVersions(
@@ -284,38 +297,7 @@ async fn unchecked_items_of_a_per_resource_request_do_not_lift_the_frame_limit()
         },
         protocol::StrBytes,
     };
-    let (mut client, server) = tokio::io::duplex(1 << 16);
-    let (requests, mut inbound) = mpsc::channel::<InboundRequest>(4);
-    let limiter = Arc::new(ConnectionLimiter::new(
-        ConnectionLimits {
-            unauthenticated_max_frame_bytes: 1024,
-            ..ConnectionLimits::default()
-        },
-        None,
-        ListenerMetrics::default(),
-    ));
-    let permit = limiter.try_acquire([127, 0, 0, 1].into()).expect("a place");
-    let ctx = ConnectionContext {
-        max_frame_bytes: 1 << 20,
-        requests,
-        authorizer: Arc::new(Authorizer::new(AuthorizerSettings {
-            enabled: true,
-            super_users: vec!["User:CN=controller".to_owned()],
-            allow_everyone_if_no_acl_found: false,
-        })),
-        limiter,
-        request_memory: None,
-        listener_name: "CONTROLLER".into(),
-    };
-    let peer: SocketAddr = "127.0.0.1:1".parse().expect("address");
-    let server = tokio::spawn(serve_connection(
-        1,
-        server,
-        peer,
-        authz::ANONYMOUS.to_owned(),
-        ctx,
-        permit,
-    ));
+    let (mut client, mut inbound, server) = anonymous_connection();
     tokio::spawn(async move {
         while let Some(r) = inbound.recv().await {
             let _ = r.reply.send(Some(ResponseKind::CreateTopics(
