@@ -233,7 +233,11 @@ impl ConfigurationControl {
     /// drops the configs of the topic `names` (the names before the
     /// decision) gives it. Records of this manager's own decisions were
     /// applied already; applying them again changes nothing.
-    pub fn replay(&mut self, records: &[Bytes], names: &BTreeMap<uuid::Uuid, String>) {
+    ///
+    /// Returns whether any config changed (a ConfigRecord or a removed
+    /// topic's configs), for whoever reads them.
+    pub fn replay(&mut self, records: &[Bytes], names: &BTreeMap<uuid::Uuid, String>) -> bool {
+        let mut changed = false;
         for value in records {
             let Ok(f) = FramedRecord::decode(value) else {
                 continue;
@@ -242,6 +246,7 @@ impl ConfigurationControl {
                 (CONFIG_RECORD_API_KEY, 0) => {
                     if let Ok(r) = ConfigRecord::decode_message(&f.message) {
                         self.configs.apply(&r);
+                        changed = true;
                     }
                 }
                 (REMOVE_TOPIC_RECORD_API_KEY, 0) => {
@@ -251,11 +256,13 @@ impl ConfigurationControl {
                     {
                         self.configs
                             .remove_resource(CONFIG_RESOURCE_TYPE_TOPIC, name);
+                        changed = true;
                     }
                 }
                 _ => {}
             }
         }
+        changed
     }
 
     /// Kafka's `validateAlterConfig` for one resource: the validator on the

@@ -370,9 +370,12 @@ fn replayed_records_of_other_managers_reach_the_configs() {
     }
     .encode_framed();
     let id = uuid::Uuid::from_u128(7);
-    c.replay(&[created], &BTreeMap::new());
+    assert!(
+        c.replay(&[created], &BTreeMap::new()),
+        "a ConfigRecord changes the configs"
+    );
     assert_eq!(c.configs().of(2, "t")["retention.ms"], "5");
     let removed = RemoveTopicRecord { topic_id: id }.encode_framed();
-    c.replay(&[removed], &BTreeMap::from([(id, "t".to_owned())]));
+    assert!(c.replay(&[removed], &BTreeMap::from([(id, "t".to_owned())])));
     assert!(c.configs().of(2, "t").is_empty());
 }

@@ -345,7 +345,7 @@ fn with_elr_replicas_leaving_an_isr_below_min_isr_stay_eligible_unless_they_shut
         name: "min.insync.replicas".into(),
         value: Some("2".into()),
     });
-    rc.elr = super::super::replication_control::ElrSettings::new(true, configs);
+    rc.elr = super::super::replication_control::ElrSettings::new(true, &configs);
     assert_eq!(rc.elr.min_isr("t", 3), 2);
     for b in [1, 2, 3] {
         let before = broker_states(&brokers);

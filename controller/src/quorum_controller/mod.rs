@@ -396,11 +396,12 @@ impl QuorumController {
             active.cluster.brokers(),
             level,
         ) {
-            active.configs.replay(
+            if active.configs.replay(
                 &d.records,
                 names_before.as_ref().unwrap_or(&BTreeMap::new()),
-            );
-            active.replication.configs_changed(active.configs.configs());
+            ) {
+                active.replication.configs_changed(active.configs.configs());
+            }
             return self.submit(
                 client,
                 d.records,
@@ -523,7 +524,9 @@ impl QuorumController {
                 Ok(())
             }
             Ok(mut d) => {
-                if matches!(api, ApiKey::IncrementalAlterConfigs | ApiKey::AlterConfigs) {
+                if matches!(api, ApiKey::IncrementalAlterConfigs | ApiKey::AlterConfigs)
+                    && !d.records.is_empty()
+                {
                     active.replication.configs_changed(active.configs.configs());
                 }
                 let unclean = active.cluster.take_unclean_shutdown();

@@ -41,8 +41,12 @@ use super::{
 };
 use crate::metadata::{
     brokers::BrokerRegistration,
+    configs::{ConfigResourceKey, ConfigsImage},
     image::MetadataImage,
-    records::{ConfigRecord, FramedRecord, TopicRecord, partition_record_version},
+    records::{
+        CONFIG_RESOURCE_TYPE_BROKER, ConfigRecord, FramedRecord, TopicRecord,
+        partition_record_version,
+    },
     topics::{DIRECTORY_MIGRATING, DIRECTORY_UNASSIGNED, PartitionRegistration, TopicsImage},
 };
 
@@ -86,34 +90,45 @@ impl Default for ReplicationConfig {
 
 /// What KIP-966 eligible leader replicas need of a decision: whether they
 /// are on (`eligible.leader.replicas.version` >= 1, Kafka's
-/// `isElrEnabled`) and the configs each topic's `min.insync.replicas` comes
-/// from (the speculative ones, kept current by the quorum controller).
+/// `isElrEnabled`) and the `min.insync.replicas` values of the speculative
+/// configs (topics, and the cluster-wide default BROKER resource `""`),
+/// taken again only when such a value may have changed
+/// ([`ReplicationControl::configs_changed`]).
 #[derive(Debug, Clone, Default)]
 pub struct ElrSettings {
     /// ELR on.
     pub enabled: bool,
-    configs: crate::metadata::configs::ConfigsImage,
+    min_isr: BTreeMap<ConfigResourceKey, usize>,
 }
 
+/// Kafka's `min.insync.replicas` key.
+const MIN_INSYNC_REPLICAS: &str = "min.insync.replicas";
+
 impl ElrSettings {
-    /// ELR on or off over `configs`.
-    pub fn new(enabled: bool, configs: crate::metadata::configs::ConfigsImage) -> Self {
-        Self { enabled, configs }
+    /// ELR on or off, with the `min.insync.replicas` values of `configs`.
+    pub fn new(enabled: bool, configs: &ConfigsImage) -> Self {
+        let min_isr = configs
+            .resources()
+            .iter()
+            .filter_map(|(key, values)| {
+                let v = values.get(MIN_INSYNC_REPLICAS)?.trim().parse().ok()?;
+                Some((key.clone(), v))
+            })
+            .collect();
+        Self { enabled, min_isr }
     }
 
     /// Kafka's `getTopicEffectiveMinIsr`: the topic's `min.insync.replicas`,
     /// else the cluster-wide one (the default BROKER resource), else 1; at
     /// most the replication factor.
     pub fn min_isr(&self, topic: &str, replication_factor: usize) -> usize {
-        const KEY: &str = "min.insync.replicas";
-        let value = |resource_type: i8, name: &str| {
-            self.configs
-                .of(resource_type, name)
-                .get(KEY)
-                .and_then(|v| v.trim().parse::<usize>().ok())
-        };
-        value(2, topic)
-            .or_else(|| value(4, ""))
+        self.min_isr
+            .get(&(CONFIG_RESOURCE_TYPE_TOPIC, topic.to_owned()))
+            .or_else(|| {
+                self.min_isr
+                    .get(&(CONFIG_RESOURCE_TYPE_BROKER, String::new()))
+            })
+            .copied()
             .unwrap_or(1)
             .min(replication_factor)
     }
@@ -230,16 +245,17 @@ impl ReplicationControl {
                 image
                     .feature_level(crate::metadata::bootstrap::ELR_FEATURE)
                     .is_some_and(|l| l >= 1),
-                image.configs().clone(),
+                image.configs(),
             ),
             rng: StdRng::from_os_rng(),
         }
     }
 
-    /// The configs `min.insync.replicas` is read from changed (a
-    /// ConfigRecord was decided or replayed).
-    pub fn configs_changed(&mut self, configs: &crate::metadata::configs::ConfigsImage) {
-        self.elr = ElrSettings::new(self.elr.enabled, configs.clone());
+    /// The speculative configs changed in a way that may touch
+    /// `min.insync.replicas` (a ConfigRecord or a topic removed): take its
+    /// values again from `configs`.
+    pub fn configs_changed(&mut self, configs: &ConfigsImage) {
+        self.elr = ElrSettings::new(self.elr.enabled, configs);
     }
 
     /// The same with a seeded random source (tests: placements repeat).
