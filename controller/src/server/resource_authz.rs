@@ -45,13 +45,20 @@ pub const TOPIC_AUTHORIZATION_FAILED: i16 = 29;
 /// Kafka's `GROUP_AUTHORIZATION_FAILED`.
 pub const GROUP_AUTHORIZATION_FAILED: i16 = 30;
 
-/// Kafka's `ConfigResource.Type` codes.
+/// Kafka's `ConfigResource.Type` codes, as the rest of the controller
+/// names them.
 mod config_type {
-    pub const TOPIC: i8 = 2;
-    pub const BROKER: i8 = 4;
-    pub const BROKER_LOGGER: i8 = 8;
-    pub const CLIENT_METRICS: i8 = 16;
-    pub const GROUP: i8 = 32;
+    pub use crate::{
+        metadata::{
+            configs::CONFIG_RESOURCE_TYPE_TOPIC as TOPIC,
+            records::CONFIG_RESOURCE_TYPE_BROKER as BROKER,
+        },
+        quorum_controller::configs::{
+            CONFIG_RESOURCE_TYPE_BROKER_LOGGER as BROKER_LOGGER,
+            CONFIG_RESOURCE_TYPE_CLIENT_METRICS as CLIENT_METRICS,
+            CONFIG_RESOURCE_TYPE_GROUP as GROUP,
+        },
+    };
 }
 
 /// Whether `api` is checked item by item here rather than once on CLUSTER.
@@ -162,6 +169,42 @@ fn duplicates<'a>(names: impl Iterator<Item = &'a str>) -> HashSet<String> {
         }
     }
     twice
+}
+
+/// Keeps in `$resources` (config resources of a request) those `$who` may
+/// apply `$op` to, and returns a `$result` (the response type's item) for
+/// each one removed: its code and Kafka's message, type and name.
+macro_rules! refuse_config_resources {
+    ($who:expr, $resources:expr, $op:expr, $result:ty) => {{
+        let mut results = Vec::new();
+        $resources.retain(|c| {
+            let refusal = $who.config_refusal($op, c.resource_type, c.resource_name.as_str());
+            if let Some(code) = refusal {
+                results.push(
+                    <$result>::default()
+                        .with_error_code(code)
+                        .with_error_message(Some(default_message(code)))
+                        .with_resource_type(c.resource_type)
+                        .with_resource_name(c.resource_name.clone()),
+                );
+            }
+            refusal.is_none()
+        });
+        results
+    }};
+}
+
+/// The event loop's `$answer` of kind `$kind` (`$ty` when nothing was
+/// answered) with `$results` added to its `$field`.
+macro_rules! with_refusals {
+    ($answer:expr, $kind:ident, $ty:ty, $field:ident, $results:expr) => {{
+        let mut r = match $answer {
+            Some(ResponseKind::$kind(r)) => r,
+            _ => <$ty>::default(),
+        };
+        r.$field.extend($results);
+        ResponseKind::$kind(r)
+    }};
 }
 
 /// What [`vet`] made of a request.
@@ -298,72 +341,33 @@ pub fn vet(
             (Refusals::CreatePartitions(results), n, !r.topics.is_empty())
         }
         RequestKind::IncrementalAlterConfigs(r) => {
-            let mut results = Vec::new();
-            r.resources.retain(|c| {
-                let refusal = who.config_refusal(
-                    acl::operation::ALTER_CONFIGS,
-                    c.resource_type,
-                    c.resource_name.as_str(),
-                );
-                if let Some(code) = refusal {
-                    results.push(
-                        incremental_alter_configs_response::AlterConfigsResourceResponse::default()
-                            .with_error_code(code)
-                            .with_error_message(Some(default_message(code)))
-                            .with_resource_type(c.resource_type)
-                            .with_resource_name(c.resource_name.clone()),
-                    );
-                }
-                refusal.is_none()
-            });
+            let results = refuse_config_resources!(
+                who,
+                r.resources,
+                acl::operation::ALTER_CONFIGS,
+                incremental_alter_configs_response::AlterConfigsResourceResponse
+            );
             let n = results.len();
-            (
-                Refusals::IncrementalAlterConfigs(results),
-                n,
-                !r.resources.is_empty(),
-            )
+            let left = !r.resources.is_empty();
+            (Refusals::IncrementalAlterConfigs(results), n, left)
         }
         RequestKind::AlterConfigs(r) => {
-            let mut results = Vec::new();
-            r.resources.retain(|c| {
-                let refusal = who.config_refusal(
-                    acl::operation::ALTER_CONFIGS,
-                    c.resource_type,
-                    c.resource_name.as_str(),
-                );
-                if let Some(code) = refusal {
-                    results.push(
-                        alter_configs_response::AlterConfigsResourceResponse::default()
-                            .with_error_code(code)
-                            .with_error_message(Some(default_message(code)))
-                            .with_resource_type(c.resource_type)
-                            .with_resource_name(c.resource_name.clone()),
-                    );
-                }
-                refusal.is_none()
-            });
+            let results = refuse_config_resources!(
+                who,
+                r.resources,
+                acl::operation::ALTER_CONFIGS,
+                alter_configs_response::AlterConfigsResourceResponse
+            );
             let n = results.len();
             (Refusals::AlterConfigs(results), n, !r.resources.is_empty())
         }
         RequestKind::DescribeConfigs(r) => {
-            let mut results = Vec::new();
-            r.resources.retain(|c| {
-                let refusal = who.config_refusal(
-                    acl::operation::DESCRIBE_CONFIGS,
-                    c.resource_type,
-                    c.resource_name.as_str(),
-                );
-                if let Some(code) = refusal {
-                    results.push(
-                        describe_configs_response::DescribeConfigsResult::default()
-                            .with_error_code(code)
-                            .with_error_message(Some(default_message(code)))
-                            .with_resource_type(c.resource_type)
-                            .with_resource_name(c.resource_name.clone()),
-                    );
-                }
-                refusal.is_none()
-            });
+            let results = refuse_config_resources!(
+                who,
+                r.resources,
+                acl::operation::DESCRIBE_CONFIGS,
+                describe_configs_response::DescribeConfigsResult
+            );
             let n = results.len();
             (
                 Refusals::DescribeConfigs(results),
@@ -427,44 +431,35 @@ impl Refused {
                 ResponseKind::CreateTopics(r)
             }
             (Refusals::DeleteTopics(results), a) => {
-                let mut r = match a {
-                    Some(ResponseKind::DeleteTopics(r)) => r,
-                    _ => DeleteTopicsResponse::default(),
-                };
-                r.responses.extend(results);
-                ResponseKind::DeleteTopics(r)
+                with_refusals!(a, DeleteTopics, DeleteTopicsResponse, responses, results)
             }
             (Refusals::CreatePartitions(results), a) => {
-                let mut r = match a {
-                    Some(ResponseKind::CreatePartitions(r)) => r,
-                    _ => CreatePartitionsResponse::default(),
-                };
-                r.results.extend(results);
-                ResponseKind::CreatePartitions(r)
+                with_refusals!(
+                    a,
+                    CreatePartitions,
+                    CreatePartitionsResponse,
+                    results,
+                    results
+                )
             }
-            (Refusals::IncrementalAlterConfigs(results), a) => {
-                let mut r = match a {
-                    Some(ResponseKind::IncrementalAlterConfigs(r)) => r,
-                    _ => IncrementalAlterConfigsResponse::default(),
-                };
-                r.responses.extend(results);
-                ResponseKind::IncrementalAlterConfigs(r)
-            }
+            (Refusals::IncrementalAlterConfigs(results), a) => with_refusals!(
+                a,
+                IncrementalAlterConfigs,
+                IncrementalAlterConfigsResponse,
+                responses,
+                results
+            ),
             (Refusals::AlterConfigs(results), a) => {
-                let mut r = match a {
-                    Some(ResponseKind::AlterConfigs(r)) => r,
-                    _ => AlterConfigsResponse::default(),
-                };
-                r.responses.extend(results);
-                ResponseKind::AlterConfigs(r)
+                with_refusals!(a, AlterConfigs, AlterConfigsResponse, responses, results)
             }
             (Refusals::DescribeConfigs(results), a) => {
-                let mut r = match a {
-                    Some(ResponseKind::DescribeConfigs(r)) => r,
-                    _ => DescribeConfigsResponse::default(),
-                };
-                r.results.extend(results);
-                ResponseKind::DescribeConfigs(r)
+                with_refusals!(
+                    a,
+                    DescribeConfigs,
+                    DescribeConfigsResponse,
+                    results,
+                    results
+                )
             }
         }
     }
