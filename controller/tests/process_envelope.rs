@@ -112,16 +112,9 @@ fn envelopes_are_unwrapped_authorized_twice_answered_wrapped_and_refusals_close_
     let ca = pki::Ca::new(pki_dir.path(), "test-ca");
     let keystore = ca.issue("controller", "/O=kraftwerk/CN=controller");
     let broker = ca.issue("broker", "/O=kraftwerk/CN=broker");
-    let mut builder = QuorumBuilder::standalone()
-        .property(
-            "authorizer.class.name",
-            "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        )
-        .property("super.users", CONTROLLER);
-    for (k, v) in pki::mtls_properties(&keystore, &ca.cert) {
-        builder = builder.property(&k, v);
-    }
-    let mut quorum = builder.format();
+    let mut quorum = QuorumBuilder::standalone()
+        .mtls_with_authorizer(&keystore, &ca.cert, CONTROLLER)
+        .format();
     quorum.start_all();
     let (leader, _) = quorum.wait_for_leader(&quorum.ids(), ELECTION);
     wait_for(ELECTION, "a first commit", || {
@@ -237,17 +230,10 @@ fn a_cluster_action_acl_lets_a_broker_forward_and_survives_a_restart() {
     let ca = pki::Ca::new(pki_dir.path(), "test-ca");
     let keystore = ca.issue("controller", "/O=kraftwerk/CN=controller");
     let broker = ca.issue("broker", "/O=kraftwerk/CN=broker");
-    let mut builder = QuorumBuilder::standalone()
-        .property(
-            "authorizer.class.name",
-            "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        )
-        .property("super.users", CONTROLLER)
-        .property("metadata.log.max.record.bytes.between.snapshots", 1);
-    for (k, v) in pki::mtls_properties(&keystore, &ca.cert) {
-        builder = builder.property(&k, v);
-    }
-    let mut quorum = builder.format();
+    let mut quorum = QuorumBuilder::standalone()
+        .mtls_with_authorizer(&keystore, &ca.cert, CONTROLLER)
+        .property("metadata.log.max.record.bytes.between.snapshots", 1)
+        .format();
     quorum.start_all();
     let (leader, _) = quorum.wait_for_leader(&quorum.ids(), ELECTION);
     wait_for(ELECTION, "a first commit", || {

@@ -223,16 +223,9 @@ fn a_certificate_that_is_not_a_super_user_gets_cluster_authorization_failed_and_
     // the RFC 2253 form, last RDN first: "CN=controller,O=kraftwerk".
     let keystore = ca.issue("controller", "/O=kraftwerk/CN=controller");
     let intruder = ca.issue("intruder", "/O=kraftwerk/CN=intruder");
-    let mut builder = QuorumBuilder::new(3, Mode::Dynamic)
-        .property(
-            "authorizer.class.name",
-            "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        )
-        .property("super.users", "User:CN=controller,O=kraftwerk");
-    for (k, v) in pki::mtls_properties(&keystore, &ca.cert) {
-        builder = builder.property(&k, v);
-    }
-    let mut quorum = builder.format();
+    let mut quorum = QuorumBuilder::new(3, Mode::Dynamic)
+        .mtls_with_authorizer(&keystore, &ca.cert, "User:CN=controller,O=kraftwerk")
+        .format();
     quorum.start_all();
     // The voters authorize each other as super users: they commit.
     let (leader, epoch) = quorum.wait_for_leader(&quorum.ids(), ELECTION);

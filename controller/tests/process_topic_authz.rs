@@ -93,16 +93,9 @@ fn a_tenant_with_a_prefixed_topic_acl_acts_on_its_topics_only_directly_and_forwa
     let keystore = ca.issue("controller", "/O=kraftwerk/CN=controller");
     let tenant = ca.issue("tenant", "/O=kraftwerk/CN=tenant");
     let broker = ca.issue("broker", "/O=kraftwerk/CN=broker");
-    let mut builder = QuorumBuilder::standalone()
-        .property(
-            "authorizer.class.name",
-            "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        )
-        .property("super.users", CONTROLLER);
-    for (k, v) in pki::mtls_properties(&keystore, &ca.cert) {
-        builder = builder.property(&k, v);
-    }
-    let mut quorum = builder.format();
+    let mut quorum = QuorumBuilder::standalone()
+        .mtls_with_authorizer(&keystore, &ca.cert, CONTROLLER)
+        .format();
     quorum.start_all();
     let (leader, _) = quorum.wait_for_leader(&quorum.ids(), ELECTION);
     wait_for(ELECTION, "a first commit", || {

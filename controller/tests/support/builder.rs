@@ -81,6 +81,27 @@ impl QuorumBuilder {
         self
     }
 
+    /// An mTLS controller listener ([`super::pki::mtls_properties`] with
+    /// `keystore` and `truststore`) and Kafka's StandardAuthorizer with
+    /// `super_user` (`User:...`) its only super user.
+    pub fn mtls_with_authorizer(
+        mut self,
+        keystore: &std::path::Path,
+        truststore: &std::path::Path,
+        super_user: &str,
+    ) -> Self {
+        self = self
+            .property(
+                "authorizer.class.name",
+                "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            )
+            .property("super.users", super_user);
+        for (k, v) in super::pki::mtls_properties(keystore, truststore) {
+            self = self.property(&k, v);
+        }
+        self
+    }
+
     /// Writes no `kraftwerk.http.listener`: every node gets the controller's
     /// default HTTP endpoint, on a port the harness does not know
     /// ([`Node::http_port`] is 0, [`Node::http_get`] answers `None`).
