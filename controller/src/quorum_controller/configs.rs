@@ -16,8 +16,17 @@
 //! BROKER_ID_NOT_REGISTERED). A resource that fails changes nothing; the
 //! others' ConfigRecords are appended together. `validateOnly` appends
 //! nothing. A BROKER resource gets a record even for an unchanged value
-//! (KAFKA-14136: it makes brokers reload). Owns these decisions; it must
-//! not touch the log.
+//! (KAFKA-14136: it makes brokers reload).
+//!
+//! With KIP-966 ELR enabled (`eligible.leader.replicas.version` >= 1), as
+//! Kafka 4.4's `validateAlterConfig`: a broker-level `min.insync.replicas`
+//! cannot be set or deleted (INVALID_CONFIG), nor the cluster-level one
+//! deleted, explicitly or by a legacy AlterConfigs that leaves it out; and
+//! every accepted `min.insync.replicas` ConfigRecord is followed by a
+//! ClearElrRecord (Kafka's `createClearElrRecordsAsNeeded`): the topic's for
+//! a topic resource, `""` (every topic) for the cluster default. The ELRs
+//! were chosen under the old value, so they no longer prove anything.
+//! Owns these decisions; it must not touch the log.
 
 use std::collections::BTreeMap;
 
@@ -41,8 +50,8 @@ use crate::metadata::{
     configs::{CONFIG_RESOURCE_TYPE_TOPIC, ConfigsImage},
     image::MetadataImage,
     records::{
-        CONFIG_RECORD_API_KEY, CONFIG_RESOURCE_TYPE_BROKER, ConfigRecord, FramedRecord,
-        REMOVE_TOPIC_RECORD_API_KEY, RemoveTopicRecord,
+        CONFIG_RECORD_API_KEY, CONFIG_RESOURCE_TYPE_BROKER, ClearElrRecord, ConfigRecord,
+        FramedRecord, REMOVE_TOPIC_RECORD_API_KEY, RemoveTopicRecord,
     },
 };
 
@@ -103,7 +112,8 @@ pub type ResourceResult = (i8, String, Result<(), Refusal>);
 /// The answer to a request and the records to append.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConfigsDecision {
-    /// ConfigRecords of every resource that passed (none for validateOnly).
+    /// ConfigRecords of every resource that passed (none for validateOnly),
+    /// then the ClearElrRecords they call for (see the module doc).
     pub records: Vec<Bytes>,
     /// One result per resource, in Kafka's answer order.
     pub results: Vec<ResourceResult>,
@@ -117,6 +127,9 @@ pub struct ConfigurationControl {
     /// `isElrFeatureEnabled`), as committed at activation.
     elr_enabled: bool,
 }
+
+/// The topic and cluster config KIP-966 ties the ELRs to.
+const MIN_INSYNC_REPLICAS: &str = "min.insync.replicas";
 
 /// Longest config value Kafka 4.4 accepts (UTF-16 units, Java's
 /// `String.length`).
@@ -277,7 +290,7 @@ impl ConfigurationControl {
     ) -> Result<(), Refusal> {
         // Kafka 4.4's per-record checks of validateAlterConfig, in its order.
         for r in records {
-            let min_isr = r.name == "min.insync.replicas"
+            let min_isr = r.name == MIN_INSYNC_REPLICAS
                 && r.resource_type == CONFIG_RESOURCE_TYPE_BROKER
                 && self.elr_enabled;
             if min_isr && !r.resource_name.is_empty() {
@@ -310,6 +323,16 @@ impl ConfigurationControl {
             };
         }
         for k in implicitly_deleted {
+            if k == MIN_INSYNC_REPLICAS
+                && resource_type == CONFIG_RESOURCE_TYPE_BROKER
+                && name.is_empty()
+                && self.elr_enabled
+            {
+                return refuse(
+                    ResponseError::InvalidConfig,
+                    "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.",
+                );
+            }
             all.remove(k);
         }
         if resource_type == CONFIG_RESOURCE_TYPE_TOPIC {
@@ -348,13 +371,28 @@ impl ConfigurationControl {
     }
 
     /// Applies accepted records to the speculative state (unless
-    /// validate-only) and collects them.
-    fn accept(&mut self, records: Vec<ConfigRecord>, validate_only: bool, out: &mut Vec<Bytes>) {
+    /// validate-only) and collects them, with the ClearElrRecords a
+    /// `min.insync.replicas` change calls for in `clear_elr`.
+    fn accept(
+        &mut self,
+        records: Vec<ConfigRecord>,
+        validate_only: bool,
+        out: &mut Vec<Bytes>,
+        clear_elr: &mut Vec<Bytes>,
+    ) {
         if validate_only {
             return;
         }
         for r in records {
             self.configs.apply(&r);
+            if self.elr_enabled && r.name == MIN_INSYNC_REPLICAS {
+                let topic_name = if r.resource_type == CONFIG_RESOURCE_TYPE_TOPIC {
+                    r.resource_name.clone()
+                } else {
+                    String::new()
+                };
+                clear_elr.push(ClearElrRecord { topic_name }.encode_framed());
+            }
             out.push(r.encode_framed());
         }
     }
@@ -370,6 +408,7 @@ impl ConfigurationControl {
     ) -> ConfigsDecision {
         let mut results = Vec::new();
         let mut out = Vec::new();
+        let mut clear_elr = Vec::new();
         for (resource_type, name, changes) in screen(resources, &mut results) {
             let mut ops: BTreeMap<String, AlterOp> = BTreeMap::new();
             for (k, op) in changes {
@@ -442,10 +481,11 @@ impl ConfigurationControl {
                 None => self.validate(resource_type, &name, &records, &[], exists),
             };
             if result.is_ok() {
-                self.accept(records, validate_only, &mut out);
+                self.accept(records, validate_only, &mut out, &mut clear_elr);
             }
             results.push((resource_type, name, result));
         }
+        out.append(&mut clear_elr);
         ConfigsDecision {
             records: out,
             results,
@@ -463,6 +503,7 @@ impl ConfigurationControl {
     ) -> ConfigsDecision {
         let mut results = Vec::new();
         let mut out = Vec::new();
+        let mut clear_elr = Vec::new();
         for (resource_type, name, configs) in screen(resources, &mut results) {
             let wanted: BTreeMap<String, Option<String>> = configs.into_iter().collect();
             let current = self.configs.of(resource_type, &name);
@@ -491,10 +532,11 @@ impl ConfigurationControl {
                     name: k,
                     value: None,
                 }));
-                self.accept(records, validate_only, &mut out);
+                self.accept(records, validate_only, &mut out, &mut clear_elr);
             }
             results.push((resource_type, name, result));
         }
+        out.append(&mut clear_elr);
         ConfigsDecision {
             records: out,
             results,

@@ -379,3 +379,107 @@ fn replayed_records_of_other_managers_reach_the_configs() {
     assert!(c.replay(&[removed], &BTreeMap::from([(id, "t".to_owned())])));
     assert!(c.configs().of(2, "t").is_empty());
 }
+
+/// The records of a decision, as (api key, resource or topic name, key).
+fn kinds(d: &ConfigsDecision) -> Vec<(u32, String, String)> {
+    use crate::metadata::records::{CLEAR_ELR_RECORD_API_KEY, ClearElrRecord};
+    d.records
+        .iter()
+        .map(|b| {
+            let f = FramedRecord::decode(b).expect("frame");
+            if f.api_key == CLEAR_ELR_RECORD_API_KEY {
+                let r = ClearElrRecord::decode_message(&f.message).expect("decodes");
+                (f.api_key, r.topic_name, String::new())
+            } else {
+                let r = ConfigRecord::decode_message(&f.message).expect("decodes");
+                (f.api_key, r.resource_name, r.name)
+            }
+        })
+        .collect()
+}
+
+// Kafka 4.4's createClearElrRecordsAsNeeded: each min.insync.replicas
+// record, set or deleted, unchanged or not for the cluster default, is
+// followed (after all of the request's ConfigRecords) by a ClearElrRecord.
+#[test]
+fn min_isr_changes_under_elr_clear_the_elrs_chosen_under_the_old_value() {
+    let mut c = control(&[
+        (4, "", "min.insync.replicas", "2"),
+        (2, "t", "min.insync.replicas", "2"),
+    ]);
+    let both = |topic_min_isr: &str| {
+        vec![
+            (
+                2,
+                "t".into(),
+                vec![
+                    set("min.insync.replicas", topic_min_isr),
+                    set("retention.ms", "9"),
+                ],
+            ),
+            (4, "".into(), vec![set("min.insync.replicas", "2")]),
+        ]
+    };
+    let d = c.incremental_alter(both("1"), false, &world());
+    assert!(d.results.iter().all(|r| r.2.is_ok()), "{:?}", d.results);
+    assert!(
+        kinds(&d).iter().all(|k| k.0 == 4),
+        "no ClearElrRecord without ELR: {:?}",
+        kinds(&d)
+    );
+    c.elr_enabled = true;
+    assert!(
+        c.incremental_alter(both("3"), true, &world())
+            .records
+            .is_empty(),
+        "validateOnly writes nothing"
+    );
+    let d = c.incremental_alter(both("3"), false, &world());
+    let min_isr = || "min.insync.replicas".to_owned();
+    assert_eq!(
+        kinds(&d),
+        vec![
+            (4, "t".into(), min_isr()),
+            (4, "".into(), min_isr()),
+            (28, "t".into(), String::new()),
+            (28, "".into(), String::new()),
+        ],
+        "retention.ms is unchanged; the cluster's record is written unchanged"
+    );
+    let d = c.incremental_alter(both("3"), false, &world());
+    assert_eq!(
+        kinds(&d),
+        vec![(4, "".into(), min_isr()), (28, "".into(), String::new())],
+        "an unchanged topic value writes nothing"
+    );
+    // A legacy AlterConfigs leaving the topic's key out deletes it.
+    let d = c.legacy_alter(vec![(2, "t".into(), vec![])], false, &world());
+    assert_eq!(d.results[0].2, Ok(()));
+    assert_eq!(
+        kinds(&d),
+        vec![
+            (4, "t".into(), min_isr()),
+            (4, "t".into(), "retention.ms".into()),
+            (28, "t".into(), String::new()),
+        ]
+    );
+    // Leaving the cluster default out would delete it: refused, nothing written.
+    let d = c.legacy_alter(
+        vec![(
+            4,
+            "".into(),
+            vec![("log.retention.ms".into(), Some("5".into()))],
+        )],
+        false,
+        &world(),
+    );
+    assert_eq!(
+        d.results[0].2,
+        Err((
+            ResponseError::InvalidConfig,
+            "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.".into()
+        ))
+    );
+    assert!(d.records.is_empty());
+    assert_eq!(c.configs().of(4, "")["min.insync.replicas"], "2");
+}

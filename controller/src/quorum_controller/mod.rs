@@ -527,6 +527,8 @@ impl QuorumController {
                 if matches!(api, ApiKey::IncrementalAlterConfigs | ApiKey::AlterConfigs)
                     && !d.records.is_empty()
                 {
+                    // The ClearElrRecords of a min.insync.replicas change.
+                    active.replication.apply(&d.records);
                     active.replication.configs_changed(active.configs.configs());
                 }
                 let unclean = active.cluster.take_unclean_shutdown();

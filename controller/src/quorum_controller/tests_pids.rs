@@ -1,6 +1,7 @@
 //! Unit tests of the quorum controller's producer-id and config requests
 //! over the [`Node`](super::Node) harness of `tests.rs`: blocks answered
-//! once committed, and configs following topics created and deleted.
+//! once committed, configs following topics created and deleted, and a
+//! `min.insync.replicas` change clearing the ELRs.
 
 use super::*;
 
@@ -133,4 +134,121 @@ fn configs_follow_topics_created_and_deleted_through_the_controller() {
         node.image.configs().of(2, "t").is_empty(),
         "the image dropped them"
     );
+}
+
+// KIP-966, Kafka 4.4's createClearElrRecordsAsNeeded: the ELRs were chosen
+// under the old min.insync.replicas, so changing it clears them, in the
+// committed image and in the speculative state later decisions start from.
+#[test]
+fn a_min_isr_change_clears_the_elrs_committed_and_speculative() {
+    use kafka_protocol::messages::{
+        CreateTopicsRequest, IncrementalAlterConfigsRequest, TopicName,
+        create_topics_request::CreatableTopic,
+        incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig},
+    };
+    let mut node = Node::new(0);
+    node.elect();
+    node.commit_all();
+    let level = |name: &str, feature_level| {
+        FeatureLevelRecord {
+            name: name.into(),
+            feature_level,
+        }
+        .encode_framed()
+    };
+    let cluster_min_isr = crate::metadata::records::ConfigRecord {
+        resource_type: 4,
+        resource_name: String::new(),
+        name: "min.insync.replicas".into(),
+        value: Some("2".into()),
+    }
+    .encode_framed();
+    let bootstrap = [
+        level(METADATA_VERSION_FEATURE, 27),
+        level("eligible.leader.replicas.version", 1),
+        cluster_min_isr,
+    ];
+    node.with_client(|_, client, _| client.propose(&bootstrap).expect("proposes"))
+        .expect("leader");
+    node.commit_all();
+    assert!(node.qc.active_epoch().is_some(), "active");
+    let mut epochs = Vec::new();
+    for id in [11, 12, 13] {
+        epochs.push((id, node.end_offset()));
+        let h = node.request(registration(
+            id,
+            vec![
+                feature(METADATA_VERSION_FEATURE, 7, 27),
+                feature("kraft.version", 0, 1),
+                feature("eligible.leader.replicas.version", 0, 1),
+            ],
+        ));
+        node.commit_all();
+        assert_eq!(node.registration_answer(h).0, 0, "broker {id} registered");
+    }
+    for &(id, epoch) in &epochs {
+        let h = node.request(heartbeat(id, epoch, node.end_offset()));
+        node.commit_all();
+        assert_eq!(node.heartbeat_answer(h), (0, false), "broker {id} unfenced");
+    }
+    node.request(RequestKind::CreateTopics(
+        CreateTopicsRequest::default().with_topics(vec![
+            CreatableTopic::default()
+                .with_name(TopicName(StrBytes::from_static_str("t")))
+                .with_num_partitions(1)
+                .with_replication_factor(3),
+        ]),
+    ));
+    node.commit_all();
+    // Brokers 12 and 13 miss their sessions: the ISR falls below 2 and the
+    // replicas that left it are eligible.
+    node.mono += SESSION_MS + 1;
+    let h = node.request(heartbeat(11, epochs[0].1, node.end_offset()));
+    node.with_client(|qc, client, _| qc.on_wakeup(client).expect("no log failure"));
+    node.commit_all();
+    assert_eq!(node.heartbeat_answer(h), (0, false));
+    let committed =
+        |node: &Node| node.image.topics().by_name("t").expect("t").partitions[&0].clone();
+    let speculative = |node: &Node| {
+        node.qc
+            .replication()
+            .expect("active")
+            .topics()
+            .by_name("t")
+            .expect("t")
+            .partitions[&0]
+            .clone()
+    };
+    let p = committed(&node);
+    assert_eq!((p.leader, p.isr.clone()), (11, vec![11]), "{p:?}");
+    assert!(!p.elr.is_empty(), "the fenced replicas are eligible: {p:?}");
+    assert_eq!(speculative(&node).elr, p.elr);
+
+    let before = node.end_offset();
+    let a = node.request(RequestKind::IncrementalAlterConfigs(
+        IncrementalAlterConfigsRequest::default().with_resources(vec![
+            AlterConfigsResource::default()
+                .with_resource_type(2)
+                .with_resource_name(StrBytes::from_static_str("t"))
+                .with_configs(vec![
+                    AlterableConfig::default()
+                        .with_name(StrBytes::from_static_str("min.insync.replicas"))
+                        .with_config_operation(0)
+                        .with_value(Some(StrBytes::from_static_str("1"))),
+                ]),
+        ]),
+    ));
+    assert_eq!(
+        node.end_offset(),
+        before + 2,
+        "ConfigRecord + ClearElrRecord"
+    );
+    let p = speculative(&node);
+    assert!(p.elr.is_empty() && p.last_known_elr.is_empty(), "{p:?}");
+    node.commit_all();
+    assert!(
+        matches!(node.answers(a).as_slice(), [ResponseKind::IncrementalAlterConfigs(r)] if r.responses[0].error_code == 0)
+    );
+    let p = committed(&node);
+    assert!(p.elr.is_empty() && p.last_known_elr.is_empty(), "{p:?}");
 }
