@@ -154,3 +154,72 @@ fn an_observer_that_fell_back_to_a_follower_fetches_from_the_leader_it_names() {
         quorum.node(observer).readyz().filter(|(ready, _)| *ready)
     });
 }
+
+/// Records the leader writes past a paused observer before it resumes:
+/// tens of megabytes, many fetches of catching up.
+const BEHIND: i64 = 20_000;
+
+#[test]
+fn a_far_behind_observer_is_not_ready_until_it_reaches_the_leaders_high_watermark() {
+    // The workload (1 KiB records) keeps the leader writing the whole time.
+    let workload = [
+        "--workload-throughput",
+        "2000",
+        "--workload-record-size",
+        "1024",
+    ];
+    let mut quorum = QuorumBuilder::new(3, Mode::Dynamic).format();
+    for id in [1, 2, 3] {
+        quorum.start_with_args(id, &workload);
+    }
+    let (leader, _) = quorum.wait_for_leader(&[1, 2, 3], ELECTION);
+    let observer = quorum.add_observer();
+    quorum.start_with_args(observer, &workload);
+    wait_for(CATCH_UP, &format!("observer {observer} ready"), || {
+        quorum.node(observer).assert_alive();
+        quorum.node(observer).readyz().filter(|(ready, _)| *ready)
+    });
+    let paused_at = quorum.node(observer).log_end_offset().expect("log end");
+    quorum.signal(observer, "STOP");
+    // At 2,000 records/s, ten seconds; later on a slow machine.
+    let target = wait_for(
+        Duration::from_secs(120),
+        &format!("leader {leader} to commit {BEHIND} records past the paused observer"),
+        || {
+            quorum.node(leader).assert_alive();
+            quorum
+                .node(leader)
+                .high_watermark()
+                .filter(|hw| *hw >= paused_at + BEHIND)
+        },
+    );
+    quorum.signal(observer, "CONT");
+    // Before the change, the first answer here was "caught up": the local
+    // high watermark is capped at the node's own log end.
+    let mut samples = Vec::new();
+    let (_, reason) = wait_for(
+        CATCH_UP * 3,
+        &format!("observer {observer} ready after catching up to {target}"),
+        || {
+            quorum.node(observer).assert_alive();
+            let (ready, reason) = quorum.node(observer).readyz()?;
+            let end = quorum.node(observer).log_end_offset()?;
+            samples.push((ready, end));
+            assert!(
+                !ready || end >= target,
+                "observer {observer} ready with log end {end}, {} behind the high watermark \
+                 {target} the leader had when it resumed: {reason}",
+                target - end
+            );
+            ready.then_some(((), reason))
+        },
+    );
+    assert!(reason.contains("caught up"), "{reason}");
+    assert!(
+        samples
+            .first()
+            .is_some_and(|(ready, end)| !ready && *end < target),
+        "the first answer after resuming, far behind, said not ready: {:?}",
+        &samples[..samples.len().min(5)]
+    );
+}

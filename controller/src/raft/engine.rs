@@ -317,6 +317,9 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             leader_high_watermark,
             last_caught_up_ms,
             caught_up,
+            caught_up_until_ms: last_caught_up_ms
+                .filter(|_| caught_up)
+                .map(|t| t.saturating_add(self.core.config.fetch_timeout_ms)),
             log_end_offset: self.core.log.end_offset().offset,
             flushed_end_offset: self.core.log.flushed_end_offset(),
             is_voter: self.is_voter(),

@@ -48,6 +48,11 @@ pub struct RaftStatus {
     /// follower's side of what Kafka's leader reports as DescribeQuorum's
     /// `lastCaughtUpTimestamp`; never judged from the node's own log alone.
     pub caught_up: bool,
+    /// Follower or observer that is `caught_up`: until when (engine time,
+    /// ms) that holds without a newer Fetch answer, `last_caught_up_ms` plus
+    /// the fetch timeout. Whoever reads a status later than it was taken (a
+    /// paused or stalled process) judges with it, not with `caught_up`.
+    pub caught_up_until_ms: Option<u64>,
     /// The log end offset.
     pub log_end_offset: i64,
     /// Offset below which the log is flushed.

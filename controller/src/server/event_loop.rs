@@ -439,42 +439,70 @@ impl Loop {
     }
 }
 
-/// The leader's answer to an AddRaftVoter whose endpoints disagree with
-/// what the node registered ([`Listener::vet_voter_endpoints`]):
-/// INVALID_REQUEST with the reason, before the engine sees the request, so
-/// nothing is stored. `None` for any other request, or when not leading
-/// (the engine answers NOT_LEADER_OR_FOLLOWER then).
+/// The leader's answer to an AddRaftVoter or UpdateRaftVoter whose
+/// endpoints disagree with what the node registered itself
+/// ([`Listener::vet_voter_endpoints`]): INVALID_REQUEST (with the reason
+/// for AddRaftVoter; UpdateRaftVoter's answer has no message, the reason is
+/// logged), before the engine sees the request, so nothing is stored.
+/// `None` for any other request, and wherever the engine answers first as
+/// Kafka's handlers do: not leading (NOT_LEADER_OR_FOLLOWER), an AddRaftVoter
+/// for a voter (DUPLICATE_VOTER), an UpdateRaftVoter of another epoch
+/// (FENCED_/UNKNOWN_LEADER_EPOCH) or for a replica that is not a voter
+/// (VOTER_NOT_FOUND).
+///
+/// A node whose address changed re-registers (ControllerRegistration) and
+/// sends UpdateRaftVoter independently; an update refused because its new
+/// registration had not committed yet is sent again by the node, as
+/// Kafka's followers retry UpdateRaftVoter until it succeeds.
 fn vet_voter_change<Lst: Listener<FileLog>>(
     engine: &RaftEngine<FileLog>,
     listener: &Lst,
     request: &raft::RaftRequest,
 ) -> Option<ResponseKind> {
-    let raft::RaftRequest::AddRaftVoter(r) = request else {
-        return None;
-    };
-    // Not leading: the engine answers NOT_LEADER_OR_FOLLOWER. Already a
-    // voter: the engine answers DUPLICATE_VOTER, as Kafka checks first.
-    if engine.role() != Role::Leader
-        || engine
-            .status()
-            .voters
-            .iter()
-            .any(|v| v.key.id == r.voter_id)
-    {
+    use kafka_protocol::error::ResponseError::InvalidRequest;
+    if engine.role() != Role::Leader {
         return None;
     }
-    let endpoints: Vec<raft::Endpoint> = r
-        .listeners
-        .iter()
-        .map(|l| raft::Endpoint::new(l.name.as_str(), l.host.as_str(), l.port))
-        .collect();
-    let reason = listener.vet_voter_endpoints(r.voter_id, &endpoints).err()?;
-    tracing::warn!(voter = r.voter_id, %reason, "AddRaftVoter refused");
-    Some(ResponseKind::AddRaftVoter(
-        kafka_protocol::messages::AddRaftVoterResponse::default()
-            .with_error_code(kafka_protocol::error::ResponseError::InvalidRequest.code())
-            .with_error_message(Some(reason.into())),
-    ))
+    let status = engine.status();
+    match request {
+        raft::RaftRequest::AddRaftVoter(r) => {
+            if status.voters.iter().any(|v| v.key.id == r.voter_id) {
+                return None;
+            }
+            let given: Vec<raft::Endpoint> = r
+                .listeners
+                .iter()
+                .map(|l| raft::Endpoint::new(l.name.as_str(), l.host.as_str(), l.port))
+                .collect();
+            let reason = listener.vet_voter_endpoints(r.voter_id, &given).err()?;
+            tracing::warn!(voter = r.voter_id, %reason, "AddRaftVoter refused");
+            Some(ResponseKind::AddRaftVoter(
+                kafka_protocol::messages::AddRaftVoterResponse::default()
+                    .with_error_code(InvalidRequest.code())
+                    .with_error_message(Some(reason.into())),
+            ))
+        }
+        raft::RaftRequest::UpdateRaftVoter(r) => {
+            let key = raft::ReplicaKey::from_wire(r.voter_id, r.voter_directory_id);
+            if r.current_leader_epoch != engine.epoch()
+                || !status.voters.iter().any(|v| v.key == key)
+            {
+                return None;
+            }
+            let given: Vec<raft::Endpoint> = r
+                .listeners
+                .iter()
+                .map(|l| raft::Endpoint::new(l.name.as_str(), l.host.as_str(), l.port))
+                .collect();
+            let reason = listener.vet_voter_endpoints(r.voter_id, &given).err()?;
+            tracing::warn!(voter = r.voter_id, %reason, "UpdateRaftVoter refused");
+            Some(ResponseKind::UpdateRaftVoter(
+                kafka_protocol::messages::UpdateRaftVoterResponse::default()
+                    .with_error_code(InvalidRequest.code()),
+            ))
+        }
+        _ => None,
+    }
 }
 
 /// Ready: a leader is known and this node is caught up with it. A leader is
@@ -494,10 +522,12 @@ fn readiness(status: &raft::RaftStatus) -> Readiness {
         (Role::Leader, _, Some(hw)) => Readiness {
             ready: true,
             reason: format!("leader in epoch {epoch}, high watermark {hw}"),
+            until_ms: None,
         },
         (Role::Leader, _, None) => Readiness {
             ready: false,
             reason: format!("leader in epoch {epoch}, waiting for its first commit"),
+            until_ms: None,
         },
         (Role::Follower, Some(leader), _) if status.caught_up => Readiness {
             ready: true,
@@ -507,6 +537,7 @@ fn readiness(status: &raft::RaftStatus) -> Readiness {
                     .leader_high_watermark
                     .map_or_else(|| "(none yet)".to_owned(), |h| h.to_string())
             ),
+            until_ms: status.caught_up_until_ms,
         },
         (Role::Follower, Some(leader), _) => Readiness {
             ready: false,
@@ -523,10 +554,12 @@ fn readiness(status: &raft::RaftStatus) -> Readiness {
                     "{what} of {leader} in epoch {epoch}, last caught up at {t} ms (engine time), longer ago than the fetch timeout"
                 ),
             },
+            until_ms: None,
         },
         (role, _, _) => Readiness {
             ready: false,
             reason: format!("{} in epoch {epoch}, no leader known", role.name()),
+            until_ms: None,
         },
     }
 }

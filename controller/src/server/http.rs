@@ -32,6 +32,12 @@ pub struct Readiness {
     pub ready: bool,
     /// One line for humans, e.g. `follower of 1 in epoch 4, caught up`.
     pub reason: String,
+    /// Ready only until then (wall clock, ms, as the engine's time): a
+    /// follower's or observer's proof of being caught up expires after the
+    /// fetch timeout even when the event loop has not run since (a paused
+    /// or stalled process would answer from a stale state). `None`: no
+    /// expiry (a leader, or not ready).
+    pub until_ms: Option<u64>,
 }
 
 impl Readiness {
@@ -40,6 +46,22 @@ impl Readiness {
         Self {
             ready: false,
             reason: "starting".into(),
+            until_ms: None,
+        }
+    }
+
+    /// (ready, reason) as of `now_ms` (wall clock).
+    pub fn at(&self, now_ms: u64) -> (bool, String) {
+        match self.until_ms {
+            Some(until) if self.ready && now_ms >= until => (
+                false,
+                format!(
+                    "{}, but that expired {} ms ago (the fetch timeout passed) and nothing newer has been processed",
+                    self.reason,
+                    now_ms - until
+                ),
+            ),
+            _ => (self.ready, self.reason.clone()),
         }
     }
 }
@@ -63,13 +85,13 @@ pub fn router(registry: Registry, readiness: watch::Receiver<Readiness>) -> Rout
 }
 
 async fn readyz(State(state): State<Arc<AppState>>) -> impl IntoResponse {
-    let r = state.readiness.borrow().clone();
-    let status = if r.ready {
+    let (ready, reason) = state.readiness.borrow().at(super::event_loop::now_ms());
+    let status = if ready {
         StatusCode::OK
     } else {
         StatusCode::SERVICE_UNAVAILABLE
     };
-    (status, format!("{}\n", r.reason))
+    (status, format!("{reason}\n"))
 }
 
 async fn metrics(State(state): State<Arc<AppState>>) -> impl IntoResponse {
@@ -145,10 +167,27 @@ mod tests {
         tx.send_replace(Readiness {
             ready: true,
             reason: "leader in epoch 3".into(),
+            until_ms: None,
         });
         let (code, body) = get(addr, "/readyz").await;
         assert_eq!(code, 200);
         assert!(body.ends_with("leader in epoch 3\n"), "{body}");
+        // A follower's proof of being caught up that nothing renewed.
+        let now = super::super::event_loop::now_ms();
+        tx.send_replace(Readiness {
+            ready: true,
+            reason: "follower of 1 in epoch 3, caught up".into(),
+            until_ms: Some(now + 60_000),
+        });
+        assert_eq!(get(addr, "/readyz").await.0, 200);
+        tx.send_replace(Readiness {
+            ready: true,
+            reason: "follower of 1 in epoch 3, caught up".into(),
+            until_ms: Some(now - 1),
+        });
+        let (code, body) = get(addr, "/readyz").await;
+        assert_eq!(code, 503, "{body}");
+        assert!(body.contains("the fetch timeout passed"), "{body}");
         assert_eq!(get(addr, "/metrics").await.0, 200);
     }
 }
