@@ -175,6 +175,14 @@ where
                 }
             }
             Ok(Some(Ok(Incoming::Frame(frame)))) => return Next::Frame(frame, memory),
+            // A TLS peer that closes without close_notify between requests
+            // (Kafka's Java clients, our operator, probes) has only closed.
+            Ok(Some(Err(WireError::Io(e))))
+                if e.kind() == std::io::ErrorKind::UnexpectedEof
+                    && framed.read_buffer().is_empty() =>
+            {
+                return Next::Closed;
+            }
             Ok(Some(Err(e))) => return Next::Bad(e),
             Err(_) => {
                 let now = Instant::now();
