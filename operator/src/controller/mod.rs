@@ -213,6 +213,22 @@ pub async fn reconcile<Q: QuorumClient>(
         .ok_or_else(|| Error::NoNamespace(kq.name_any()))?;
     let api: Api<KraftQuorum> = Api::namespaced(ctx.client.clone(), &ns);
     let k = key(&kq);
+    // Work from the API server's copy, not the watch cache's: the cache can
+    // lag this operator's own last status write, and a pass that started
+    // from it wrote back a pendingChange the pass before had cleared (seen:
+    // a retriable AddRaftVoter answer held a scale-up for the whole
+    // planner::PENDING_TIMEOUT_MS, 120 s, instead of 2 s; issue 27).
+    // Passes over one object never overlap (kube-runtime), so this read
+    // sees every write of the passes before.
+    let name = kq.name_any();
+    let Some(kq) = api
+        .get_opt(&name)
+        .await
+        .map_err(kube_err(format!("get kraftquorum {ns}/{name}")))?
+        .map(Arc::new)
+    else {
+        return Ok(Action::await_change());
+    };
     let result = finalizer(&api, FINALIZER, kq, |event| async {
         match event {
             Finalizer::Apply(kq) => apply(&kq, &ctx).await,

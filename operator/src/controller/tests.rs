@@ -276,13 +276,34 @@ async fn pass(
     quorum: Arc<FakeQuorum>,
     steps: Vec<Step>,
 ) -> (Result<Action, Error>, Vec<Seen>) {
+    pass_from_cache(kq, kq, quorum, steps).await
+}
+
+/// One reconcile pass handed `cached` (the watch cache's copy) while the
+/// API server holds `kq`: the pass first reads `kq` (that GET is checked
+/// and left out of the calls returned), then makes `steps`.
+async fn pass_from_cache(
+    cached: &Value,
+    kq: &Value,
+    quorum: Arc<FakeQuorum>,
+    steps: Vec<Step>,
+) -> (Result<Action, Error>, Vec<Seen>) {
     let (ctx, handle) = context(quorum);
-    let script = serve(handle, kq.clone(), steps);
-    let obj: KraftQuorum = serde_json::from_value(kq.clone()).expect("kq fixture");
+    let mut all = vec![step("GET", KQ, Reply::Kq)];
+    all.extend(steps);
+    let script = serve(handle, kq.clone(), all);
+    let obj: KraftQuorum = serde_json::from_value(cached.clone()).expect("kq fixture");
     let result = tokio::time::timeout(Duration::from_secs(10), reconcile(Arc::new(obj), ctx))
         .await
         .expect("the pass finishes");
-    (result, script.finish())
+    let mut seen = script.finish();
+    assert_eq!(
+        (seen[0].method.as_str(), seen[0].path.as_str()),
+        ("GET", KQ),
+        "the pass reads the object from the API server first"
+    );
+    seen.remove(0);
+    (result, seen)
 }
 
 fn calls(seen: &[Seen]) -> Vec<String> {
@@ -508,6 +529,36 @@ async fn an_add_the_leader_answers_retriable_is_planned_again_within_seconds() {
     assert_eq!(
         condition(status_of(&seen[8]), "Progressing"),
         ("True", "ChangeInFlight")
+    );
+}
+
+#[tokio::test]
+async fn a_pass_works_from_the_api_servers_copy_not_a_stale_cache() {
+    // Issue 27, seen in CI: the watch cache still had the pendingChange the
+    // previous pass had just cleared (after a retriable answer); a pass
+    // planning from it waited ChangeInFlight, and wrote the record back,
+    // for the whole 120 s PENDING_TIMEOUT_MS.
+    let kq = kq_json(4, true, bootstrapped_status(3));
+    let mut cached = kq.clone();
+    cached["status"]["pendingChange"] = json!({
+        "kind": "AddVoter",
+        "nodeId": 3,
+        "directoryId": kafka_uuid::to_string(dir(3)),
+        "since": "2026-11-30T00:00:00Z",
+    });
+    let mut steps = children_steps(4, 4);
+    steps.extend([
+        step("PATCH", KQ_STATUS, Reply::KqWithStatus),
+        step("POST", EVENTS, Reply::Echo),
+        step("PATCH", KQ_STATUS, Reply::KqWithStatus),
+    ]);
+    let quorum = fake(Some(quorum(3, 1)));
+    let (result, seen) = pass_from_cache(&cached, &kq, quorum.clone(), steps).await;
+    result.expect("pass succeeds");
+    assert_eq!(seen[7].body["reason"], "VoterAdded", "planned afresh");
+    assert!(
+        status_of(&seen[8]).get("pendingChange").is_none(),
+        "nothing written back from the stale copy"
     );
 }
 
