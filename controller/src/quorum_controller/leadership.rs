@@ -113,6 +113,14 @@ impl ReplicationControl {
                 continue;
             };
             let accept = |r: i32| Some(r) != excluded && acceptable(brokers, p, r);
+            // Kafka's generateLeaderAndIsrUpdates: UNCLEAN where the
+            // topic's unclean.leader.election.enable allows it.
+            let election =
+                if election == Election::Online && self.elections.unclean_election_enabled(name) {
+                    Election::Unclean
+                } else {
+                    election
+                };
             let record = build(&Change {
                 partition: p,
                 topic_id,
@@ -122,8 +130,8 @@ impl ReplicationControl {
                 election,
                 acceptable: &accept,
                 metadata_level,
-                elr_enabled: self.elr.enabled,
-                min_isr: self.elr.min_isr(name, p.replicas.len()),
+                elr_enabled: self.elections.elr_enabled,
+                min_isr: self.elections.min_isr(name, p.replicas.len()),
                 unclean_shutdown_replicas: unclean_shutdown,
             });
             if let Some(r) = record {
@@ -135,13 +143,37 @@ impl ReplicationControl {
         records
     }
 
+    /// Leaders for the leaderless partitions of topics whose
+    /// `unclean.leader.election.enable` is on (any live replica, the risk
+    /// the config accepts), after a config change turned it on: Kafka
+    /// elects them in a periodic task; here they come in the batch of the
+    /// change itself. Applied to the speculative topics.
+    pub fn elect_unclean_leaders(
+        &mut self,
+        brokers: &BTreeMap<i32, BrokerRegistration>,
+        metadata_level: i16,
+    ) -> Vec<Bytes> {
+        self.change_partitions(
+            brokers,
+            metadata_level,
+            Election::Online,
+            |p| p.leader == NO_LEADER,
+            |p| p.isr.clone(),
+            None,
+            &[],
+            usize::MAX,
+        )
+    }
+
     /// The partition changes that follow broker changes from `before`
     /// ([`broker_states`]) to `after` (the speculative brokers around one
     /// decision): each broker
     /// no longer active (fenced, in controlled shutdown, unregistered, or
     /// replaced by a new incarnation) leaves the ISRs and leaderships it
     /// holds; each broker that became active leads the leaderless
-    /// partitions whose ISR holds it. Applied to the speculative topics.
+    /// partitions whose ISR holds it (any of their replicas where
+    /// `unclean.leader.election.enable` is on). Applied to the speculative
+    /// topics.
     pub fn broker_changes(
         &mut self,
         before: &BTreeMap<i32, (i64, bool)>,
@@ -151,7 +183,7 @@ impl ReplicationControl {
     ) -> Vec<Bytes> {
         let ids: BTreeSet<i32> = before.keys().chain(after.keys()).copied().collect();
         let mut records = Vec::new();
-        if let Some(id) = unclean_shutdown.filter(|_| self.elr.enabled) {
+        if let Some(id) = unclean_shutdown.filter(|_| self.elections.elr_enabled) {
             // Kafka's `handleBrokerUncleanShutdown`: a broker back from an
             // unclean shutdown may have lost unflushed records; it leaves
             // every ISR and ELR (and never rejoins an ELR by this change).
@@ -302,8 +334,8 @@ impl ReplicationControl {
                     election: Election::Online,
                     acceptable: &accept,
                     metadata_level,
-                    elr_enabled: self.elr.enabled,
-                    min_isr: self.elr.min_isr(name, current.replicas.len()),
+                    elr_enabled: self.elections.elr_enabled,
+                    min_isr: self.elections.min_isr(name, current.replicas.len()),
                     unclean_shutdown_replicas: &[],
                 });
                 let mut merged = current.clone();
@@ -472,8 +504,8 @@ impl ReplicationControl {
             election,
             acceptable: &accept,
             metadata_level,
-            elr_enabled: self.elr.enabled,
-            min_isr: self.elr.min_isr(topic, p.replicas.len()),
+            elr_enabled: self.elections.elr_enabled,
+            min_isr: self.elections.min_isr(topic, p.replicas.len()),
             unclean_shutdown_replicas: &[],
         });
         match change {

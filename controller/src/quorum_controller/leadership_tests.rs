@@ -345,8 +345,8 @@ fn with_elr_replicas_leaving_an_isr_below_min_isr_stay_eligible_unless_they_shut
         name: "min.insync.replicas".into(),
         value: Some("2".into()),
     });
-    rc.elr = super::super::replication_control::ElrSettings::new(true, &configs);
-    assert_eq!(rc.elr.min_isr("t", 3), 2);
+    rc.elections = super::super::election_configs::ElectionConfigs::new(true, &configs);
+    assert_eq!(rc.elections.min_isr("t", 3), 2);
     for b in [1, 2, 3] {
         let before = broker_states(&brokers);
         brokers.get_mut(&b).expect("broker").fenced = true;
@@ -385,4 +385,55 @@ fn with_elr_replicas_leaving_an_isr_below_min_isr_stay_eligible_unless_they_shut
         ),
         (3, vec![3], vec![], vec![])
     );
+}
+
+/// `unclean.leader.election.enable` (Kafka's
+/// `uncleanLeaderElectionEnabledForTopic` in generateLeaderAndIsrUpdates):
+/// off, a partition whose ISR is down stays offline when another replica
+/// comes back; on (the topic's value, over the cluster default), that
+/// replica leads at once, and turning it on for an offline partition elects
+/// one in the batch of the config change.
+#[test]
+fn unclean_leader_election_enable_lets_any_live_replica_lead_an_offline_partition() {
+    use crate::metadata::{configs::ConfigsImage, records::ConfigRecord};
+    let unclean = |resource_type: i8, name: &str, value: &str| ConfigRecord {
+        resource_type,
+        resource_name: name.into(),
+        name: "unclean.leader.election.enable".into(),
+        value: Some(value.into()),
+    };
+    let (mut rc, mut brokers, id) = with_topic();
+    for b in [1, 2, 3] {
+        let before = broker_states(&brokers);
+        brokers.get_mut(&b).expect("broker").fenced = true;
+        rc.broker_changes(&before, &brokers, 27, None);
+    }
+    let p0 = part(&rc, id, 0);
+    assert_eq!((p0.leader, p0.isr.clone()), (NO_LEADER, vec![3]));
+    // Broker 1 back: not in the ISR, and unclean election is off.
+    let before = broker_states(&brokers);
+    brokers.get_mut(&1).expect("1").fenced = false;
+    rc.broker_changes(&before, &brokers, 27, None);
+    assert_eq!(part(&rc, id, 0).leader, NO_LEADER);
+    assert!(rc.elect_unclean_leaders(&brokers, 27).is_empty());
+    // The cluster default on, the topic's own value off: still offline.
+    let mut configs = ConfigsImage::default();
+    configs.apply(&unclean(4, "", "true"));
+    configs.apply(&unclean(2, "t", "false"));
+    rc.configs_changed(&configs);
+    assert!(rc.elect_unclean_leaders(&brokers, 27).is_empty());
+    // The topic's value on: broker 1 leads both partitions, alone in the ISR.
+    configs.apply(&unclean(2, "t", "true"));
+    rc.configs_changed(&configs);
+    assert_eq!(rc.elect_unclean_leaders(&brokers, 27).len(), 2);
+    let p0 = part(&rc, id, 0);
+    assert_eq!((p0.leader, p0.isr.clone()), (1, vec![1]));
+    // And on a broker change: broker 1 fenced, broker 2 back: it leads.
+    for (b, fenced) in [(1, true), (2, false)] {
+        let before = broker_states(&brokers);
+        brokers.get_mut(&b).expect("broker").fenced = fenced;
+        rc.broker_changes(&before, &brokers, 27, None);
+    }
+    let p0 = part(&rc, id, 0);
+    assert_eq!((p0.leader, p0.isr.clone()), (2, vec![2]));
 }

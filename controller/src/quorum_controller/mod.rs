@@ -43,6 +43,7 @@ pub mod configs;
 pub mod delete_topics;
 pub mod describe_configs;
 pub mod dir_assignment;
+pub mod election_configs;
 pub mod heartbeat;
 pub mod leadership;
 pub mod partition_change;
@@ -530,6 +531,10 @@ impl QuorumController {
                     // The ClearElrRecords of a min.insync.replicas change.
                     active.replication.apply(&d.records);
                     active.replication.configs_changed(active.configs.configs());
+                    let elected = active
+                        .replication
+                        .elect_unclean_leaders(active.cluster.brokers(), level);
+                    d.records.extend(elected);
                 }
                 let unclean = active.cluster.take_unclean_shutdown();
                 let changes = active.replication.broker_changes(

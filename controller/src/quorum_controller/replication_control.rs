@@ -33,6 +33,7 @@ use uuid::Uuid;
 
 use super::{
     cluster_control::{Decision, Refusal},
+    election_configs::ElectionConfigs,
     placement::{UsableBroker, place},
     topic_names::{
         CLUSTER_METADATA_TOPIC_NAME, has_collision_chars, unify_collision_chars,
@@ -41,12 +42,9 @@ use super::{
 };
 use crate::metadata::{
     brokers::BrokerRegistration,
-    configs::{ConfigResourceKey, ConfigsImage},
+    configs::ConfigsImage,
     image::MetadataImage,
-    records::{
-        CONFIG_RESOURCE_TYPE_BROKER, ConfigRecord, FramedRecord, TopicRecord,
-        partition_record_version,
-    },
+    records::{ConfigRecord, FramedRecord, TopicRecord, partition_record_version},
     topics::{DIRECTORY_MIGRATING, DIRECTORY_UNASSIGNED, PartitionRegistration, TopicsImage},
 };
 
@@ -88,58 +86,12 @@ impl Default for ReplicationConfig {
     }
 }
 
-/// What KIP-966 eligible leader replicas need of a decision: whether they
-/// are on (`eligible.leader.replicas.version` >= 1, Kafka's
-/// `isElrEnabled`) and the `min.insync.replicas` values of the speculative
-/// configs (topics, and the cluster-wide default BROKER resource `""`),
-/// taken again only when such a value may have changed
-/// ([`ReplicationControl::configs_changed`]).
-#[derive(Debug, Clone, Default)]
-pub struct ElrSettings {
-    /// ELR on.
-    pub enabled: bool,
-    min_isr: BTreeMap<ConfigResourceKey, usize>,
-}
-
-/// Kafka's `min.insync.replicas` key.
-const MIN_INSYNC_REPLICAS: &str = "min.insync.replicas";
-
-impl ElrSettings {
-    /// ELR on or off, with the `min.insync.replicas` values of `configs`.
-    pub fn new(enabled: bool, configs: &ConfigsImage) -> Self {
-        let min_isr = configs
-            .resources()
-            .iter()
-            .filter_map(|(key, values)| {
-                let v = values.get(MIN_INSYNC_REPLICAS)?.trim().parse().ok()?;
-                Some((key.clone(), v))
-            })
-            .collect();
-        Self { enabled, min_isr }
-    }
-
-    /// Kafka's `getTopicEffectiveMinIsr`: the topic's `min.insync.replicas`,
-    /// else the cluster-wide one (the default BROKER resource), else 1; at
-    /// most the replication factor.
-    pub fn min_isr(&self, topic: &str, replication_factor: usize) -> usize {
-        self.min_isr
-            .get(&(CONFIG_RESOURCE_TYPE_TOPIC, topic.to_owned()))
-            .or_else(|| {
-                self.min_isr
-                    .get(&(CONFIG_RESOURCE_TYPE_BROKER, String::new()))
-            })
-            .copied()
-            .unwrap_or(1)
-            .min(replication_factor)
-    }
-}
-
 /// The speculative topics of an active controller (see the module doc).
 #[derive(Debug)]
 pub struct ReplicationControl {
     pub(super) topics: TopicsImage,
     pub(super) config: ReplicationConfig,
-    pub(super) elr: ElrSettings,
+    pub(super) elections: ElectionConfigs,
     rng: StdRng,
 }
 
@@ -241,7 +193,7 @@ impl ReplicationControl {
         Self {
             topics: image.topics().clone(),
             config,
-            elr: ElrSettings::new(
+            elections: ElectionConfigs::new(
                 image
                     .feature_level(crate::metadata::bootstrap::ELR_FEATURE)
                     .is_some_and(|l| l >= 1),
@@ -252,10 +204,11 @@ impl ReplicationControl {
     }
 
     /// The speculative configs changed in a way that may touch
-    /// `min.insync.replicas` (a ConfigRecord or a topic removed): take its
-    /// values again from `configs`.
+    /// `min.insync.replicas` or `unclean.leader.election.enable` (a
+    /// ConfigRecord or a topic removed): take their values again from
+    /// `configs`.
     pub fn configs_changed(&mut self, configs: &ConfigsImage) {
-        self.elr = ElrSettings::new(self.elr.enabled, configs);
+        self.elections = ElectionConfigs::new(self.elections.elr_enabled, configs);
     }
 
     /// The same with a seeded random source (tests: placements repeat).
