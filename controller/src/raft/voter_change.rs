@@ -430,6 +430,9 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
     }
 
     /// UpdateRaftVoter (82): a voter's new endpoints or kraft.version range.
+    /// INVALID_REQUEST, nothing stored, for no listener, none named as the
+    /// leader's own voter listener (Kafka's UpdateVoterHandler), or a
+    /// kraft.version range without the finalized version.
     pub(crate) fn update(
         mut self,
         handle: ReplyHandle,
@@ -468,7 +471,21 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
             r.k_raft_version_feature.min_supported_version,
             r.k_raft_version_feature.max_supported_version,
         );
-        if r.listeners.is_empty() || range.0 > kraft_version || range.1 < kraft_version {
+        // Kafka's UpdateVoterHandler: the voter must keep an endpoint on the
+        // listener the leader's voters speak (its own first endpoint's name).
+        let leader_listener = self
+            .core
+            .voters()
+            .get(self.core.local.id)
+            .and_then(|v| v.endpoints.first())
+            .map(|e| e.name.clone());
+        let lacks_leader_listener = leader_listener
+            .is_some_and(|name| !r.listeners.iter().any(|l| l.name.as_str() == name));
+        if r.listeners.is_empty()
+            || lacks_leader_listener
+            || range.0 > kraft_version
+            || range.1 < kraft_version
+        {
             self.reply(kind, handle, Some(ResponseError::InvalidRequest), None);
             return Ok(());
         }

@@ -348,7 +348,7 @@ fn update_raft_voter_changes_a_voters_endpoints_once_committed() {
         UpdateRaftVoterRequest,
         update_raft_voter_request::{KRaftVersionFeature, Listener},
     };
-    let update = |directory: uuid::Uuid| {
+    let update_on = |directory: uuid::Uuid, listener: &'static str| {
         RaftRequest::UpdateRaftVoter(
             UpdateRaftVoterRequest::default()
                 .with_cluster_id(Some("test".into()))
@@ -357,7 +357,7 @@ fn update_raft_voter_changes_a_voters_endpoints_once_committed() {
                 .with_voter_directory_id(directory)
                 .with_listeners(vec![
                     Listener::default()
-                        .with_name("CONTROLLER".into())
+                        .with_name(listener.into())
                         .with_host("node2.new".into())
                         .with_port(19093),
                 ])
@@ -368,6 +368,7 @@ fn update_raft_voter_changes_a_voters_endpoints_once_committed() {
                 ),
         )
     };
+    let update = |directory: uuid::Uuid| update_on(directory, "CONTROLLER");
     let code = |commands: &[Command]| match commands {
         [
             Command::Reply {
@@ -380,6 +381,13 @@ fn update_raft_voter_changes_a_voters_endpoints_once_committed() {
     let mut e = kip853_leader();
     let commands = e.handle(admin(update(dir(9))), 2_010).expect("update");
     assert_eq!(code(&commands), 127);
+    // Without an endpoint on the leader's voter listener: refused, kept.
+    let before = e.voters().get(2).expect("voter 2").endpoints.clone();
+    let commands = e
+        .handle(admin(update_on(dir(2), "OTHER")), 2_015)
+        .expect("update");
+    assert_eq!(code(&commands), 42);
+    assert_eq!(e.voters().get(2).expect("voter 2").endpoints, before);
     let commands = e.handle(admin(update(dir(2))), 2_020).expect("update");
     assert!(commands.is_empty(), "{commands:?}");
     let endpoint = &e.voters().get(2).expect("voter 2").endpoints[0];
