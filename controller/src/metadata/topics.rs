@@ -8,7 +8,7 @@
 //! | PartitionRecord (3, v0-2) | replaces a partition of a known topic |
 //! | PartitionChangeRecord (5, v0-2) | merges into a known partition (`PartitionRegistration.merge`): a new leader bumps the leader epoch, every change bumps the partition epoch |
 //! | RemoveTopicRecord (9) | removes the topic and its partitions |
-//! | ClearElrRecord (28) | empties ELR and last known ELR of one topic (or all, for `""`) |
+//! | ClearElrRecord (28) | empties ELR and last known ELR of one topic (or all, for `""`); a partition that had any gets the next partition epoch |
 //!
 //! A record naming a topic or partition that does not exist, or a topic name
 //! or id already taken, is an error, as Kafka's replay throws. Owns these
@@ -323,10 +323,17 @@ impl TopicsImage {
             }
             CLEAR_ELR_RECORD_API_KEY => {
                 let r = ClearElrRecord::decode_message(&framed.message)?;
+                // Kafka's removeTopicElrs / TopicDelta: a merge of an
+                // empty-ELR change, so a partition that had any ELR gets a
+                // new partition epoch (brokers' AlterPartition carry it);
+                // the others are left as they are.
                 let clear = |t: &mut TopicImage| {
                     for p in t.partitions.values_mut() {
-                        p.elr.clear();
-                        p.last_known_elr.clear();
+                        if !p.elr.is_empty() || !p.last_known_elr.is_empty() {
+                            p.elr.clear();
+                            p.last_known_elr.clear();
+                            p.partition_epoch = p.partition_epoch.saturating_add(1);
+                        }
                     }
                 };
                 if r.topic_name.is_empty() {

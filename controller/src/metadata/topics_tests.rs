@@ -121,11 +121,17 @@ fn clear_elr_empties_elr_and_the_image_records_rebuild_it() {
     image
         .apply(&framed(change.encode_framed(2)))
         .expect("change");
+    image.apply(&partition(1)).expect("a partition without ELR");
     let mut rebuilt = TopicsImage::default();
     for r in image.records(2) {
         rebuilt.apply(&framed(r)).expect("applies");
     }
     assert_eq!(rebuilt, image);
+    let epochs = |image: &TopicsImage| -> Vec<i32> {
+        let t = image.get(&T).expect("topic");
+        t.partitions.values().map(|p| p.partition_epoch).collect()
+    };
+    let before = epochs(&image);
     image
         .apply(&framed(
             ClearElrRecord {
@@ -136,4 +142,7 @@ fn clear_elr_empties_elr_and_the_image_records_rebuild_it() {
         .expect("clear");
     let p = &image.get(&T).expect("topic").partitions[&0];
     assert!(p.elr.is_empty() && p.last_known_elr.is_empty());
+    // Kafka merges an empty-ELR change: a new partition epoch where the
+    // ELR was not empty, none elsewhere.
+    assert_eq!(epochs(&image), vec![before[0] + 1, before[1]]);
 }

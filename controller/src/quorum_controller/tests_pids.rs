@@ -223,6 +223,7 @@ fn a_min_isr_change_clears_the_elrs_committed_and_speculative() {
     assert_eq!((p.leader, p.isr.clone()), (11, vec![11]), "{p:?}");
     assert!(!p.elr.is_empty(), "the fenced replicas are eligible: {p:?}");
     assert_eq!(speculative(&node).elr, p.elr);
+    let epoch = p.partition_epoch;
 
     let before = node.end_offset();
     let a = node.request(RequestKind::IncrementalAlterConfigs(
@@ -251,4 +252,8 @@ fn a_min_isr_change_clears_the_elrs_committed_and_speculative() {
     );
     let p = committed(&node);
     assert!(p.elr.is_empty() && p.last_known_elr.is_empty(), "{p:?}");
+    // As Kafka's removeTopicElrs: the partition epoch brokers' AlterPartition
+    // will carry, the same in the speculative state.
+    assert_eq!(p.partition_epoch, epoch + 1);
+    assert_eq!(speculative(&node).partition_epoch, epoch + 1);
 }
