@@ -325,12 +325,15 @@ impl ConfigurationControl {
         for k in implicitly_deleted {
             if k == MIN_INSYNC_REPLICAS
                 && resource_type == CONFIG_RESOURCE_TYPE_BROKER
-                && name.is_empty()
                 && self.elr_enabled
             {
                 return refuse(
                     ResponseError::InvalidConfig,
-                    "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.",
+                    if name.is_empty() {
+                        "Cluster-level min.insync.replicas cannot be removed while ELR is enabled."
+                    } else {
+                        "Broker-level min.insync.replicas cannot be altered while ELR is enabled."
+                    },
                 );
             }
             all.remove(k);

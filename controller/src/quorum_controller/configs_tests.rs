@@ -482,4 +482,21 @@ fn min_isr_changes_under_elr_clear_the_elrs_chosen_under_the_old_value() {
     );
     assert!(d.records.is_empty());
     assert_eq!(c.configs().of(4, "")["min.insync.replicas"], "2");
+    // A broker-level value (set before ELR) left out: refused too.
+    c.elr_enabled = false;
+    let set_broker = vec![(4, "1".into(), vec![set("min.insync.replicas", "2")])];
+    assert_eq!(
+        c.incremental_alter(set_broker, false, &world()).results[0].2,
+        Ok(())
+    );
+    c.elr_enabled = true;
+    let d = c.legacy_alter(vec![(4, "1".into(), vec![])], false, &world());
+    assert_eq!(
+        d.results[0].2,
+        Err((
+            ResponseError::InvalidConfig,
+            "Broker-level min.insync.replicas cannot be altered while ELR is enabled.".into()
+        ))
+    );
+    assert!(d.records.is_empty());
 }

@@ -4,7 +4,9 @@
 //! `getTopicEffectiveMinIsr`) and `unclean.leader.election.enable` (Kafka's
 //! `uncleanLeaderElectionEnabledForTopic`), each from the topic's config,
 //! else the cluster-wide default (the BROKER resource `""`), else Kafka's
-//! default. Taken from the speculative configs when the quorum controller
+//! default. Kafka also reads, between the topic and the cluster default, the
+//! active controller's node-level dynamic config, and before its default
+//! the controller's static `server.properties`; neither is read here. Taken from the speculative configs when the quorum controller
 //! activates and again only when a decision may have changed one of them
 //! ([`super::replication_control::ReplicationControl::configs_changed`]).
 
@@ -122,7 +124,7 @@ mod tests {
         assert!(!e.unclean_election_enabled("t"));
         assert!(
             e.unclean_election_enabled("u"),
-            "the cluster default; a broker's own value is not read"
+            "the cluster default; another node's value is not read"
         );
     }
 }

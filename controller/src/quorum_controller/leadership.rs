@@ -87,7 +87,7 @@ impl ReplicationControl {
         brokers: &BTreeMap<i32, BrokerRegistration>,
         metadata_level: i16,
         election: Election,
-        select: impl Fn(&PartitionRegistration) -> bool,
+        select: impl Fn(&str, &PartitionRegistration) -> bool,
         target: impl Fn(&PartitionRegistration) -> Vec<i32>,
         excluded: Option<i32>,
         unclean_shutdown: &[i32],
@@ -98,7 +98,7 @@ impl ReplicationControl {
         let selected: Vec<(Uuid, i32)> = self
             .topics
             .partitions()
-            .filter(|(_, _, p)| select(p))
+            .filter(|(t, _, p)| select(&t.name, p))
             .map(|(t, id, _)| (t.id, id))
             .collect();
         for (topic_id, partition_id) in selected {
@@ -147,21 +147,23 @@ impl ReplicationControl {
     /// `unclean.leader.election.enable` is on (any live replica, the risk
     /// the config accepts), after a config change turned it on: Kafka
     /// elects them in a periodic task; here they come in the batch of the
-    /// change itself. Applied to the speculative topics.
+    /// change itself, at most [`MAX_ELECTIONS_PER_IMBALANCE`] (the rest at
+    /// the next config or broker change). Applied to the speculative topics.
     pub fn elect_unclean_leaders(
         &mut self,
         brokers: &BTreeMap<i32, BrokerRegistration>,
         metadata_level: i16,
     ) -> Vec<Bytes> {
+        let elections = self.elections.clone();
         self.change_partitions(
             brokers,
             metadata_level,
-            Election::Online,
-            |p| p.leader == NO_LEADER,
+            Election::Unclean,
+            |topic, p| p.leader == NO_LEADER && elections.unclean_election_enabled(topic),
             |p| p.isr.clone(),
             None,
             &[],
-            usize::MAX,
+            MAX_ELECTIONS_PER_IMBALANCE,
         )
     }
 
@@ -195,7 +197,7 @@ impl ReplicationControl {
                 after,
                 metadata_level,
                 Election::Online,
-                |p| p.isr.contains(&id) || p.elr.contains(&id),
+                |_, p| p.isr.contains(&id) || p.elr.contains(&id),
                 |p| p.isr.iter().copied().filter(|r| *r != id).collect(),
                 Some(id),
                 &[id],
@@ -220,7 +222,7 @@ impl ReplicationControl {
                     after,
                     metadata_level,
                     Election::Online,
-                    |p| p.isr.contains(&id),
+                    |_, p| p.isr.contains(&id),
                     |p| p.isr.iter().copied().filter(|r| *r != id).collect(),
                     Some(id),
                     &[],
@@ -232,7 +234,7 @@ impl ReplicationControl {
                     after,
                     metadata_level,
                     Election::Online,
-                    |p| p.leader == NO_LEADER,
+                    |_, p| p.leader == NO_LEADER,
                     |p| p.isr.clone(),
                     None,
                     &[],
@@ -536,7 +538,7 @@ impl ReplicationControl {
             brokers,
             metadata_level,
             Election::Preferred,
-            |p| {
+            |_, p| {
                 p.preferred_leader().is_some_and(|r| {
                     r != p.leader && p.isr.contains(&r) && acceptable(brokers, p, r)
                 })
