@@ -1,8 +1,9 @@
 //! Process tests (issue 27): the leader refuses an AddRaftVoter or an
 //! UpdateRaftVoter whose endpoint is not the one the node registered itself
-//! (KIP-919 ControllerRegistration), with INVALID_REQUEST (naming both for
-//! AddRaftVoter), and stores nothing; the node's own endpoint is then
-//! accepted.
+//! (KIP-919 ControllerRegistration), AddRaftVoter with INVALID_REQUEST naming
+//! both, UpdateRaftVoter with REQUEST_TIMED_OUT (retriable: a node's new
+//! registration may not have committed yet), and stores nothing; the node's
+//! own endpoint is then accepted.
 //!
 //! Real `kraft-controller` processes on 127.0.0.1 with Kafka 4.1's default
 //! `controller.quorum.*` timings; conditions are polled with deadlines.
@@ -140,8 +141,8 @@ fn update_voter_with_another_nodes_endpoint_is_refused_and_stores_nothing() {
     let wrong = quorum.node(other).port;
     assert_eq!(
         error_code(call(&quorum, leader, 0, update(wrong))),
-        kafka_protocol::error::ResponseError::InvalidRequest.code(),
-        "voter {voter} updated to node {other}'s endpoint"
+        kafka_protocol::error::ResponseError::RequestTimedOut.code(),
+        "voter {voter} updated to node {other}'s endpoint (a retriable refusal expected)"
     );
     let reason = format!(
         "is 127.0.0.1:{wrong} in the request, but node {voter} registered 127.0.0.1:{}",

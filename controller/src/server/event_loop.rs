@@ -441,25 +441,26 @@ impl Loop {
 
 /// The leader's answer to an AddRaftVoter or UpdateRaftVoter whose
 /// endpoints disagree with what the node registered itself
-/// ([`Listener::vet_voter_endpoints`]): INVALID_REQUEST (with the reason
-/// for AddRaftVoter; UpdateRaftVoter's answer has no message, the reason is
-/// logged), before the engine sees the request, so nothing is stored.
-/// `None` for any other request, and wherever the engine answers first as
-/// Kafka's handlers do: not leading (NOT_LEADER_OR_FOLLOWER), an AddRaftVoter
-/// for a voter (DUPLICATE_VOTER), an UpdateRaftVoter of another epoch
+/// ([`Listener::vet_voter_endpoints`]), before the engine sees the request,
+/// so nothing is stored: AddRaftVoter gets INVALID_REQUEST with the reason;
+/// UpdateRaftVoter gets REQUEST_TIMED_OUT, retriable, and the reason is
+/// logged (its answer has no message field). A node whose address changed
+/// sends its new ControllerRegistration and its UpdateRaftVoter
+/// independently, so the update can come before the registration commits;
+/// Kafka's follower sends it again after a retriable error, while
+/// INVALID_REQUEST stops a Kafka 4.x follower (KAFKA-19867).
+/// `None` for any other request, and wherever the engine answers first:
+/// not leading (NOT_LEADER_OR_FOLLOWER), an AddRaftVoter for a voter
+/// (DUPLICATE_VOTER), an UpdateRaftVoter of another epoch
 /// (FENCED_/UNKNOWN_LEADER_EPOCH) or for a replica that is not a voter
-/// (VOTER_NOT_FOUND).
-///
-/// A node whose address changed re-registers (ControllerRegistration) and
-/// sends UpdateRaftVoter independently; an update refused because its new
-/// registration had not committed yet is sent again by the node, as
-/// Kafka's followers retry UpdateRaftVoter until it succeeds.
+/// (VOTER_NOT_FOUND). (The engine's cluster-id and pending-change checks
+/// come after this one for an UpdateRaftVoter that disagrees.)
 fn vet_voter_change<Lst: Listener<FileLog>>(
     engine: &RaftEngine<FileLog>,
     listener: &Lst,
     request: &raft::RaftRequest,
 ) -> Option<ResponseKind> {
-    use kafka_protocol::error::ResponseError::InvalidRequest;
+    use kafka_protocol::error::ResponseError::{InvalidRequest, RequestTimedOut};
     if engine.role() != Role::Leader {
         return None;
     }
@@ -495,10 +496,10 @@ fn vet_voter_change<Lst: Listener<FileLog>>(
                 .map(|l| raft::Endpoint::new(l.name.as_str(), l.host.as_str(), l.port))
                 .collect();
             let reason = listener.vet_voter_endpoints(r.voter_id, &given).err()?;
-            tracing::warn!(voter = r.voter_id, %reason, "UpdateRaftVoter refused");
+            tracing::warn!(voter = r.voter_id, %reason, "UpdateRaftVoter refused until the node's registration agrees; retriable");
             Some(ResponseKind::UpdateRaftVoter(
                 kafka_protocol::messages::UpdateRaftVoterResponse::default()
-                    .with_error_code(InvalidRequest.code()),
+                    .with_error_code(RequestTimedOut.code()),
             ))
         }
         _ => None,
