@@ -64,6 +64,10 @@ pub(crate) fn fetch_request<L: ReplicatedLog>(core: &Core<L>, epoch: i32) -> Fet
 pub(crate) struct FetchLoop {
     /// The one Fetch in flight.
     pub(crate) inflight: Option<RequestId>,
+    /// When the Fetch in flight was sent (engine ms): what its answer can
+    /// prove about being caught up dates from then, not from when it was
+    /// read (an answer buffered while the process was paused is old).
+    pub(crate) sent_ms: u64,
     /// Earliest time of the next Fetch (after a backoff).
     pub(crate) next_fetch_ms: u64,
     /// Appended data awaits a flush before the next Fetch.
@@ -230,6 +234,7 @@ impl FollowerState {
             RaftRequest::Fetch(request),
         );
         self.fetch.inflight = Some(id);
+        self.fetch.sent_ms = now_ms;
         None
     }
 
@@ -333,7 +338,7 @@ impl FollowerState {
             None => !leader_had_more,
         };
         if appended && caught_up {
-            self.last_caught_up_ms = Some(now_ms);
+            self.last_caught_up_ms = Some(self.fetch.sent_ms.min(now_ms));
         }
         if let Some(hw) = self.leader_high_watermark {
             core.advance_high_watermark(hw.min(end), out);

@@ -82,7 +82,9 @@ fn a_node_that_got_fetch_answers_is_not_caught_up_while_behind_the_leaders_high_
     e.handle(Event::Flush, 21).expect("flush");
     let s = e.status();
     assert!(s.caught_up, "{s:?}");
-    assert_eq!(s.last_caught_up_ms, Some(20));
+    // Dated when the answered Fetch was sent (after the flush at 11), not
+    // when its answer was read: an answer read late proves nothing newer.
+    assert_eq!(s.last_caught_up_ms, Some(11));
 }
 
 #[test]
@@ -90,10 +92,13 @@ fn a_node_whose_fetches_stop_being_answered_is_not_caught_up_after_the_fetch_tim
     let mut e = observer();
     e.handle(answer(1, None, 0), 10).expect("answer");
     assert!(e.status().caught_up, "an empty log at the leader's end");
+    // Caught up as of when that Fetch was sent (the observer's start, 0).
+    let sent = e.status().last_caught_up_ms.expect("caught up");
+    assert_eq!(sent, 0);
     let timeout = RaftConfig::new(9, VoterSet::from_ids([1])).fetch_timeout_ms;
-    e.handle(Event::Tick, 10 + timeout - 1).expect("tick");
+    e.handle(Event::Tick, sent + timeout - 1).expect("tick");
     assert!(e.status().caught_up, "still within the fetch timeout");
-    e.handle(Event::Tick, 10 + timeout).expect("tick");
+    e.handle(Event::Tick, sent + timeout).expect("tick");
     let s = e.status();
     assert_eq!(s.role, Role::Follower, "an observer keeps its leader");
     assert!(!s.caught_up, "nothing heard for the fetch timeout: {s:?}");
