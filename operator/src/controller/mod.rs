@@ -227,6 +227,7 @@ pub async fn reconcile<Q: QuorumClient>(
         .map_err(kube_err(format!("get kraftquorum {ns}/{name}")))?
         .map(Arc::new)
     else {
+        ctx.failures().remove(&k);
         return Ok(Action::await_change());
     };
     let result = finalizer(&api, FINALIZER, kq, |event| async {
