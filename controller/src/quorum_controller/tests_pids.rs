@@ -13,6 +13,27 @@ fn allocate(id: i32, epoch: i64) -> RequestKind {
     )
 }
 
+/// IncrementalAlterConfigs SET `key`=`value` on topic `t`.
+fn set_topic_config(key: &'static str, value: &'static str) -> RequestKind {
+    use kafka_protocol::messages::{
+        IncrementalAlterConfigsRequest,
+        incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig},
+    };
+    RequestKind::IncrementalAlterConfigs(IncrementalAlterConfigsRequest::default().with_resources(
+        vec![
+            AlterConfigsResource::default()
+                .with_resource_type(2)
+                .with_resource_name(StrBytes::from_static_str("t"))
+                .with_configs(vec![
+                    AlterableConfig::default()
+                        .with_name(StrBytes::from_static_str(key))
+                        .with_config_operation(0)
+                        .with_value(Some(StrBytes::from_static_str(value))),
+                ]),
+        ],
+    ))
+}
+
 /// The one AllocateProducerIds answer to `handle`: (error code, start, len).
 fn producer_ids_answer(node: &Node, handle: ReplyHandle) -> (i16, i64, i32) {
     match node.answers(handle).as_slice() {
@@ -106,19 +127,7 @@ fn configs_follow_topics_created_and_deleted_through_the_controller() {
     );
     assert!(node.image.configs().of(2, "t").is_empty());
     // A key set again, then the topic deleted: its configs go with it.
-    let set_key = RequestKind::IncrementalAlterConfigs(
-        IncrementalAlterConfigsRequest::default().with_resources(vec![
-            AlterConfigsResource::default()
-                .with_resource_type(2)
-                .with_resource_name(StrBytes::from_static_str("t"))
-                .with_configs(vec![
-                    AlterableConfig::default()
-                        .with_name(StrBytes::from_static_str("segment.ms"))
-                        .with_config_operation(0)
-                        .with_value(Some(StrBytes::from_static_str("10"))),
-                ]),
-        ]),
-    );
+    let set_key = set_topic_config("segment.ms", "10");
     node.request(set_key);
     node.commit_all();
     assert_eq!(node.image.configs().of(2, "t").len(), 1);
@@ -142,9 +151,7 @@ fn configs_follow_topics_created_and_deleted_through_the_controller() {
 #[test]
 fn a_min_isr_change_clears_the_elrs_committed_and_speculative() {
     use kafka_protocol::messages::{
-        CreateTopicsRequest, IncrementalAlterConfigsRequest, TopicName,
-        create_topics_request::CreatableTopic,
-        incremental_alter_configs_request::{AlterConfigsResource, AlterableConfig},
+        CreateTopicsRequest, TopicName, create_topics_request::CreatableTopic,
     };
     let mut node = Node::new(0);
     node.elect();
@@ -226,19 +233,7 @@ fn a_min_isr_change_clears_the_elrs_committed_and_speculative() {
     let epoch = p.partition_epoch;
 
     let before = node.end_offset();
-    let a = node.request(RequestKind::IncrementalAlterConfigs(
-        IncrementalAlterConfigsRequest::default().with_resources(vec![
-            AlterConfigsResource::default()
-                .with_resource_type(2)
-                .with_resource_name(StrBytes::from_static_str("t"))
-                .with_configs(vec![
-                    AlterableConfig::default()
-                        .with_name(StrBytes::from_static_str("min.insync.replicas"))
-                        .with_config_operation(0)
-                        .with_value(Some(StrBytes::from_static_str("1"))),
-                ]),
-        ]),
-    ));
+    let a = node.request(set_topic_config("min.insync.replicas", "1"));
     assert_eq!(
         node.end_offset(),
         before + 2,

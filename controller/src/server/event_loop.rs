@@ -439,6 +439,13 @@ impl Loop {
     }
 }
 
+/// The (name, host, port) triples of a voter-change request's listeners.
+fn endpoints<'a>(listeners: impl Iterator<Item = (&'a str, &'a str, u16)>) -> Vec<raft::Endpoint> {
+    listeners
+        .map(|(name, host, port)| raft::Endpoint::new(name, host, port))
+        .collect()
+}
+
 /// The leader's answer to an AddRaftVoter or UpdateRaftVoter whose
 /// endpoints disagree with what the node registered itself
 /// ([`Listener::vet_voter_endpoints`]), before the engine sees the request,
@@ -465,44 +472,44 @@ fn vet_voter_change<Lst: Listener<FileLog>>(
         return None;
     }
     let status = engine.status();
-    match request {
-        raft::RaftRequest::AddRaftVoter(r) => {
-            if status.voters.iter().any(|v| v.key.id == r.voter_id) {
-                return None;
-            }
-            let given: Vec<raft::Endpoint> = r
-                .listeners
-                .iter()
-                .map(|l| raft::Endpoint::new(l.name.as_str(), l.host.as_str(), l.port))
-                .collect();
-            let reason = listener.vet_voter_endpoints(r.voter_id, &given).err()?;
-            tracing::warn!(voter = r.voter_id, %reason, "AddRaftVoter refused");
-            Some(ResponseKind::AddRaftVoter(
-                kafka_protocol::messages::AddRaftVoterResponse::default()
-                    .with_error_code(InvalidRequest.code())
-                    .with_error_message(Some(reason.into())),
-            ))
+    let (voter_id, given) = match request {
+        raft::RaftRequest::AddRaftVoter(r)
+            if !status.voters.iter().any(|v| v.key.id == r.voter_id) =>
+        {
+            let given = r.listeners.iter();
+            (
+                r.voter_id,
+                endpoints(given.map(|l| (l.name.as_str(), l.host.as_str(), l.port))),
+            )
         }
-        raft::RaftRequest::UpdateRaftVoter(r) => {
-            let key = raft::ReplicaKey::from_wire(r.voter_id, r.voter_directory_id);
-            if r.current_leader_epoch != engine.epoch()
-                || !status.voters.iter().any(|v| v.key == key)
-            {
-                return None;
-            }
-            let given: Vec<raft::Endpoint> = r
-                .listeners
-                .iter()
-                .map(|l| raft::Endpoint::new(l.name.as_str(), l.host.as_str(), l.port))
-                .collect();
-            let reason = listener.vet_voter_endpoints(r.voter_id, &given).err()?;
-            tracing::warn!(voter = r.voter_id, %reason, "UpdateRaftVoter refused until the node's registration agrees; retriable");
-            Some(ResponseKind::UpdateRaftVoter(
-                kafka_protocol::messages::UpdateRaftVoterResponse::default()
-                    .with_error_code(RequestTimedOut.code()),
-            ))
+        raft::RaftRequest::UpdateRaftVoter(r)
+            if r.current_leader_epoch == engine.epoch()
+                && status.voters.iter().any(|v| {
+                    v.key == raft::ReplicaKey::from_wire(r.voter_id, r.voter_directory_id)
+                }) =>
+        {
+            let given = r.listeners.iter();
+            (
+                r.voter_id,
+                endpoints(given.map(|l| (l.name.as_str(), l.host.as_str(), l.port))),
+            )
         }
-        _ => None,
+        _ => return None,
+    };
+    let reason = listener.vet_voter_endpoints(voter_id, &given).err()?;
+    if matches!(request, raft::RaftRequest::AddRaftVoter(_)) {
+        tracing::warn!(voter = voter_id, %reason, "AddRaftVoter refused");
+        Some(ResponseKind::AddRaftVoter(
+            kafka_protocol::messages::AddRaftVoterResponse::default()
+                .with_error_code(InvalidRequest.code())
+                .with_error_message(Some(reason.into())),
+        ))
+    } else {
+        tracing::warn!(voter = voter_id, %reason, "UpdateRaftVoter refused until the node's registration agrees; retriable");
+        Some(ResponseKind::UpdateRaftVoter(
+            kafka_protocol::messages::UpdateRaftVoterResponse::default()
+                .with_error_code(RequestTimedOut.code()),
+        ))
     }
 }
 
