@@ -43,6 +43,7 @@ use kafka_protocol::{
 
 use super::{
     cluster_control::Refusal,
+    election_configs::MIN_INSYNC_REPLICAS,
     topic_config_defs::{BROKER_LIST_CONFIGS, ConfigType, check_log_config, topic_config},
     topic_names::validate_topic_name,
 };
@@ -127,9 +128,6 @@ pub struct ConfigurationControl {
     /// `isElrFeatureEnabled`), as committed at activation.
     elr_enabled: bool,
 }
-
-/// The topic and cluster config KIP-966 ties the ELRs to.
-const MIN_INSYNC_REPLICAS: &str = "min.insync.replicas";
 
 /// Longest config value Kafka 4.4 accepts (UTF-16 units, Java's
 /// `String.length`).
@@ -374,30 +372,44 @@ impl ConfigurationControl {
     }
 
     /// Applies accepted records to the speculative state (unless
-    /// validate-only) and collects them, with the ClearElrRecords a
-    /// `min.insync.replicas` change calls for in `clear_elr`.
+    /// validate-only) and collects them.
     fn accept(
         &mut self,
         records: Vec<ConfigRecord>,
         validate_only: bool,
-        out: &mut Vec<Bytes>,
-        clear_elr: &mut Vec<Bytes>,
+        out: &mut Vec<ConfigRecord>,
     ) {
         if validate_only {
             return;
         }
         for r in records {
             self.configs.apply(&r);
-            if self.elr_enabled && r.name == MIN_INSYNC_REPLICAS {
+            out.push(r);
+        }
+    }
+
+    /// The decision: the ConfigRecords, then the ClearElrRecords they call
+    /// for (Kafka's `createClearElrRecordsAsNeeded` over its output records).
+    fn decision(
+        &self,
+        accepted: Vec<ConfigRecord>,
+        results: Vec<ResourceResult>,
+    ) -> ConfigsDecision {
+        let clear_elr: Vec<Bytes> = accepted
+            .iter()
+            .filter(|r| self.elr_enabled && r.name == MIN_INSYNC_REPLICAS)
+            .map(|r| {
                 let topic_name = if r.resource_type == CONFIG_RESOURCE_TYPE_TOPIC {
                     r.resource_name.clone()
                 } else {
                     String::new()
                 };
-                clear_elr.push(ClearElrRecord { topic_name }.encode_framed());
-            }
-            out.push(r.encode_framed());
-        }
+                ClearElrRecord { topic_name }.encode_framed()
+            })
+            .collect();
+        let mut records: Vec<Bytes> = accepted.iter().map(ConfigRecord::encode_framed).collect();
+        records.extend(clear_elr);
+        ConfigsDecision { records, results }
     }
 
     /// IncrementalAlterConfigs (Kafka's `incrementalAlterConfigs`): for each
@@ -411,7 +423,6 @@ impl ConfigurationControl {
     ) -> ConfigsDecision {
         let mut results = Vec::new();
         let mut out = Vec::new();
-        let mut clear_elr = Vec::new();
         for (resource_type, name, changes) in screen(resources, &mut results) {
             let mut ops: BTreeMap<String, AlterOp> = BTreeMap::new();
             for (k, op) in changes {
@@ -484,15 +495,11 @@ impl ConfigurationControl {
                 None => self.validate(resource_type, &name, &records, &[], exists),
             };
             if result.is_ok() {
-                self.accept(records, validate_only, &mut out, &mut clear_elr);
+                self.accept(records, validate_only, &mut out);
             }
             results.push((resource_type, name, result));
         }
-        out.append(&mut clear_elr);
-        ConfigsDecision {
-            records: out,
-            results,
-        }
+        self.decision(out, results)
     }
 
     /// AlterConfigs (Kafka's `legacyAlterConfigs`): each resource's keys
@@ -506,7 +513,6 @@ impl ConfigurationControl {
     ) -> ConfigsDecision {
         let mut results = Vec::new();
         let mut out = Vec::new();
-        let mut clear_elr = Vec::new();
         for (resource_type, name, configs) in screen(resources, &mut results) {
             let wanted: BTreeMap<String, Option<String>> = configs.into_iter().collect();
             let current = self.configs.of(resource_type, &name);
@@ -535,15 +541,11 @@ impl ConfigurationControl {
                     name: k,
                     value: None,
                 }));
-                self.accept(records, validate_only, &mut out, &mut clear_elr);
+                self.accept(records, validate_only, &mut out);
             }
             results.push((resource_type, name, result));
         }
-        out.append(&mut clear_elr);
-        ConfigsDecision {
-            records: out,
-            results,
-        }
+        self.decision(out, results)
     }
 }
 

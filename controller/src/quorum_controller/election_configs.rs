@@ -17,8 +17,8 @@ use crate::metadata::{
     records::CONFIG_RESOURCE_TYPE_BROKER,
 };
 
-/// Kafka's `min.insync.replicas` key.
-const MIN_INSYNC_REPLICAS: &str = "min.insync.replicas";
+/// Kafka's `min.insync.replicas` key (`TopicConfig.MIN_IN_SYNC_REPLICAS_CONFIG`).
+pub const MIN_INSYNC_REPLICAS: &str = "min.insync.replicas";
 /// Kafka's `unclean.leader.election.enable` key (default `false`).
 const UNCLEAN_LEADER_ELECTION_ENABLE: &str = "unclean.leader.election.enable";
 
