@@ -188,12 +188,21 @@ fn with_two_of_three_stopped_nothing_commits_until_one_comes_back() {
     quorum.kill(leader);
     quorum.kill(returner);
 
-    // The survivor notices (fetch timeout) and is not ready any more.
+    // The survivor notices (fetch timeout) and is not ready any more. /readyz
+    // is judged against the clock when asked, so it can say "expired" a few
+    // ms before the event loop handles the fetch timeout and forgets the
+    // leader: wait for both.
     let node = quorum.node(survivor);
     let fetch_timeout = Duration::from_millis(kafka_defaults::FETCH_TIMEOUT_MS);
-    wait_for(5 * fetch_timeout, "the survivor to be not ready", || {
-        node.readyz().filter(|(ready, _)| !ready)
-    });
+    wait_for(
+        5 * fetch_timeout,
+        "the survivor to be not ready and to know no leader",
+        || {
+            node.readyz()
+                .filter(|(ready, _)| !ready)
+                .filter(|_| node.current_leader() == Some(-1))
+        },
+    );
     let high_watermark = node.high_watermark().expect("the survivor's metrics");
 
     // Nothing commits: over several election timeouts the high watermark
