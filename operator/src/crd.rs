@@ -419,6 +419,30 @@ pub struct KraftQuorumStatus {
     /// The membership change in flight, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_change: Option<PendingChange>,
+    /// What Kafka brokers need to use this quorum as their controllers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub brokers: Option<BrokerConnection>,
+}
+
+/// How Apache Kafka brokers attach to the quorum (`status.brokers`): the same
+/// settings as the `<name>-brokers` ConfigMap, for humans and tools.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct BrokerConnection {
+    /// The ConfigMap holding the brokers' settings as the `apache/kafka`
+    /// image's environment variables (`CLUSTER_ID`, `KAFKA_*`), for `envFrom`.
+    pub config_map: String,
+    /// The brokers' `controller.quorum.bootstrap.servers`: `host:port` of
+    /// every controller pod of `spec.replicas`, comma-separated.
+    pub bootstrap_servers: String,
+    /// The brokers' `controller.listener.names` (`CONTROLLER`).
+    pub listener_name: String,
+    /// The security protocol of that listener: `SSL` (mTLS) or `PLAINTEXT`.
+    pub security_protocol: String,
+    /// The Secret with the brokers' client certificate, to mount at
+    /// `/etc/kraft-client` (TLS only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
 }
 
 /// The CRD as YAML, exactly what `crds/kraftquorum.yaml` must hold.

@@ -5,6 +5,7 @@
 //! cluster, the clock or the quorum; everything it needs is in
 //! [`ValidatedQuorum`](crate::validate::ValidatedQuorum).
 
+pub mod brokers;
 pub mod certificate;
 pub mod configmap;
 pub mod networkpolicy;

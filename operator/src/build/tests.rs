@@ -2,6 +2,8 @@
 //! tested without a cluster), including the format mode each pod gets
 //! before and after bootstrap.
 
+use std::collections::BTreeMap;
+
 use k8s_openapi::{
     api::{apps::v1::StatefulSet, core::v1::Container},
     apimachinery::pkg::util::intstr::IntOrString,
@@ -640,4 +642,85 @@ fn with_an_issuer_ref_three_cert_manager_certificates_name_the_pods_and_the_prin
     );
     // Without issuerRef: none.
     assert!(build_certificates(&valid(SPEC3, &status(false))).is_empty());
+}
+
+#[test]
+fn the_brokers_configmap_holds_the_kafka_images_env_for_mtls_to_every_controller() {
+    use super::brokers::{broker_connection, build_broker_configmap};
+    let q = valid(SPEC3, &status(true));
+    let cm = build_broker_configmap(&q);
+    assert_eq!(cm.metadata.name.as_deref(), Some("kq-brokers"));
+    assert_eq!(cm.metadata.owner_references, Some(vec![q.owner.clone()]));
+    let servers = "kq-0.kq.ns.svc.cluster.local:9093,kq-1.kq.ns.svc.cluster.local:9093,\
+                   kq-2.kq.ns.svc.cluster.local:9093";
+    let want: BTreeMap<String, String> = [
+        ("CLUSTER_ID", CLUSTER),
+        ("KAFKA_CONTROLLER_QUORUM_BOOTSTRAP_SERVERS", servers),
+        ("KAFKA_CONTROLLER_LISTENER_NAMES", "CONTROLLER"),
+        (
+            "KAFKA_LISTENER_SECURITY_PROTOCOL_MAP",
+            "CONTROLLER:SSL,PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+        ),
+        ("KAFKA_LISTENER_NAME_CONTROLLER_SSL_KEYSTORE_TYPE", "PEM"),
+        (
+            "KAFKA_LISTENER_NAME_CONTROLLER_SSL_KEYSTORE_LOCATION",
+            "/etc/kraft-client/keystore.pem",
+        ),
+        ("KAFKA_LISTENER_NAME_CONTROLLER_SSL_TRUSTSTORE_TYPE", "PEM"),
+        (
+            "KAFKA_LISTENER_NAME_CONTROLLER_SSL_TRUSTSTORE_LOCATION",
+            "/etc/kraft-client/ca.crt",
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect();
+    assert_eq!(cm.data, Some(want));
+    let status = broker_connection(&q);
+    assert_eq!(status.config_map, "kq-brokers");
+    assert_eq!(status.bootstrap_servers, servers);
+    assert_eq!(
+        (
+            status.listener_name.as_str(),
+            status.security_protocol.as_str()
+        ),
+        ("CONTROLLER", "SSL")
+    );
+    assert_eq!(status.client_secret.as_deref(), Some("kq-client-tls"));
+}
+
+#[test]
+fn the_brokers_bootstrap_follows_spec_replicas_and_plaintext_has_no_tls_keys() {
+    use super::brokers::{broker_connection, build_broker_configmap};
+    let spec = "replicas: 5\nimage: kraft:1\nstorage:\n  size: 1Gi\ntls:\n  enabled: false";
+    let q = valid(spec, &status(true));
+    let data = build_broker_configmap(&q).data.expect("data");
+    let servers = &data["KAFKA_CONTROLLER_QUORUM_BOOTSTRAP_SERVERS"];
+    assert_eq!(servers.split(',').count(), 5, "{servers}");
+    assert!(
+        servers.ends_with("kq-4.kq.ns.svc.cluster.local:9093"),
+        "{servers}"
+    );
+    assert!(
+        data["KAFKA_LISTENER_SECURITY_PROTOCOL_MAP"].starts_with("CONTROLLER:PLAINTEXT,"),
+        "{data:?}"
+    );
+    assert!(!data.keys().any(|k| k.contains("_SSL_")), "{data:?}");
+    let status = broker_connection(&q);
+    assert_eq!(status.security_protocol, "PLAINTEXT");
+    assert_eq!(status.client_secret, None);
+}
+
+#[test]
+fn with_an_issuer_ref_the_brokers_keystore_is_cert_managers_combined_pem() {
+    use super::brokers::build_broker_configmap;
+    let spec =
+        "replicas: 3\nimage: kraft:1\nstorage:\n  size: 1Gi\ntls:\n  issuerRef:\n    name: corp-ca";
+    let data = build_broker_configmap(&valid(spec, &status(false)))
+        .data
+        .expect("data");
+    assert_eq!(
+        data["KAFKA_LISTENER_NAME_CONTROLLER_SSL_KEYSTORE_LOCATION"],
+        "/etc/kraft-client/tls-combined.pem"
+    );
 }

@@ -16,7 +16,7 @@ use serde::{Serialize, de::DeserializeOwned};
 use super::{Error, kube_err};
 use crate::{
     build::{
-        configmap::build_configmap, networkpolicy, pdb::build_pdb, service::build_service,
+        brokers, configmap::build_configmap, networkpolicy, pdb::build_pdb, service::build_service,
         statefulset::build_statefulset,
     },
     crd::{FIELD_MANAGER, KraftQuorum, KraftQuorumStatus},
@@ -76,7 +76,8 @@ pub async fn write_status(
 }
 
 /// Applies the children in dependency order (NetworkPolicy first, so the
-/// pods are never reachable without it; Service, ConfigMap, StatefulSet,
+/// pods are never reachable without it; Service, ConfigMap, the brokers'
+/// ConfigMap, StatefulSet,
 /// PodDisruptionBudget); returns the stored StatefulSet.
 ///
 /// # Errors
@@ -87,6 +88,7 @@ pub async fn apply_children(client: &Client, q: &ValidatedQuorum) -> Result<Stat
     }
     apply_object(client, &q.namespace, &build_service(q)).await?;
     apply_object(client, &q.namespace, &build_configmap(q)).await?;
+    apply_object(client, &q.namespace, &brokers::build_broker_configmap(q)).await?;
     let sts = apply_object(client, &q.namespace, &build_statefulset(q)).await?;
     apply_object(client, &q.namespace, &build_pdb(q)).await?;
     Ok(sts)

@@ -441,6 +441,7 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
     };
     let sts = apply_children(client, &q).await?;
     status.selector = Some(q.selector_string());
+    status.brokers = Some(crate::build::brokers::broker_connection(&q));
 
     // 5. Observe.
     // One admin session for the pass: DescribeQuorum and the one voter
