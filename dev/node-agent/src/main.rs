@@ -28,6 +28,7 @@ mod env;
 mod hosts;
 mod images;
 mod manager;
+mod mounts;
 mod net;
 mod node;
 mod pod;

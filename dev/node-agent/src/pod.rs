@@ -45,9 +45,10 @@ use crate::{
     env::{PodContext, container_env, expand, hostname},
     hosts::{HostEntry, Hosts},
     images::ImageMap,
+    mounts::{image_mounts, volume_mounts},
     net::{Network, PodNetwork},
     probes::{Prober, resolve_named_ports},
-    process::{self, Launch, Mount, exit_code, spawn, stop},
+    process::{self, Launch, exit_code, spawn, stop},
     volumes::Volumes,
 };
 
@@ -421,30 +422,17 @@ impl Worker {
         let env = container_env(&self.shared.client, &self.pod, c, &self.ctx())
             .await
             .map_err(|e| e.to_string())?;
-        let argv = self.shared.images.argv(c).map_err(|e| e.to_string())?;
-        let argv: Vec<String> = argv.iter().map(|a| expand(a, &env)).collect();
-        let mut mounts = Vec::new();
-        for m in c.volume_mounts.iter().flatten() {
-            let base = volumes
-                .get(&m.name)
-                .ok_or_else(|| format!("volumeMount {} names no volume of the pod", m.name))?;
-            let source = match m.sub_path.as_deref().filter(|p| !p.is_empty()) {
-                Some(sub) => {
-                    let p = base.join(sub);
-                    if !p.exists() {
-                        std::fs::create_dir_all(&p)
-                            .map_err(|e| format!("cannot create subPath {}: {e}", p.display()))?;
-                    }
-                    p
-                }
-                None => base.clone(),
-            };
-            mounts.push(Mount {
-                source,
-                target: m.mount_path.clone(),
-                read_only: m.read_only.unwrap_or(false),
-            });
-        }
+        let image = self.shared.images.resolve(c).map_err(|e| e.to_string())?;
+        let argv: Vec<String> = image.argv.iter().map(|a| expand(a, &env)).collect();
+        let mut mounts = match &image.root {
+            Some(root) => {
+                let dir = self.shared.volumes.pod_dir(&self.uid());
+                image_mounts(root, &dir.join("containers").join(&c.name))
+                    .map_err(|e| e.to_string())?
+            }
+            None => Vec::new(),
+        };
+        mounts.extend(volume_mounts(c, volumes).map_err(|e| e.to_string())?);
         let namespace = self.pod.metadata.namespace.clone().unwrap_or_default();
         let name = self.pod.metadata.name.clone().unwrap_or_default();
         Ok(Launch {
