@@ -186,6 +186,11 @@ images:
   - repository: busybox
   - repository: pause
     entrypoint: $(command -v sleep) infinity
+  - repository: apache/kafka
+    root: $cache/images/apache-kafka-{tag}
+    paths: [/opt/kafka, /etc/kafka/docker, /mnt/shared/config]
+    writable: [/opt/kafka/config, /opt/kafka/logs]
+    entrypoint: /etc/kafka/docker/run
 EOF
 }
 
@@ -221,6 +226,8 @@ up() {
   log "building the node agent"
   "$CARGO" build --quiet -p kraft-node-agent
   make_pki
+  # apache/kafka:<version> runs from these roots (Kafka's jars, our scripts).
+  "$here/kafka-image.sh"
   write_images
   bridge_up
 
