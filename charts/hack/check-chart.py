@@ -25,8 +25,9 @@ What is checked, each as one named test (PASS/FAIL), then one closing line
   values.yaml, and the chart README's values table generated from it;
 - the chart's CRD identical to crds/kraftquorum.yaml (hack/sync-crd.sh
   --check, and the rendered object compared with the source);
-- examples/*.yaml valid against the CRD's OpenAPI schema, strictly, and a
-  copy with replicas 0 or 10 rejected by it;
+- examples/kraftquorum-*.yaml valid against the CRD's OpenAPI schema,
+  strictly, and a copy with replicas 0 or 10 rejected by it; the other
+  examples (the Kafka brokers) valid against Kubernetes' own schemas;
 - the Dockerfile's stages (no Docker engine here to build them).
 """
 
@@ -482,7 +483,7 @@ def validate_quorum(doc: dict) -> None:
 
 @test
 def the_examples_are_valid_kraftquorums():
-    files = sorted(EXAMPLES.glob("*.yaml"))
+    files = sorted(EXAMPLES.glob("kraftquorum-*.yaml"))
     check(len(files) >= 2, f"examples: {files}")
     for f in files:
         docs = [d for d in yaml.safe_load_all(f.read_text()) if d]
@@ -503,6 +504,21 @@ def the_examples_are_valid_kraftquorums():
     for field in ("storage", "podTemplate"):  # the CRD's own types (the rest are Kubernetes')
         gaps = set(spec_props[field]["properties"]) - set(full["spec"][field])
         check(not gaps, f"kraftquorum-full.yaml spec.{field} does not show {sorted(gaps)}")
+
+
+@test
+def the_other_examples_are_valid_kubernetes_objects():
+    # examples/kafka-brokers.yaml and the like: Kubernetes' own kinds,
+    # validated strictly against the schemas of K8S_VERSION.
+    files = sorted(set(EXAMPLES.glob("*.yaml")) - set(EXAMPLES.glob("kraftquorum-*.yaml")))
+    check(files, "examples: no broker example")
+    for f in files:
+        docs = [d for d in yaml.safe_load_all(f.read_text()) if d]
+        check(docs and all(d["kind"] != "KraftQuorum" for d in docs), f"{f.name}: Kubernetes objects")
+        try:
+            validate_objects(docs)
+        except CheckFailed as e:
+            raise CheckFailed(f"{f.name}: {e}")
 
 
 @test
