@@ -10,8 +10,10 @@
 # quorum `make demo` leaves: a cluster already up is reused and left up (the
 # suite's namespaces deleted at the end); one it started, it stops.
 #
-#   tests/e2e/run.sh              cluster up, every test, cluster down
-#   tests/e2e/run.sh NAME...      only these tests (cluster left up: KEEP_CLUSTER=1)
+#   tests/e2e/run.sh              cluster up, every test, the Rust cluster
+#                                 tests (tests/tests/cluster.rs), cluster down
+#   tests/e2e/run.sh NAME...      only these bash tests (cluster left up: KEEP_CLUSTER=1)
+#   E2E_RUST=0 tests/e2e/run.sh   the bash tests only
 #
 # Ends with "N passed, N failed" and the measured figures (seconds).
 set -euo pipefail
@@ -457,8 +459,9 @@ PVC
   [[ "$(condition "$ns" q Ready)" == False ]]
 }
 
+# The cases ported to the Rust crate (tests/tests/cluster.rs) are not here:
+# they run after these, in `cargo test -p kraft-e2e --features cluster`.
 all_tests=(
-  t_three_voters_become_ready
   t_scaling_adds_and_removes_voters_one_at_a_time
   t_scaling_one_to_three_and_back_never_forms_a_second_quorum
   t_invalid_specs_are_rejected_by_the_api_server
@@ -557,3 +560,18 @@ for t in "${tests[@]}"; do
     done
   fi
 done
+
+# The cases ported to Rust, while the cluster this run holds is up (so a
+# cluster it started is stopped only after them): one more pass or fail.
+if ((${#@} == 0)) && [[ "${E2E_RUST:-1}" != 0 ]]; then
+  log "RUN  cargo test -p kraft-e2e --features cluster"
+  start=$SECONDS
+  if "${CARGO:-cargo}" test -p kraft-e2e --features cluster --test cluster -- --test-threads 1 --nocapture; then
+    log "PASS rust cluster tests ($((SECONDS - start)) s)"
+    passed=$((passed + 1))
+  else
+    log "FAIL rust cluster tests ($((SECONDS - start)) s)"
+    failed=$((failed + 1))
+    failures+=("rust-cluster-tests")
+  fi
+fi

@@ -1,0 +1,137 @@
+//! The typed `KraftQuorum` of the operator crate and what the tests do to
+//! one: create it, scale it through the scale subresource (what `kubectl
+//! scale` does), merge-patch it, read it, and the StatefulSet and pods it
+//! owns. Must not wait for anything (see [`crate::wait`]).
+
+use k8s_openapi::api::core::v1::Pod;
+use kraft_operator::crd::{KraftQuorum, KraftQuorumStatus, LABEL_INSTANCE};
+use kube::{
+    Api,
+    api::{ListParams, Patch, PatchParams, PostParams},
+};
+use serde_json::json;
+
+use crate::{Error, Result, TestNamespace};
+
+/// The controller image the tests run; the node agent maps any tag of it to
+/// the workspace's `kraft-controller` (dev/node-agent/src/images.rs).
+pub const IMAGE: &str = "ghcr.io/kraftwerk/kraft-controller:0.1.0";
+/// The repository of [`IMAGE`], without its tag.
+pub const IMAGE_REPOSITORY: &str = "ghcr.io/kraftwerk/kraft-controller";
+
+/// The KraftQuorum of run.sh's `apply_quorum`: `replicas` voters of
+/// [`IMAGE`] with 1 GiB volumes, everything else defaulted by the CRD.
+///
+/// Errors: [`Error::Invalid`] if the spec does not deserialize (it always
+/// does for these fields).
+pub fn minimal(name: &str, replicas: i32) -> Result<KraftQuorum> {
+    from_json(json!({
+        "apiVersion": "kraft.krabka.io/v1alpha1",
+        "kind": "KraftQuorum",
+        "metadata": {"name": name},
+        "spec": {"replicas": replicas, "image": IMAGE, "storage": {"size": "1Gi"}},
+    }))
+}
+
+/// A KraftQuorum from its JSON form (a manifest written inline in a test).
+///
+/// Errors: [`Error::Invalid`] naming what serde refused.
+pub fn from_json(value: serde_json::Value) -> Result<KraftQuorum> {
+    serde_json::from_value(value).map_err(|e| Error::Invalid(format!("KraftQuorum manifest: {e}")))
+}
+
+/// The KraftQuorums of `ns`.
+pub fn api(ns: &TestNamespace) -> Api<KraftQuorum> {
+    ns.api()
+}
+
+/// Creates `kq` in `ns`.
+///
+/// Errors: [`Error::Kube`], e.g. the API server refusing it (CRD schema or
+/// CEL rules: the message is the server's).
+pub async fn create(ns: &TestNamespace, kq: &KraftQuorum) -> Result<KraftQuorum> {
+    let name = kq.metadata.name.clone().unwrap_or_default();
+    api(ns)
+        .create(&PostParams::default(), kq)
+        .await
+        .map_err(Error::kube(format!(
+            "create KraftQuorum {}/{name}",
+            ns.name()
+        )))
+}
+
+/// Creates the [`minimal`] KraftQuorum `name` of `replicas` voters.
+///
+/// Errors: as [`create`].
+pub async fn create_minimal(ns: &TestNamespace, name: &str, replicas: i32) -> Result<KraftQuorum> {
+    create(ns, &minimal(name, replicas)?).await
+}
+
+/// Sets `spec.replicas` through the scale subresource (`kubectl scale
+/// kq/NAME --replicas=N`).
+///
+/// Errors: [`Error::Kube`].
+pub async fn scale(ns: &TestNamespace, name: &str, replicas: i32) -> Result<()> {
+    api(ns)
+        .patch_scale(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"replicas": replicas}})),
+        )
+        .await
+        .map_err(Error::kube(format!(
+            "scale KraftQuorum {}/{name} to {replicas}",
+            ns.name()
+        )))?;
+    Ok(())
+}
+
+/// A JSON merge patch of the KraftQuorum (`kubectl patch --type merge`).
+///
+/// Errors: [`Error::Kube`].
+pub async fn patch_merge(
+    ns: &TestNamespace,
+    name: &str,
+    patch: serde_json::Value,
+) -> Result<KraftQuorum> {
+    api(ns)
+        .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+        .await
+        .map_err(Error::kube(format!(
+            "patch KraftQuorum {}/{name}",
+            ns.name()
+        )))
+}
+
+/// The KraftQuorum as the API server has it now.
+///
+/// Errors: [`Error::Kube`] (404 included).
+pub async fn get(ns: &TestNamespace, name: &str) -> Result<KraftQuorum> {
+    api(ns)
+        .get(name)
+        .await
+        .map_err(Error::kube(format!("get KraftQuorum {}/{name}", ns.name())))
+}
+
+/// Its status, empty when it has none yet.
+///
+/// Errors: as [`get`].
+pub async fn status(ns: &TestNamespace, name: &str) -> Result<KraftQuorumStatus> {
+    Ok(get(ns, name).await?.status.unwrap_or_default())
+}
+
+/// The pods of the quorum `name` (label `app.kubernetes.io/instance`).
+///
+/// Errors: [`Error::Kube`].
+pub async fn pods(ns: &TestNamespace, name: &str) -> Result<Vec<Pod>> {
+    let lp = ListParams::default().labels(&format!("{LABEL_INSTANCE}={name}"));
+    Ok(ns
+        .api::<Pod>()
+        .list(&lp)
+        .await
+        .map_err(Error::kube(format!(
+            "list the pods of {}/{name}",
+            ns.name()
+        )))?
+        .items)
+}
