@@ -462,7 +462,6 @@ PVC
 # The cases ported to the Rust crate (tests/tests/cluster.rs) are not here:
 # they run after these, in `cargo test -p kraft-e2e --features cluster`.
 all_tests=(
-  t_scaling_adds_and_removes_voters_one_at_a_time
   t_scaling_one_to_three_and_back_never_forms_a_second_quorum
   t_invalid_specs_are_rejected_by_the_api_server
   t_a_deleted_leader_pod_rejoins_with_the_same_directory_id
