@@ -463,14 +463,9 @@ PVC
 # they run after these, in `cargo test -p kraft-e2e --features cluster`.
 all_tests=(
   t_scaling_one_to_three_and_back_never_forms_a_second_quorum
-  t_invalid_specs_are_rejected_by_the_api_server
-  t_a_deleted_leader_pod_rejoins_with_the_same_directory_id
-  t_a_lost_volume_is_replaced_with_a_new_directory_id
   t_a_config_or_image_change_rolls_one_pod_at_a_time_leader_last
   t_a_single_voter_is_restarted_with_a_warning
   t_a_volume_of_another_cluster_is_reported_and_left_untouched
-  t_deleting_the_quorum_collects_its_children
-  t_an_operator_killed_mid_scale_up_finishes_the_change
   t_a_default_quorum_speaks_mtls
   t_a_renewed_certificate_is_served_without_restarts
   t_pause_freezes_the_quorum_until_the_annotation_goes

@@ -144,3 +144,312 @@ async fn scaling_adds_and_removes_voters_one_at_a_time() {
         MARGIN.as_secs()
     );
 }
+
+/// Creates `kq` and returns the API server's refusal, failing the test when
+/// it is accepted or refused without `message` (`expect_rejected`).
+async fn expect_rejected(result: kraft_e2e::Result<impl std::fmt::Debug>, message: &str) {
+    match result {
+        Ok(k) => panic!("accepted, want rejected with '{message}': {k:?}"),
+        Err(e) => {
+            let text = format!("{e}");
+            assert!(
+                text.contains(message),
+                "rejected without '{message}': {text}"
+            );
+        }
+    }
+}
+
+/// (8) the API server rejects replicas 0 and 10 and a changed clusterId
+/// with the CRD's CEL messages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn invalid_specs_are_rejected_by_the_api_server() {
+    let client = client().await.must("a client of the local cluster");
+    let ns = TestNamespace::create_with(&client, "e2e-rs-invalid", false)
+        .await
+        .must("create the test namespace");
+    for r in [0, 10] {
+        let kq = quorum::minimal("bad", r).must("the manifest");
+        expect_rejected(
+            quorum::create(&ns, &kq).await,
+            "replicas must be between 1 and 9",
+        )
+        .await;
+    }
+    let id = "MkU3OEVBNTcwNTJENDM2Qg";
+    let other = "AAAAAAAAAAAAAAAAAAAAAA";
+    let fixed = quorum::from_json(serde_json::json!({
+        "apiVersion": "kraft.krabka.io/v1alpha1",
+        "kind": "KraftQuorum",
+        "metadata": {"name": "fixed"},
+        "spec": {"replicas": 1, "image": quorum::IMAGE, "clusterId": id, "storage": {"size": "1Gi"}},
+    }))
+    .must("the manifest");
+    quorum::create(&ns, &fixed)
+        .await
+        .must("create KraftQuorum fixed");
+    expect_rejected(
+        quorum::patch_merge(
+            &ns,
+            "fixed",
+            serde_json::json!({"spec": {"clusterId": other}}),
+        )
+        .await,
+        "clusterId is immutable once set",
+    )
+    .await;
+}
+
+/// The directory ids of the status' voters, in status order.
+fn directory_ids(kq: &kraft_operator::crd::KraftQuorum) -> Vec<String> {
+    kq.status
+        .iter()
+        .flat_map(|s| &s.voters)
+        .map(|v| v.directory_id.clone())
+        .collect()
+}
+
+/// The uid of pod `name`.
+async fn pod_uid(ns: &TestNamespace, name: &str) -> String {
+    let pod = ns.api::<Pod>().get(name).await;
+    let pod = pod.unwrap_or_else(|e| panic!("get pod {name}: {e}"));
+    pod.metadata.uid.unwrap_or_default()
+}
+
+/// Waits until pod `name` exists with a uid other than `uid`.
+async fn pod_replaced(ns: &TestNamespace, name: &str, uid: &str, timeout: Duration) {
+    let uid = uid.to_owned();
+    wait::until(
+        &ns.api::<Pod>(),
+        name,
+        &format!("pod {name} replaced"),
+        timeout,
+        move |p: Option<&Pod>| p.is_some_and(|p| p.metadata.uid.as_deref() != Some(&uid)),
+        |p| format!("uid {:?}", p.metadata.uid),
+    )
+    .await
+    .must("the pod replaced");
+}
+
+/// (4) the leader's pod deleted: it comes back with the same directory id
+/// and rejoins; the membership does not change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_leader_pod_rejoins_with_the_same_directory_id() {
+    let (_client, ns) = setup("e2e-rs-leader").await;
+    ready_three(&ns).await;
+    voters_match(&ns, 3).await;
+    let kq = quorum::get(&ns, Q).await.must("get kq/q");
+    let leader = kq
+        .status
+        .as_ref()
+        .and_then(|s| s.leader_id)
+        .expect("a Ready quorum has a leader in its status");
+    let dirs = directory_ids(&kq);
+    let pod = format!("q-{leader}");
+    let uid = pod_uid(&ns, &pod).await;
+    ns.api::<Pod>()
+        .delete(&pod, &Default::default())
+        .await
+        .unwrap_or_else(|e| panic!("delete pod {pod}: {e}"));
+    pod_replaced(&ns, &pod, &uid, Duration::from_secs(120)).await;
+    wait::ready(&ns, Q, 3, READY_TIMEOUT)
+        .await
+        .must("3 voters Ready again");
+    voters_match(&ns, 3).await;
+    let now = directory_ids(&quorum::get(&ns, Q).await.must("get kq/q"));
+    assert_eq!(now, dirs, "directory ids changed");
+    let added = voter_events(&ns, "VoterAdded").await;
+    let removed = voter_events(&ns, "VoterRemoved").await;
+    assert!(
+        added.is_empty() && removed.is_empty(),
+        "unexpected membership change: VoterAdded {added:?} VoterRemoved {removed:?}"
+    );
+}
+
+/// The directory id of voter `node` in the status, if it is a voter.
+fn voter_dir(kq: &kraft_operator::crd::KraftQuorum, node: i32) -> Option<String> {
+    kq.status
+        .as_ref()?
+        .voters
+        .iter()
+        .find(|v| v.node_id == node)
+        .map(|v| v.directory_id.clone())
+}
+
+/// (5) a voter's PVC and pod deleted: it comes back with a new directory id;
+/// the operator replaces the old voter (same node id) with the new one; the
+/// quorum keeps committing (the high watermark grows).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_volume_is_replaced_with_a_new_directory_id() {
+    use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+    let (_client, ns) = setup("e2e-rs-volume").await;
+    ready_three(&ns).await;
+    let kq = quorum::get(&ns, Q).await.must("get kq/q");
+    let old = voter_dir(&kq, 2).expect("voter 2 in the status of a Ready quorum");
+    ns.api::<PersistentVolumeClaim>()
+        .delete("data-q-2", &Default::default())
+        .await
+        .unwrap_or_else(|e| panic!("delete pvc data-q-2: {e}"));
+    ns.api::<Pod>()
+        .delete("q-2", &Default::default())
+        .await
+        .unwrap_or_else(|e| panic!("delete pod q-2: {e}"));
+    wait::quorum(
+        &ns,
+        Q,
+        "voter 2 with a new directory id",
+        SCALE_TIMEOUT,
+        move |kq| voter_dir(kq, 2).is_some_and(|d| !d.is_empty() && d != old),
+    )
+    .await
+    .must("voter 2 with a new directory id");
+    wait::ready(&ns, Q, 3, SCALE_TIMEOUT)
+        .await
+        .must("3 voters Ready again");
+    voters_match(&ns, 3).await;
+    let hw = quorum::status(&ns, Q)
+        .await
+        .must("the status")
+        .high_watermark
+        .expect("a Ready quorum has a high watermark in its status");
+    wait::quorum(
+        &ns,
+        Q,
+        &format!("the high watermark grows past {hw}"),
+        DESCRIBE_TIMEOUT,
+        move |kq| {
+            kq.status
+                .as_ref()
+                .and_then(|s| s.high_watermark)
+                .is_some_and(|h| h > hw)
+        },
+    )
+    .await
+    .must("the high watermark grows");
+}
+
+/// (10) deleting the KraftQuorum garbage-collects its StatefulSet, pods,
+/// Service and ConfigMap.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_the_quorum_collects_its_children() {
+    use k8s_openapi::api::{apps::v1::StatefulSet, core::v1::Service};
+    use kraft_operator::crd::KraftQuorum;
+    let (_client, ns) = setup("e2e-rs-delete").await;
+    ready_three(&ns).await;
+    let kqs = ns.api::<KraftQuorum>();
+    kqs.delete(Q, &Default::default())
+        .await
+        .unwrap_or_else(|e| panic!("delete kq/q: {e}"));
+    wait::until(
+        &kqs,
+        Q,
+        "kq/q deleted",
+        Duration::from_secs(120),
+        |k: Option<&KraftQuorum>| k.is_none(),
+        wait::summary,
+    )
+    .await
+    .must("kq/q deleted");
+    let lp = kube::api::ListParams::default();
+    wait::poll(
+        "statefulset, pods, service collected",
+        Duration::from_secs(180),
+        || async {
+            let kube = kraft_e2e::Error::kube;
+            let sets = ns
+                .api::<StatefulSet>()
+                .list(&lp)
+                .await
+                .map_err(kube("list statefulsets"))?;
+            let pods = ns.api::<Pod>().list(&lp).await.map_err(kube("list pods"))?;
+            let services = ns
+                .api::<Service>()
+                .list(&lp)
+                .await
+                .map_err(kube("list services"))?;
+            let left = (sets.items.len(), pods.items.len(), services.items.len());
+            if left == (0, 0, 0) {
+                Ok(Some(()))
+            } else {
+                Err(kraft_e2e::Error::Invalid(format!(
+                    "{} statefulsets, {} pods, {} services left",
+                    left.0, left.1, left.2
+                )))
+            }
+        },
+    )
+    .await
+    .must("statefulset, pods, service collected");
+}
+
+/// (9) the operator killed in the middle of a scale-up: the new operator
+/// pod finishes the change, one voter at a time, each added once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_killed_mid_scale_up_finishes_the_change() {
+    use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
+    use kraft_e2e::cluster::{operator_namespace, operator_release};
+    use kube::api::{Api, DeleteParams, ListParams};
+    let (client, ns) = setup("e2e-rs-restart").await;
+    ready_three(&ns).await;
+    quorum::scale(&ns, Q, 5).await.must("scale kq/q to 5");
+    wait::until(
+        &ns.api::<StatefulSet>(),
+        Q,
+        "the scale-up started (statefulset q at 5 replicas)",
+        Duration::from_secs(60),
+        |s: Option<&StatefulSet>| s.and_then(|s| s.spec.as_ref()?.replicas) == Some(5),
+        |s| {
+            format!(
+                "spec.replicas {:?}",
+                s.spec.as_ref().and_then(|s| s.replicas)
+            )
+        },
+    )
+    .await
+    .must("the scale-up started");
+    let operator_pods: Api<Pod> = Api::namespaced(client.clone(), &operator_namespace());
+    operator_pods
+        .delete_collection(
+            &DeleteParams {
+                grace_period_seconds: Some(0),
+                ..DeleteParams::default()
+            },
+            &ListParams::default().labels("app.kubernetes.io/name=kraft-operator"),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("delete the operator's pods: {e}"));
+    wait::ready(&ns, Q, 5, SCALE_TIMEOUT)
+        .await
+        .must("5 voters Ready");
+    voters_match(&ns, 5).await;
+    // An event may be lost with the killed pod; none may repeat or go backwards.
+    let added = voter_events(&ns, "VoterAdded").await;
+    assert!(
+        [vec![3, 4], vec![3], vec![4]].contains(&added),
+        "VoterAdded events: {added:?}, want [3, 4] (or one of them)"
+    );
+    let deployments: Api<Deployment> = Api::namespaced(client, &operator_namespace());
+    wait::until(
+        &deployments,
+        &operator_release(),
+        "the operator's Deployment rolled out",
+        Duration::from_secs(120),
+        |d: Option<&Deployment>| d.is_some_and(rolled_out),
+        |d| format!("{:?}", d.status),
+    )
+    .await
+    .must("the operator's Deployment rolled out");
+}
+
+/// `kubectl rollout status deployment` is satisfied: the latest generation
+/// observed, every replica updated and available, none old left.
+fn rolled_out(d: &k8s_openapi::api::apps::v1::Deployment) -> bool {
+    let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+    let Some(s) = d.status.as_ref() else {
+        return false;
+    };
+    s.observed_generation >= d.metadata.generation
+        && s.updated_replicas.unwrap_or(0) == want
+        && s.replicas.unwrap_or(0) == want
+        && s.available_replicas.unwrap_or(0) == want
+}
