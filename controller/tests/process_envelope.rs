@@ -304,15 +304,20 @@ fn a_cluster_action_acl_lets_a_broker_forward_and_survives_a_restart() {
         .enable_all()
         .build()
         .expect("a tokio runtime");
-    let (first, second) = runtime.block_on(async move {
+    let created = runtime.block_on(async move {
         let mut admin = AdminClient::connect_with_tls(&addr, Duration::from_secs(5), tls)
             .await
             .expect("an admin connection");
-        let first = admin.ensure_cluster_acl("User:CN=other", 9).await;
-        let second = admin.ensure_cluster_acl("User:CN=other", 9).await;
-        (first, second)
+        let mut created = Vec::new();
+        for acl in kraft_controller::admin::broker_acls("User:CN=other") {
+            let first = admin.ensure_acl(&acl).await;
+            let second = admin.ensure_acl(&acl).await;
+            created.push((first, second));
+        }
+        created
     });
-    assert_eq!((first, second), (Ok(true), Ok(false)));
+    // CLUSTER_ACTION on the cluster, CREATE on each internal topic.
+    assert_eq!(created, vec![(Ok(true), Ok(false)); 4]);
 
     quorum.kill(leader);
     let dump = quorum.dump_log(leader);

@@ -41,7 +41,10 @@ use kraft_common::{
 };
 use uuid::Uuid;
 
-pub use self::{acls::BROKER_OPERATION, bootstrap::parse_bootstrap_list};
+pub use self::{
+    acls::{AllowAcl, BROKER_INTERNAL_TOPICS, broker_acls},
+    bootstrap::parse_bootstrap_list,
+};
 use crate::wire::{
     self,
     client::{ClientConfig, ClientError, Connection},

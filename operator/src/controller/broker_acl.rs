@@ -1,12 +1,13 @@
-//! The brokers' ACL (issue 20's open point): with TLS, the brokers' client
+//! The brokers' ACLs (issue 20's open point): with TLS, the brokers' client
 //! identity (`<name>-client-tls`, `User:CN=kraft-broker`, scoped by the
 //! quorum with a cert-manager issuer) is deliberately no super user, so a
-//! Kafka broker could not register, heartbeat or forward requests. Once the
-//! quorum is bootstrapped, every pass makes sure the ACL `ALLOW <broker
-//! principal> CLUSTER_ACTION` on the cluster exists (DescribeAcls; CreateAcls
-//! only when it is missing, so it is written once), which is what a Kafka
-//! broker holds on a Kafka controller quorum; ALTER (voter changes) and
-//! DESCRIBE stay the super users'.
+//! Kafka broker could not register, heartbeat, forward requests or create
+//! its internal topics. Once the quorum is bootstrapped, every pass makes
+//! sure the ACLs of `kraft_controller::admin::broker_acls` exist (`ALLOW
+//! <broker principal>` CLUSTER_ACTION on the cluster, CREATE on
+//! `__consumer_offsets`, `__transaction_state` and `__share_group_state`;
+//! DescribeAcls, CreateAcls only for a missing one, so each is written
+//! once); ALTER (voter changes) and DESCRIBE stay the super users'.
 //!
 //! A failure does not fail the pass (the quorum may be changing leaders):
 //! it is logged and the next pass tries again. Owns only that decision; the
@@ -26,27 +27,27 @@ pub fn broker_principal(q: &ValidatedQuorum) -> String {
     format!("User:CN={}", common_name(BROKER_CN, cn_scope(q)))
 }
 
-/// Ensures the brokers' CLUSTER_ACTION ACL when `q` has TLS and the quorum
-/// is `bootstrapped`; `Some(true)` when this pass created it, `None` when
+/// Ensures the brokers' ACLs when `q` has TLS and the quorum is
+/// `bootstrapped`; `Some(n)` with the number this pass created, `None` when
 /// nothing was asked or the call failed.
 pub async fn ensure<S: QuorumSession>(
     session: &mut S,
     q: &ValidatedQuorum,
     bootstrapped: bool,
-) -> Option<bool> {
+) -> Option<usize> {
     if !q.tls_enabled || !bootstrapped {
         return None;
     }
     let principal = broker_principal(q);
-    match session.ensure_broker_acl(&principal).await {
+    match session.ensure_broker_acls(&principal).await {
         Ok(created) => {
-            if created {
-                info!(%principal, "created the brokers' ACL: ALLOW CLUSTER_ACTION on the cluster");
+            if created > 0 {
+                info!(%principal, created, "created the brokers' ACLs: CLUSTER_ACTION on the cluster, CREATE on the internal topics");
             }
             Some(created)
         }
         Err(e) => {
-            warn!(%principal, error = %e, "could not ensure the brokers' CLUSTER_ACTION ACL; retrying next pass");
+            warn!(%principal, error = %e, "could not ensure the brokers' ACLs; retrying next pass");
             None
         }
     }
@@ -92,7 +93,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn after_bootstrap_the_brokers_acl_is_created_once_and_only_with_tls() {
+    async fn after_bootstrap_the_brokers_acls_are_created_once_and_only_with_tls() {
         let fake = fake();
         let addr = "10.0.0.10:9093".parse().expect("address");
         let q = quorum(true, false);
@@ -103,11 +104,16 @@ mod tests {
             None,
             "not bootstrapped"
         );
-        assert_eq!(ensure(&mut session, &q, true).await, Some(true));
-        assert_eq!(ensure(&mut session, &q, true).await, Some(false));
+        assert_eq!(ensure(&mut session, &q, true).await, Some(4));
+        assert_eq!(ensure(&mut session, &q, true).await, Some(0));
         assert_eq!(
             *fake.broker_acls.lock().expect("lock"),
-            ["User:CN=kraft-broker"]
+            [
+                "User:CN=kraft-broker 4:kafka-cluster op 9",
+                "User:CN=kraft-broker 2:__consumer_offsets op 5",
+                "User:CN=kraft-broker 2:__transaction_state op 5",
+                "User:CN=kraft-broker 2:__share_group_state op 5",
+            ]
         );
         let plain = quorum(false, false);
         assert_eq!(ensure(&mut session, &plain, true).await, None);
@@ -115,7 +121,7 @@ mod tests {
         assert_eq!(
             calls
                 .iter()
-                .filter(|c| c.starts_with("ensure_broker_acl"))
+                .filter(|c| c.starts_with("ensure_broker_acls"))
                 .count(),
             2
         );

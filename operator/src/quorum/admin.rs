@@ -152,13 +152,18 @@ impl QuorumSession for AdminQuorumSession {
         result.map_err(|e| self.failed(&addr, e))
     }
 
-    async fn ensure_broker_acl(&mut self, principal: &str) -> Result<bool, QuorumError> {
+    async fn ensure_broker_acls(&mut self, principal: &str) -> Result<usize, QuorumError> {
         let c = self.connected().await?;
         let addr = c.connected_addr().to_owned();
-        let result = c
-            .ensure_cluster_acl(principal, kraft_controller::admin::BROKER_OPERATION)
-            .await;
-        result.map_err(|e| self.failed(&addr, e))
+        let mut created = 0;
+        for acl in kraft_controller::admin::broker_acls(principal) {
+            match c.ensure_acl(&acl).await {
+                Ok(true) => created += 1,
+                Ok(false) => {}
+                Err(e) => return Err(self.failed(&addr, e)),
+            }
+        }
+        Ok(created)
     }
 }
 

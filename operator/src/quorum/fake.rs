@@ -24,7 +24,7 @@ pub struct FakeQuorum {
     /// The answer to every voter change.
     pub change_result: Result<(), QuorumError>,
     /// Every call, as `describe ADDR`, `add_voter ADDR ID DIR HOST:PORT`,
-    /// `remove_voter ADDR ID DIR`, `ensure_broker_acl ADDR PRINCIPAL`.
+    /// `remove_voter ADDR ID DIR`, `ensure_broker_acls ADDR PRINCIPAL`.
     pub calls: Mutex<Vec<String>>,
     /// The principals holding the brokers' CLUSTER_ACTION ACL.
     pub broker_acls: Mutex<Vec<String>>,
@@ -91,18 +91,25 @@ impl QuorumSession for FakeSession {
         ));
         self.quorum.change_result.clone()
     }
-    async fn ensure_broker_acl(&mut self, principal: &str) -> Result<bool, QuorumError> {
+    async fn ensure_broker_acls(&mut self, principal: &str) -> Result<usize, QuorumError> {
         let addr = self.connected.clone().unwrap_or_default();
         self.quorum
             .calls
             .lock()
             .expect("lock")
-            .push(format!("ensure_broker_acl {addr} {principal}"));
+            .push(format!("ensure_broker_acls {addr} {principal}"));
         let mut acls = self.quorum.broker_acls.lock().expect("lock");
-        if acls.iter().any(|p| p == principal) {
-            return Ok(false);
+        let mut created = 0;
+        for acl in kraft_controller::admin::broker_acls(principal) {
+            let key = format!(
+                "{} {}:{} op {}",
+                acl.principal, acl.resource_type, acl.resource_name, acl.operation
+            );
+            if !acls.contains(&key) {
+                acls.push(key);
+                created += 1;
+            }
         }
-        acls.push(principal.to_owned());
-        Ok(true)
+        Ok(created)
     }
 }

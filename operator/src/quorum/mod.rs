@@ -179,14 +179,15 @@ pub trait QuorumSession: Send {
         directory_id: Uuid,
     ) -> impl Future<Output = Result<(), QuorumError>> + Send;
 
-    /// Makes sure `ALLOW principal CLUSTER_ACTION` on the cluster from any
-    /// host is stored (DescribeAcls 29, then CreateAcls 30 at the active
-    /// controller when it is missing): `true` when this call created it.
-    /// Idempotent: Kafka stores an existing ACL only once.
-    fn ensure_broker_acl(
+    /// Makes sure every ACL a Kafka broker with `principal` needs is stored
+    /// (`kraft_controller::admin::broker_acls`: CLUSTER_ACTION on the
+    /// cluster, CREATE on the internal topics; each DescribeAcls 29, then
+    /// CreateAcls 30 at the active controller when it is missing): how many
+    /// this call created. Idempotent: Kafka stores an existing ACL only once.
+    fn ensure_broker_acls(
         &mut self,
         principal: &str,
-    ) -> impl Future<Output = Result<bool, QuorumError>> + Send;
+    ) -> impl Future<Output = Result<usize, QuorumError>> + Send;
 }
 
 #[cfg(test)]
