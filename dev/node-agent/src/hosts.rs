@@ -7,7 +7,12 @@
 //! shorter forms, for pods with `spec.subdomain`, as StatefulSet pods have),
 //! the API server as `kubernetes.default.svc…`, and the pod's own hostname.
 //! Files are rewritten in place (never renamed), since a bind mount holds the
-//! inode. It must not touch anything outside `/etc/netns/<kw-…>/`.
+//! inode. The host's own view (every pod's cluster names, for tools run on
+//! the host such as Kafka's admin client, which follows the names the
+//! controllers advertise) goes to one more file, replaced by rename, when
+//! [`Hosts::with_host_file`] names it (`$KRAFTWERK_CACHE/cluster/hosts`; Java
+//! reads it with `-Djdk.net.hosts.file`). It must not touch anything outside
+//! `/etc/netns/<kw-…>/` and that file.
 
 use std::{
     collections::BTreeMap,
@@ -56,6 +61,7 @@ impl HostEntry {
 pub struct Hosts {
     api_ip: Ipv4Addr,
     root: PathBuf,
+    host_file: Option<PathBuf>,
     entries: Arc<Mutex<BTreeMap<String, HostEntry>>>,
 }
 
@@ -65,8 +71,18 @@ impl Hosts {
         Self {
             api_ip,
             root,
+            host_file: None,
             entries: Arc::default(),
         }
+    }
+
+    /// Also keeps `path` up to date with the host's view: localhost, the API
+    /// server and every pod under its cluster names (written at once, empty
+    /// of pods, so it exists from the start).
+    pub fn with_host_file(mut self, path: PathBuf) -> std::io::Result<Self> {
+        self.host_file = Some(path);
+        self.write_all(&BTreeMap::new())?;
+        Ok(self)
     }
 
     /// Adds or replaces the entry of pod `uid` and rewrites every file.
@@ -96,8 +112,30 @@ impl Hosts {
                 render(self.api_ip, own, entries.values()),
             )?;
         }
+        if let Some(path) = &self.host_file {
+            let tmp = path.with_extension("tmp");
+            std::fs::write(&tmp, render_host(self.api_ip, entries.values()))?;
+            std::fs::rename(&tmp, path)?;
+        }
         Ok(())
     }
+}
+
+/// The host's file: as a pod's, without an own entry.
+fn render_host<'a>(api_ip: Ipv4Addr, all: impl Iterator<Item = &'a HostEntry>) -> String {
+    let mut out = String::from("# Written by kraft-node-agent: the pods of the local cluster.\n");
+    out.push_str("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n");
+    let _ = writeln!(
+        out,
+        "{api_ip}\tkubernetes.default.svc.{CLUSTER_DOMAIN} kubernetes.default.svc kubernetes.default kubernetes"
+    );
+    for entry in all {
+        let names = entry.cluster_names();
+        if !names.is_empty() {
+            let _ = writeln!(out, "{}\t{}", entry.ip, names.join(" "));
+        }
+    }
+    out
 }
 
 /// The hosts file of pod `own`.
@@ -168,6 +206,32 @@ mod tests {
         let c = std::fs::read_to_string(dir.path().join("kw-c/hosts")).expect("file c");
         assert!(c.contains("10.244.0.4\tplain\n"), "{c}");
         assert!(c.contains("q-1.q.ns.svc.cluster.local"), "{c}");
+    }
+
+    #[test]
+    fn the_host_file_lists_every_stateful_pod_and_follows_removals() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let file = dir.path().join("host-hosts");
+        let hosts = Hosts::new(Ipv4Addr::new(10, 244, 0, 1), dir.path().join("netns"))
+            .with_host_file(file.clone())
+            .expect("the host file");
+        let empty = std::fs::read_to_string(&file).expect("written at once");
+        assert!(empty.contains("127.0.0.1\tlocalhost\n"), "{empty}");
+        hosts
+            .set("a", entry("kw-a", 2, "q-0", Some("q")))
+            .expect("write");
+        hosts
+            .set("b", entry("kw-b", 3, "plain", None))
+            .expect("write");
+        let text = std::fs::read_to_string(&file).expect("host file");
+        assert!(
+            text.contains("10.244.0.2\tq-0.q.ns.svc.cluster.local q-0.q.ns.svc q-0.q.ns q-0.q\n"),
+            "{text}"
+        );
+        assert!(!text.contains("plain"), "{text}");
+        hosts.remove("a").expect("write");
+        let text = std::fs::read_to_string(&file).expect("host file");
+        assert!(!text.contains("q-0"), "{text}");
     }
 
     #[test]

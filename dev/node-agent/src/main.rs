@@ -97,7 +97,10 @@ async fn main() -> anyhow::Result<()> {
     if !stale.is_empty() {
         info!(?stale, "removed pod namespaces of an earlier run");
     }
-    let hosts = hosts::Hosts::new(args.host_ip, PathBuf::from("/etc/netns"));
+    let host_file = args.state_dir.join("hosts");
+    let hosts = hosts::Hosts::new(args.host_ip, PathBuf::from("/etc/netns"))
+        .with_host_file(host_file.clone())
+        .with_context(|| format!("writing {}", host_file.display()))?;
     let volumes = volumes::Volumes::new(client.clone(), args.state_dir.join("pods"));
     let shared = Arc::new(pod::Shared {
         client: client.clone(),
