@@ -118,3 +118,60 @@ dump() {
     done
   } >&2
 }
+
+# --- Kafka brokers on a quorum (examples/kafka-brokers.yaml) -----------------
+
+# Kafka's own tools, from the jars of `make kafka-jars`, at the brokers' version.
+# Names resolve from the local cluster's hosts file (the pods' cluster DNS
+# names, which the controllers advertise and Kafka's admin client follows).
+kafka_tool() {
+  KAFKA_VERSION="${KAFKA_VERSION:-4.4.0}" KAFKA_HOSTS_FILE="$cache/cluster/hosts" \
+    "$repo/tests/kafka/kafka-run-class" "$@"
+}
+
+# brokers_ready NS N: N pods of the StatefulSet kafka are Ready.
+brokers_ready() {
+  local n
+  n="$(kubectl -n "$1" get statefulset kafka -o jsonpath='{.status.readyReplicas}' 2>/dev/null)"
+  [[ "${n:-0}" == "$2" ]]
+}
+
+# broker_bootstrap NS: the brokers' client listeners (pod IP:9092), comma-separated.
+broker_bootstrap() {
+  kubectl -n "$1" get pods -l app.kubernetes.io/name=kafka -o jsonpath='{range .items[*]}{.status.podIP}:9092,{end}' | sed 's/,$//'
+}
+
+# allow_anonymous_topics NS NAME: the ACL that lets the clients of the
+# brokers' PLAINTEXT listener (User:ANONYMOUS) create and describe topics,
+# written with the operator's identity (a super user) directly on a
+# controller of quorum NAME: the controllers authorize what brokers forward
+# with the client's own principal (docs/brokers.md).
+allow_anonymous_topics() {
+  local ns="$1" name="$2" config ip
+  config="$(client_config "$ns" "$name")"
+  ip="$(pod_ip "$ns" "$name-0")"
+  kafka_tool org.apache.kafka.tools.AclCommand --bootstrap-controller "$ip:$controller_port" \
+    --command-config "$config" --add --allow-principal User:ANONYMOUS \
+    --operation Create --operation Describe --operation DescribeConfigs --topic '*' >/dev/null
+}
+
+# create_topic BOOTSTRAP TOPIC: 3 partitions, 3 replicas, min.insync.replicas=2
+# (succeeds when it exists already).
+create_topic() {
+  kafka_tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$1" --create --if-not-exists \
+    --topic "$2" --partitions 3 --replication-factor 3 --config min.insync.replicas=2 >/dev/null
+}
+
+# pod_replaced NS POD UID: POD exists with a uid other than UID.
+pod_replaced() {
+  local uid
+  uid="$(kubectl -n "$1" get pod "$2" -o jsonpath='{.metadata.uid}' 2>/dev/null)" || return 1
+  [[ -n "$uid" && "$uid" != "$3" ]]
+}
+
+# topic_has_records BOOTSTRAP TOPIC: the topic's partitions end past offset 0
+# (Kafka's GetOffsetShell: `topic:partition:offset` lines).
+topic_has_records() {
+  kafka_tool org.apache.kafka.tools.GetOffsetShell --bootstrap-server "$1" --topic "$2" 2>/dev/null |
+    awk -F: '{ n += $NF } END { exit !(n > 0) }'
+}
