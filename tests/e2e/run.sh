@@ -11,7 +11,7 @@
 # suite's namespaces deleted at the end); one it started, it stops.
 #
 #   tests/e2e/run.sh              cluster up, every test, the Rust cluster
-#                                 tests (tests/tests/cluster.rs), cluster down
+#                                 tests (tests/tests/cluster/), cluster down
 #   tests/e2e/run.sh NAME...      only these bash tests (cluster left up: KEEP_CLUSTER=1)
 #   E2E_RUST=0 tests/e2e/run.sh   the bash tests only
 #
@@ -459,13 +459,11 @@ PVC
   [[ "$(condition "$ns" q Ready)" == False ]]
 }
 
-# The cases ported to the Rust crate (tests/tests/cluster.rs) are not here:
+# The cases ported to the Rust crate (tests/tests/cluster/) are not here:
 # they run after these, in `cargo test -p kraft-e2e --features cluster`.
 all_tests=(
   t_scaling_one_to_three_and_back_never_forms_a_second_quorum
   t_a_config_or_image_change_rolls_one_pod_at_a_time_leader_last
-  t_a_single_voter_is_restarted_with_a_warning
-  t_a_volume_of_another_cluster_is_reported_and_left_untouched
   t_a_default_quorum_speaks_mtls
   t_a_renewed_certificate_is_served_without_restarts
   t_pause_freezes_the_quorum_until_the_annotation_goes

@@ -57,10 +57,26 @@ pub fn work_dir() -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// A `kafka-run-class CLASS` command with a small heap.
+/// The host's view of the cluster's DNS the node agent writes (every
+/// stateful pod's names): `<cache>/cluster/hosts`.
+pub fn cluster_hosts_file() -> PathBuf {
+    cache_dir().join("cluster/hosts")
+}
+
+/// A `kafka-run-class CLASS` command with a small heap, resolving host
+/// names with [`cluster_hosts_file`] when it exists (kafka-run-class's
+/// `KAFKA_HOSTS_FILE`, the JDK's `jdk.net.hosts.file`), so that Kafka's
+/// clients on the host follow the advertised pod names; a
+/// `KAFKA_HOSTS_FILE` already set is kept.
 fn tool(class: &str) -> Command {
     let mut c = Command::new(kafka_run_class());
     c.env("KAFKA_HEAP_OPTS", CLIENT_HEAP).arg(class);
+    let hosts = cluster_hosts_file();
+    if std::env::var_os("KAFKA_HOSTS_FILE").is_none()
+        && std::fs::metadata(&hosts).is_ok_and(|m| m.len() > 0)
+    {
+        c.env("KAFKA_HOSTS_FILE", hosts);
+    }
     c
 }
 
@@ -113,6 +129,7 @@ pub fn create_topic(
             "--bootstrap-server",
             bootstrap,
             "--create",
+            "--if-not-exists",
             "--topic",
             topic,
             "--partitions",
@@ -126,34 +143,44 @@ pub fn create_topic(
     .map(drop)
 }
 
+/// The topic operations a PLAINTEXT client of the brokers needs the
+/// controllers to allow (what the brokers forward: CreateTopics, and the
+/// Describe/DescribeConfigs that `TopicCommand` asks), as docs/brokers.md.
+pub const CLIENT_TOPIC_OPERATIONS: &[&str] = &["Create", "Describe", "DescribeConfigs"];
+
 /// `AclCommand --bootstrap-controller CONTROLLER --command-config CONFIG
-/// --add --allow-principal PRINCIPAL --operation All --topic '*'`: lets
-/// `principal` (the brokers' clients, `User:ANONYMOUS` on PLAINTEXT) do
-/// everything on every topic. With TLS on, the controllers authorize a
+/// --add --allow-principal PRINCIPAL --operation OP... --topic '*'`: lets
+/// `principal` (the brokers' PLAINTEXT clients are `User:ANONYMOUS`) do
+/// `operations` on every topic. With TLS on, the controllers authorize a
 /// broker-forwarded CreateTopics with the client's principal, so this is
 /// needed before [`create_topic`]; `config` is the operator identity's
-/// client properties ([`write_client_properties`]). Blocking.
+/// client properties ([`write_client_properties`]), a super user; the ACL is
+/// written directly on a controller (`ip:9093`). The admin client goes on
+/// to the controllers' advertised names (`<pod>.<service>.<ns>.svc…`),
+/// which the host resolves only through [`cluster_hosts_file`]. Blocking.
 ///
 /// Errors: as [`run`].
-pub fn allow_all_topics(controller: &str, config: &Path, principal: &str) -> Result<()> {
+pub fn allow_topics(
+    controller: &str,
+    config: &Path,
+    principal: &str,
+    operations: &[&str],
+) -> Result<()> {
     let config = config.display().to_string();
-    run(
-        ACL_COMMAND,
-        &[
-            "--bootstrap-controller",
-            controller,
-            "--command-config",
-            &config,
-            "--add",
-            "--allow-principal",
-            principal,
-            "--operation",
-            "All",
-            "--topic",
-            "*",
-        ],
-    )
-    .map(drop)
+    let mut args = vec![
+        "--bootstrap-controller",
+        controller,
+        "--command-config",
+        &config,
+        "--add",
+        "--allow-principal",
+        principal,
+    ];
+    for op in operations {
+        args.extend(["--operation", op]);
+    }
+    args.extend(["--topic", "*"]);
+    run(ACL_COMMAND, &args).map(drop)
 }
 
 /// Writes a Kafka client properties file for mTLS with the PEM `ca` and

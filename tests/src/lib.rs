@@ -4,18 +4,21 @@
 //! on kube-rs' `await_condition` under a timeout ([`wait`]), DescribeQuorum
 //! from the host with the operator's own admin client ([`describe`]), the
 //! Events of a KraftQuorum ([`events`]) and Kafka traffic with Apache Kafka's
-//! own programs ([`kafka`]).
+//! own programs ([`kafka`]) through the brokers of the example manifest
+//! ([`brokers`], [`manifest`]).
 //!
 //! It owns how a test reaches the cluster and what it dumps when it fails;
 //! it must not decide what a test expects (the tests in `tests/` do). It
 //! replaces `tests/e2e/lib.sh` and the helpers of `tests/e2e/run.sh` case by
 //! case.
 
+pub mod brokers;
 pub mod cluster;
 pub mod describe;
 pub mod dump;
 pub mod events;
 pub mod kafka;
+pub mod manifest;
 pub mod namespace;
 pub mod quorum;
 pub mod wait;
