@@ -21,6 +21,7 @@ pub mod kafka;
 pub mod manifest;
 pub mod namespace;
 pub mod quorum;
+pub mod samples;
 pub mod wait;
 
 pub use cluster::{cache_dir, client};
