@@ -1,17 +1,14 @@
-//! Sampling a KraftQuorum's pods and controllers while a case runs, and the
-//! checks on the samples afterwards (the Rust port of tests/e2e/samples.py,
-//! cases 3 and 6 of run.sh).
-//!
-//! [`Sampler`] records, every ~0.3 s: the pods (ordinal, uid, ready,
-//! deleting, revision), each controller's own Raft view from its `/metrics`
-//! (Kafka's raft-metrics: current leader, epoch, state, number of voters),
-//! and the cluster id in each volume's `meta.properties` (the PVs are
-//! hostPath directories of the local cluster, read from the host).
-//! [`check_one_quorum`] and [`check_roll`] judge them. Must not change the
-//! quorum.
+//! The recorder: [`Sampler`] takes a [`Sample`] of one quorum every
+//! [`INTERVAL`] in a background task, from the API server (pods, PVCs, PVs),
+//! each controller's `/metrics` (scraped from the host at the pod IP) and
+//! the volumes' `meta.properties` (the host directories of the local
+//! cluster's hostPath PVs). A sample that cannot be taken (the API server
+//! does not answer) is skipped; a controller that does not answer within
+//! [`SCRAPE_TIMEOUT`] has no view in it. Must not change anything.
 
 use std::{
-    collections::{BTreeMap, BTreeSet},
+    collections::BTreeMap,
+    path::{Path, PathBuf},
     sync::{Arc, Mutex},
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
@@ -24,66 +21,26 @@ use tokio::{
     net::TcpStream,
 };
 
-use crate::Result;
+use super::{PodSample, Sample, View};
+use crate::{Error, Result};
 
-/// Time between samples.
+/// Time between the end of one sample and the start of the next.
 pub const INTERVAL: Duration = Duration::from_millis(300);
 /// Bounds one `/metrics` scrape (connect, request, answer).
 pub const SCRAPE_TIMEOUT: Duration = Duration::from_millis(500);
 
-/// A pod as one sample saw it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PodSample {
-    /// `metadata.uid`.
-    pub uid: String,
-    /// Condition Ready True.
-    pub ready: bool,
-    /// Has a `deletionTimestamp`.
-    pub deleting: bool,
-    /// Label `controller-revision-hash`.
-    pub revision: Option<String>,
-}
-
-/// One controller's own Raft view (`kafka_server_raft_metrics_*`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct View {
-    /// `current_leader` (-1: none).
-    pub leader: i64,
-    /// `current_epoch`.
-    pub epoch: i64,
-    /// The `current_state{state=…}` at 1 (`leader`, `follower`, …).
-    pub state: Option<String>,
-}
-
-impl View {
-    /// The leader this view names: itself when it leads, else its
-    /// `current_leader` (-1: none).
-    pub fn leader_for(&self, node: i64) -> i64 {
-        if self.state.as_deref() == Some("leader") {
-            node
-        } else {
-            self.leader
-        }
-    }
-}
-
-/// One sample.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Sample {
-    /// Wall-clock time, s since the Unix epoch.
-    pub t: f64,
-    /// Pods by ordinal.
-    pub pods: BTreeMap<i64, PodSample>,
-    /// Views by ordinal (the pods that answered `/metrics`).
-    pub views: BTreeMap<i64, View>,
-    /// Cluster id in `meta.properties` by PVC name.
-    pub volumes: BTreeMap<String, String>,
-}
-
-/// Parses Kafka's raft-metrics out of a Prometheus text page; `None`
-/// without `current_epoch`.
+/// Parses Kafka's raft-metrics (`kafka_server_raft_metrics_current_leader`,
+/// `_current_epoch`, `_current_state{state="…"}`, `_number_of_voters`) out
+/// of a Prometheus or OpenMetrics text page, HTTP headers before it
+/// ignored; `None` without `current_epoch` (not a controller's page, or cut
+/// short).
 pub fn parse_view(text: &str) -> Option<View> {
-    let mut view = View::default();
+    let mut view = View {
+        leader: -1,
+        epoch: 0,
+        state: None,
+        number_of_voters: None,
+    };
     let mut epoch = None;
     for line in text.lines() {
         let Some(rest) = line.strip_prefix("kafka_server_raft_metrics_") else {
@@ -98,6 +55,7 @@ pub fn parse_view(text: &str) -> Option<View> {
         match name {
             "current_leader" => view.leader = value as i64,
             "current_epoch" => epoch = Some(value as i64),
+            "number_of_voters" => view.number_of_voters = Some(value as i64),
             _ => {
                 if let Some(state) = name
                     .strip_prefix("current_state{state=\"")
@@ -279,94 +237,32 @@ impl Drop for Sampler {
     }
 }
 
-/// No second quorum was ever formed (`check-one-quorum`): at least 10
-/// samples saw a controller; every volume holds `cluster_id` and at least
-/// `min_nodes` volumes were read; at least `min_nodes` nodes answered; one
-/// sample had `min_nodes` controllers agreeing on one leader and epoch; and
-/// across every view (counted once the same node reported it twice, since
-/// a scrape may pair a new epoch with the old leader) one leader per epoch.
-/// `Ok` with a summary, `Err` with the reason.
-pub fn check_one_quorum(
-    samples: &[Sample],
-    cluster_id: &str,
-    min_nodes: usize,
-) -> std::result::Result<String, String> {
-    let viewed = samples.iter().filter(|s| !s.views.is_empty()).count();
-    if viewed < 10 {
-        return Err(format!(
-            "only {viewed} samples saw a controller; nothing was observed"
-        ));
-    }
-    let mut ids: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+/// Where a case keeps its recording: `<cache>/e2e-samples/<name>.jsonl`
+/// (`$KRAFTWERK_CACHE`, as run.sh's `$samples_dir`; `name` is the
+/// namespace, with what was recorded: `e2e-rs-roll-config`).
+pub fn recording_path(name: &str) -> PathBuf {
+    crate::cache_dir()
+        .join("e2e-samples")
+        .join(format!("{name}.jsonl"))
+}
+
+/// Writes `samples` to `path` as JSON lines, one sample a line, oldest
+/// first (the format of samples.py's recordings: `t` in s, `pods` and
+/// `views` by ordinal, `volumes` by PVC), replacing the file; creates its
+/// directory.
+///
+/// Errors: [`Error::Io`] naming the path; [`Error::Invalid`] if a sample
+/// does not serialize (it always does).
+pub fn save(samples: &[Sample], path: &Path) -> Result<()> {
+    let mut text = String::new();
     for s in samples {
-        for (pvc, cid) in &s.volumes {
-            ids.entry(cid.as_str()).or_default().insert(pvc.as_str());
-        }
+        let line = serde_json::to_string(s)
+            .map_err(|e| Error::Invalid(format!("serialize a sample: {e}")))?;
+        text.push_str(&line);
+        text.push('\n');
     }
-    if ids.keys().copied().collect::<Vec<_>>() != [cluster_id] {
-        return Err(format!(
-            "volumes hold cluster ids {ids:?}, want only {cluster_id}"
-        ));
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir).map_err(Error::io(format!("create {}", dir.display())))?;
     }
-    let volumes = &ids[cluster_id];
-    if volumes.len() < min_nodes {
-        return Err(format!(
-            "only volumes {volumes:?} were read, want {min_nodes}"
-        ));
-    }
-    let mut seen: BTreeMap<(i64, i64, i64), Vec<f64>> = BTreeMap::new();
-    let mut nodes = BTreeSet::new();
-    let mut agreed = false;
-    for s in samples {
-        let mut pairs = BTreeSet::new();
-        for (node, v) in &s.views {
-            nodes.insert(*node);
-            let leader = v.leader_for(*node);
-            if leader >= 0 {
-                seen.entry((*node, v.epoch, leader)).or_default().push(s.t);
-                pairs.insert((v.epoch, leader));
-            }
-        }
-        if s.views.len() >= min_nodes && pairs.len() == 1 && s.views.values().all(|v| v.leader >= 0)
-        {
-            agreed = true;
-        }
-    }
-    if nodes.len() < min_nodes {
-        return Err(format!(
-            "only nodes {nodes:?} answered /metrics, want {min_nodes}"
-        ));
-    }
-    if !agreed {
-        return Err(format!(
-            "no sample where {min_nodes} controllers agreed on one leader and epoch"
-        ));
-    }
-    let mut leaders: BTreeMap<i64, BTreeMap<i64, Vec<(i64, f64)>>> = BTreeMap::new();
-    for ((node, epoch, leader), times) in &seen {
-        if times.len() >= 2 {
-            leaders
-                .entry(*epoch)
-                .or_default()
-                .entry(*leader)
-                .or_default()
-                .push((*node, times[0]));
-        }
-    }
-    for (epoch, by_leader) in &leaders {
-        if by_leader.len() > 1 {
-            return Err(format!(
-                "epoch {epoch} has leaders {by_leader:?} (seen by node, at time)"
-            ));
-        }
-    }
-    let per_epoch: Vec<String> = leaders
-        .iter()
-        .filter_map(|(e, b)| Some(format!("{e}:{}", b.keys().next()?)))
-        .collect();
-    Ok(format!(
-        "{} samples, nodes {nodes:?}, volumes {volumes:?} all of cluster {cluster_id}; leader per epoch: {}",
-        samples.len(),
-        per_epoch.join(", ")
-    ))
+    std::fs::write(path, text).map_err(Error::io(format!("write {}", path.display())))
 }
