@@ -24,8 +24,6 @@ source "$here/lib.sh"
 
 image=ghcr.io/kraftwerk/kraft-controller:0.1.0
 figures="${E2E_FIGURES:-$cache/e2e-figures.txt}"
-# What tests/e2e/samples.py records during cases 3 and 6 (one file per run).
-samples_dir="$cache/e2e-samples"
 
 # apply_quorum NS NAME REPLICAS: create NS and a KraftQuorum NAME in it.
 apply_quorum() {
@@ -270,24 +268,6 @@ t_an_operator_killed_mid_scale_up_finishes_the_change() {
   kubectl -n "$operator_ns" rollout status deployment/"$operator_release" --timeout 2m >/dev/null
 }
 
-# start_sampler NS NAME FILE: tests/e2e/samples.py records NS/NAME into FILE
-# in the background (stopped by stop_sampler, or when the test's process
-# exits); returns once the first sample is written.
-start_sampler() {
-  mkdir -p "$(dirname "$3")"
-  python3 "$here/samples.py" record "$1" "$2" "$3" &
-  sampler=$!
-  trap 'kill "$sampler" 2>/dev/null || true' EXIT
-  poll "the first sample of $1/$2" 60 test -s "$3"
-}
-
-# stop_sampler: stops the recording started last.
-stop_sampler() {
-  kill "$sampler"
-  wait "$sampler" || true
-  trap - EXIT
-}
-
 # event_count NS NAME REASON: how many REASON events the KraftQuorum has.
 event_count() {
   kubectl -n "$1" get events.v1.events.k8s.io -o json | python3 -c '
@@ -303,49 +283,6 @@ degraded_because() {
   [[ "$(kq "$1" "$2" '{.status.conditions[?(@.type=="Degraded")].reason}')" == "$3" ]]
 }
 
-# (3) scale 1 → 3 → 1, the single-voter edge: a 1-voter quorum becomes Ready
-# (it is not restarted after bootstrap), grows to 3 voters (1 and 2 added)
-# and shrinks back to 1, and no second quorum is ever formed: sampled
-# throughout, every volume holds the quorum's cluster id, the 3 controllers
-# agreed on one leader and epoch, and every controller's view has one leader
-# per epoch.
-t_scaling_one_to_three_and_back_never_forms_a_second_quorum() {
-  local ns=e2e-single start added removed
-  start_sampler "$ns" q "$samples_dir/$ns.jsonl"
-  start=$SECONDS
-  apply_quorum "$ns" q 1
-  poll "1 voter Ready" 240 is_ready "$ns" q 1
-  figure apply_to_ready_1 $((SECONDS - start))
-  poll "DescribeQuorum shows 1 voter" 60 voters_match "$ns" q 1
-  start=$SECONDS
-  kubectl -n "$ns" scale kq/q --replicas=3 >/dev/null
-  poll "3 voters Ready" 300 is_ready "$ns" q 3
-  figure add_voter_each $(((SECONDS - start) / 2))
-  poll "DescribeQuorum shows 3 voters" 60 voters_match "$ns" q 3
-  added="$(voter_events "$ns" q VoterAdded)"
-  [[ "$added" == "1 2" ]] || {
-    echo "VoterAdded events: '$added', want '1 2'" >&2
-    return 1
-  }
-  start=$SECONDS
-  kubectl -n "$ns" scale kq/q --replicas=1 >/dev/null
-  poll "1 voter Ready after scaling down" 300 is_ready "$ns" q 1
-  figure remove_voter_each $(((SECONDS - start) / 2))
-  poll "DescribeQuorum shows 1 voter" 60 voters_match "$ns" q 1
-  removed="$(voter_events "$ns" q VoterRemoved | tr ' ' '\n' | sort | xargs)"
-  [[ "$removed" == "1 2" ]] || {
-    echo "VoterRemoved events for nodes '$removed', want 1 and 2 once each" >&2
-    return 1
-  }
-  [[ "$(event_count "$ns" q SingleVoterRestart)" == 0 ]] || {
-    echo "the single voter was restarted, but nothing changed its template" >&2
-    return 1
-  }
-  stop_sampler
-  python3 "$here/samples.py" check-one-quorum "$samples_dir/$ns.jsonl" \
-    "$(kq "$ns" q '{.status.clusterId}')" 3
-}
-
 # rolled NS NAME REVISION N: the StatefulSet's update revision is no longer
 # REVISION, all N pods run it, and the quorum is Ready with N voters.
 rolled() {
@@ -356,33 +293,6 @@ rolled() {
     -o custom-columns=R:.metadata.labels.controller-revision-hash --no-headers | sort | uniq -c | xargs)"
   [[ "$have" == "$4 $want" ]] || return 1
   is_ready "$1" "$2" "$4"
-}
-
-# roll NS WHAT PATCH: merge-PATCH the KraftQuorum q of 3 voters, wait until
-# the change is rolled out, and check from the samples that it was
-# quorum-aware: one pod at a time, the leader last, a majority always ready.
-roll() {
-  local ns="$1" samples="$samples_dir/$1-$2.jsonl" rev start
-  rev="$(kubectl -n "$ns" get statefulset q -o jsonpath='{.status.updateRevision}')"
-  start_sampler "$ns" q "$samples"
-  start=$SECONDS
-  kubectl -n "$ns" patch kq q --type merge -p "$3" >/dev/null
-  poll "the $2 change rolled out to every pod" 300 rolled "$ns" q "$rev" 3
-  figure rolling_restart_3 $((SECONDS - start))
-  stop_sampler
-  python3 "$here/samples.py" check-roll "$samples" 3
-}
-
-# (6) a config value changed, then the image tag: each is a quorum-aware
-# rolling restart (one pod at a time, leader last, never fewer than a majority
-# ready), sampled throughout. The local node agent runs any tag of
-# .../kraft-controller with the same binary (dev/node-agent/src/images.rs).
-t_a_config_or_image_change_rolls_one_pod_at_a_time_leader_last() {
-  local ns=e2e-roll
-  ready_three "$ns"
-  roll "$ns" config '{"spec":{"config":{"controller.quorum.append.linger.ms":"20"}}}'
-  roll "$ns" image "{\"spec\":{\"image\":\"${image%:*}:0.1.1\"}}"
-  [[ "$(kubectl -n "$ns" get statefulset q -o jsonpath='{.spec.template.spec.containers[0].image}')" == "${image%:*}:0.1.1" ]]
 }
 
 # (6, one voter) a config change on a 1-voter quorum restarts its only voter:
@@ -462,8 +372,6 @@ PVC
 # The cases ported to the Rust crate (tests/tests/cluster/) are not here:
 # they run after these, in `cargo test -p kraft-e2e --features cluster`.
 all_tests=(
-  t_scaling_one_to_three_and_back_never_forms_a_second_quorum
-  t_a_config_or_image_change_rolls_one_pod_at_a_time_leader_last
   t_a_default_quorum_speaks_mtls
   t_a_renewed_certificate_is_served_without_restarts
   t_pause_freezes_the_quorum_until_the_annotation_goes
@@ -522,7 +430,6 @@ PY
 trap finish EXIT
 
 rm -f "$figures"
-rm -rf "$samples_dir"
 if [[ -n "$owned" ]]; then
   log "cluster up"
 else
@@ -547,9 +454,6 @@ for t in "${tests[@]}"; do
     failed=$((failed + 1))
     failures+=("$t")
     dump "$(namespace_of "$t")"
-    for f in "$samples_dir/$(namespace_of "$t")"*.jsonl; do
-      [[ -f "$f" ]] && { echo "---- $f (last 3 samples)"; tail -n 3 "$f"; } >&2
-    done
   fi
 done
 
