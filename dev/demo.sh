@@ -109,12 +109,14 @@ poll "KraftQuorum $ns/$name Ready with 3 voters" 300 is_ready "$ns" "$name" 3
 log "Ready with 3 voters after $((SECONDS - start)) s"
 
 leader="$(kq "$ns" "$name" '{.status.leaderId}')"
+epoch="$(kq "$ns" "$name" '{.status.leaderEpoch}')"
 uid="$(kubectl -n "$ns" get pod "$name-$leader" -o jsonpath='{.metadata.uid}')"
 log "kubectl -n $ns delete pod $name-$leader (the leader)"
 start=$SECONDS
 kubectl -n "$ns" delete pod "$name-$leader" --wait=false
-poll "pod $name-$leader replaced" 120 pod_replaced "$ns" "$name-$leader" "$uid"
-poll "KraftQuorum $ns/$name Ready with 3 voters" 300 is_ready "$ns" "$name" 3
+poll "pod $name-$leader replaced and Ready" 120 pod_replaced "$ns" "$name-$leader" "$uid"
+poll "KraftQuorum $ns/$name Ready with 3 voters after an election" 300 \
+  ready_after_election "$ns" "$name" 3 "$epoch"
 log "Ready again after $((SECONDS - start)) s, leader now $(kq "$ns" "$name" '{.status.leaderId}')"
 show
 

@@ -162,11 +162,18 @@ create_topic() {
     --topic "$2" --partitions 3 --replication-factor 3 --config min.insync.replicas=2 >/dev/null
 }
 
-# pod_replaced NS POD UID: POD exists with a uid other than UID.
+# pod_replaced NS POD UID: POD exists with a uid other than UID and is Ready.
 pod_replaced() {
-  local uid
+  local uid ready
   uid="$(kubectl -n "$1" get pod "$2" -o jsonpath='{.metadata.uid}' 2>/dev/null)" || return 1
-  [[ -n "$uid" && "$uid" != "$3" ]]
+  ready="$(kubectl -n "$1" get pod "$2" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" || return 1
+  [[ -n "$uid" && "$uid" != "$3" && "$ready" == True ]]
+}
+
+# ready_after_election NS NAME REPLICAS EPOCH: is_ready, under a leader epoch
+# past EPOCH (after the leader went, the status may say Ready from before).
+ready_after_election() {
+  is_ready "$1" "$2" "$3" && (($(kq "$1" "$2" '{.status.leaderEpoch}') > $4))
 }
 
 # topic_has_records BOOTSTRAP TOPIC: the topic's partitions end past offset 0

@@ -20,6 +20,8 @@ pub mod events;
 pub mod kafka;
 pub mod manifest;
 pub mod namespace;
+pub mod operator;
+pub mod pods;
 pub mod quorum;
 pub mod samples;
 pub mod wait;

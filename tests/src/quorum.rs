@@ -135,3 +135,27 @@ pub async fn pods(ns: &TestNamespace, name: &str) -> Result<Vec<Pod>> {
         )))?
         .items)
 }
+
+/// The leader in `kq`'s status, if it has one.
+pub fn leader_id(kq: &KraftQuorum) -> Option<i32> {
+    kq.status.as_ref()?.leader_id
+}
+
+/// The directory ids of the status' voters, in status order.
+pub fn directory_ids(kq: &KraftQuorum) -> Vec<String> {
+    kq.status
+        .iter()
+        .flat_map(|s| &s.voters)
+        .map(|v| v.directory_id.clone())
+        .collect()
+}
+
+/// The directory id of voter `node` in the status, if it is a voter.
+pub fn voter_dir(kq: &KraftQuorum, node: i32) -> Option<String> {
+    kq.status
+        .as_ref()?
+        .voters
+        .iter()
+        .find(|v| v.node_id == node)
+        .map(|v| v.directory_id.clone())
+}

@@ -174,3 +174,29 @@ pub async fn quorum(
     .await?;
     kq.ok_or_else(|| Error::Invalid(format!("{what}: the KraftQuorum is gone")))
 }
+
+/// Waits up to `timeout` until the KraftQuorum `name` is Ready with
+/// `voters` voters under a leader epoch greater than `epoch`: a change
+/// that took its leader away is over only after a new election (before
+/// it, the status may still say Ready from before the change).
+///
+/// Errors: as [`quorum`].
+pub async fn ready_after_election(
+    ns: &TestNamespace,
+    name: &str,
+    voters: usize,
+    epoch: i32,
+    timeout: Duration,
+) -> Result<KraftQuorum> {
+    quorum(
+        ns,
+        name,
+        &format!("{voters} voters Ready under a leader epoch past {epoch}"),
+        timeout,
+        move |kq| {
+            is_ready_with(kq, voters)
+                && kq.status.as_ref().and_then(|s| s.leader_epoch) > Some(epoch)
+        },
+    )
+    .await
+}

@@ -3,7 +3,7 @@
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
-use kraft_e2e::{Must, TestNamespace, client, quorum, wait};
+use kraft_e2e::{Must, TestNamespace, client, operator, pods, quorum, wait};
 
 use super::*;
 
@@ -141,37 +141,6 @@ async fn invalid_specs_are_rejected_by_the_api_server() {
     .await;
 }
 
-/// The directory ids of the status' voters, in status order.
-fn directory_ids(kq: &kraft_operator::crd::KraftQuorum) -> Vec<String> {
-    kq.status
-        .iter()
-        .flat_map(|s| &s.voters)
-        .map(|v| v.directory_id.clone())
-        .collect()
-}
-
-/// The uid of pod `name`.
-async fn pod_uid(ns: &TestNamespace, name: &str) -> String {
-    let pod = ns.api::<Pod>().get(name).await;
-    let pod = pod.unwrap_or_else(|e| panic!("get pod {name}: {e}"));
-    pod.metadata.uid.unwrap_or_default()
-}
-
-/// Waits until pod `name` exists with a uid other than `uid`.
-async fn pod_replaced(ns: &TestNamespace, name: &str, uid: &str, timeout: Duration) {
-    let uid = uid.to_owned();
-    wait::until(
-        &ns.api::<Pod>(),
-        name,
-        &format!("pod {name} replaced"),
-        timeout,
-        move |p: Option<&Pod>| p.is_some_and(|p| p.metadata.uid.as_deref() != Some(&uid)),
-        |p| format!("uid {:?}", p.metadata.uid),
-    )
-    .await
-    .must("the pod replaced");
-}
-
 /// (4) the leader's pod deleted: it comes back with the same directory id
 /// and rejoins; the membership does not change.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -185,19 +154,23 @@ async fn a_deleted_leader_pod_rejoins_with_the_same_directory_id() {
         .as_ref()
         .and_then(|s| s.leader_id)
         .expect("a Ready quorum has a leader in its status");
-    let dirs = directory_ids(&kq);
+    let dirs = quorum::directory_ids(&kq);
+    let epoch = kq.status.as_ref().and_then(|s| s.leader_epoch).unwrap_or(0);
     let pod = format!("q-{leader}");
-    let uid = pod_uid(&ns, &pod).await;
+    let uid = pods::uid(&ns, &pod).await.must("the leader pod's uid");
     ns.api::<Pod>()
         .delete(&pod, &Default::default())
         .await
         .unwrap_or_else(|e| panic!("delete pod {pod}: {e}"));
-    pod_replaced(&ns, &pod, &uid, Duration::from_secs(120)).await;
-    wait::ready(&ns, Q, 3, READY_TIMEOUT)
+    pods::wait_replaced_and_ready(&ns, &pod, &uid, Duration::from_secs(120))
+        .await
+        .must("the leader pod replaced and Ready");
+    // The status said Ready before the pod went: a new election is the sign.
+    wait::ready_after_election(&ns, Q, 3, epoch, READY_TIMEOUT)
         .await
         .must("3 voters Ready again");
     voters_match(&ns, 3).await;
-    let now = directory_ids(&quorum::get(&ns, Q).await.must("get kq/q"));
+    let now = quorum::directory_ids(&quorum::get(&ns, Q).await.must("get kq/q"));
     assert_eq!(now, dirs, "directory ids changed");
     let added = voter_events(&ns, "VoterAdded").await;
     let removed = voter_events(&ns, "VoterRemoved").await;
@@ -205,16 +178,6 @@ async fn a_deleted_leader_pod_rejoins_with_the_same_directory_id() {
         added.is_empty() && removed.is_empty(),
         "unexpected membership change: VoterAdded {added:?} VoterRemoved {removed:?}"
     );
-}
-
-/// The directory id of voter `node` in the status, if it is a voter.
-fn voter_dir(kq: &kraft_operator::crd::KraftQuorum, node: i32) -> Option<String> {
-    kq.status
-        .as_ref()?
-        .voters
-        .iter()
-        .find(|v| v.node_id == node)
-        .map(|v| v.directory_id.clone())
 }
 
 /// (5) a voter's PVC and pod deleted: it comes back with a new directory id;
@@ -226,7 +189,7 @@ async fn a_lost_volume_is_replaced_with_a_new_directory_id() {
     let (_client, ns) = setup("e2e-rs-volume").await;
     ready_three(&ns).await;
     let kq = quorum::get(&ns, Q).await.must("get kq/q");
-    let old = voter_dir(&kq, 2).expect("voter 2 in the status of a Ready quorum");
+    let old = quorum::voter_dir(&kq, 2).expect("voter 2 in the status of a Ready quorum");
     ns.api::<PersistentVolumeClaim>()
         .delete("data-q-2", &Default::default())
         .await
@@ -240,7 +203,7 @@ async fn a_lost_volume_is_replaced_with_a_new_directory_id() {
         Q,
         "voter 2 with a new directory id",
         SCALE_TIMEOUT,
-        move |kq| voter_dir(kq, 2).is_some_and(|d| !d.is_empty() && d != old),
+        move |kq| quorum::voter_dir(kq, 2).is_some_and(|d| !d.is_empty() && d != old),
     )
     .await
     .must("voter 2 with a new directory id");
@@ -327,9 +290,7 @@ async fn deleting_the_quorum_collects_its_children() {
 /// pod finishes the change, one voter at a time, each added once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operator_killed_mid_scale_up_finishes_the_change() {
-    use k8s_openapi::api::apps::v1::{Deployment, StatefulSet};
-    use kraft_e2e::cluster::{operator_namespace, operator_release};
-    use kube::api::{Api, DeleteParams, ListParams};
+    use k8s_openapi::api::apps::v1::StatefulSet;
     let (client, ns) = setup("e2e-rs-restart").await;
     ready_three(&ns).await;
     quorum::scale(&ns, Q, 5).await.must("scale kq/q to 5");
@@ -348,17 +309,7 @@ async fn an_operator_killed_mid_scale_up_finishes_the_change() {
     )
     .await
     .must("the scale-up started");
-    let operator_pods: Api<Pod> = Api::namespaced(client.clone(), &operator_namespace());
-    operator_pods
-        .delete_collection(
-            &DeleteParams {
-                grace_period_seconds: Some(0),
-                ..DeleteParams::default()
-            },
-            &ListParams::default().labels("app.kubernetes.io/name=kraft-operator"),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("delete the operator's pods: {e}"));
+    operator::kill(&client).await.must("kill the operator");
     wait::ready(&ns, Q, 5, SCALE_TIMEOUT)
         .await
         .must("5 voters Ready");
@@ -369,28 +320,7 @@ async fn an_operator_killed_mid_scale_up_finishes_the_change() {
         [vec![3, 4], vec![3], vec![4]].contains(&added),
         "VoterAdded events: {added:?}, want [3, 4] (or one of them)"
     );
-    let deployments: Api<Deployment> = Api::namespaced(client, &operator_namespace());
-    wait::until(
-        &deployments,
-        &operator_release(),
-        "the operator's Deployment rolled out",
-        Duration::from_secs(120),
-        |d: Option<&Deployment>| d.is_some_and(rolled_out),
-        |d| format!("{:?}", d.status),
-    )
-    .await
-    .must("the operator's Deployment rolled out");
-}
-
-/// `kubectl rollout status deployment` is satisfied: the latest generation
-/// observed, every replica updated and available, none old left.
-fn rolled_out(d: &k8s_openapi::api::apps::v1::Deployment) -> bool {
-    let want = d.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
-    let Some(s) = d.status.as_ref() else {
-        return false;
-    };
-    s.observed_generation >= d.metadata.generation
-        && s.updated_replicas.unwrap_or(0) == want
-        && s.replicas.unwrap_or(0) == want
-        && s.available_replicas.unwrap_or(0) == want
+    operator::wait_rolled_out(&client, Duration::from_secs(120))
+        .await
+        .must("the operator's Deployment rolled out");
 }
