@@ -5,7 +5,10 @@
 //! from the host with the operator's own admin client ([`describe`]), the
 //! Events of a KraftQuorum ([`events`]) and Kafka traffic with Apache Kafka's
 //! own programs ([`kafka`]) through the brokers of the example manifest
-//! ([`brokers`], [`manifest`]).
+//! ([`brokers`], [`manifest`]); for the security cases, TLS handshakes with a
+//! controller and clients of weaker security ([`tls`]), a stand-in for
+//! cert-manager ([`cert_manager`]), container logs ([`logs`]) and what a
+//! watch sees over a window ([`watch`]).
 //!
 //! It owns how a test reaches the cluster and what it dumps when it fails;
 //! it must not decide what a test expects (the tests in `tests/` do). It
@@ -13,18 +16,22 @@
 //! case.
 
 pub mod brokers;
+pub mod cert_manager;
 pub mod cluster;
 pub mod describe;
 pub mod dump;
 pub mod events;
 pub mod kafka;
+pub mod logs;
 pub mod manifest;
 pub mod namespace;
 pub mod operator;
 pub mod pods;
 pub mod quorum;
 pub mod samples;
+pub mod tls;
 pub mod wait;
+pub mod watch;
 
 pub use cluster::{cache_dir, client};
 pub use namespace::TestNamespace;
