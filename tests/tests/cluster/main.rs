@@ -16,6 +16,8 @@
 //!   a volume of another cluster);
 //! - [`sampled`]: the cases of run.sh judged from samples of the pods and
 //!   the controllers' own views (scaling 1 → 3 → 1, a rolling restart);
+//! - [`security`]: the cases of security.sh (issue 20: mTLS, certificate
+//!   renewal, pause, a wiped status, the NetworkPolicy, cert-manager);
 //! - [`load`]: the new cases with Apache Kafka brokers under an `acks=all`
 //!   load (issue 18).
 
@@ -23,6 +25,7 @@ mod load;
 mod membership;
 mod one_voter;
 mod sampled;
+mod security;
 
 use std::time::{Duration, Instant};
 
