@@ -258,6 +258,17 @@ fn random_membership_run(seed: u64) {
     sim.assert_recovers(30_000);
 }
 
+/// KIP-853 with KIP-630, seed 3978 of the sweep: node 3 is removed ({1, 2, 3}
+/// -> {1, 3} -> {1}), cleans its log to a snapshot past its removal, crashes
+/// and restarts with no high watermark. It took the snapshot's voter set for
+/// an uncommitted change and campaigned in the bootstrap set {1, 2, 3}; node
+/// 2, removed long before with an empty log, granted, and node 3 led epoch 2
+/// without the committed offsets 50..112 of the sole voter 1.
+#[test]
+fn a_node_removed_before_its_snapshot_is_not_elected_by_a_stale_voter_after_a_restart() {
+    random_membership_run(3978);
+}
+
 #[test]
 fn random_voter_changes_with_crashes_and_partitions_keep_every_invariant() {
     let seeds: Vec<u64> = match std::env::var("SIM_SEED").ok().and_then(|s| s.parse().ok()) {

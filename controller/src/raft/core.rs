@@ -112,11 +112,19 @@ impl<L: ReplicatedLog> Core<L> {
         self.voters().contains_key(&self.local)
     }
 
-    /// Whether the newest `Voters` record is not committed yet.
+    /// Whether the newest `Voters` record is not known to be committed: it is
+    /// at or above the high watermark (or the high watermark is unknown, as
+    /// after a restart) and not below the end offset of the latest snapshot.
+    /// A snapshot holds only committed data (KIP-630), so the voter set read
+    /// from one, or a record one covers, is committed whatever this node's
+    /// high watermark says; taking it for uncommitted would let a node that
+    /// was removed campaign in the set before it (`previous()`, which after a
+    /// snapshot is the bootstrap set, perhaps many changes older).
     pub(crate) fn uncommitted_voter_change(&self) -> bool {
+        let snapshot_end = self.log.latest_snapshot_id().map_or(0, |s| s.offset);
         self.voter_history
             .latest_offset()
-            .is_some_and(|o| self.high_watermark.is_none_or(|hw| o >= hw))
+            .is_some_and(|o| o >= snapshot_end && self.high_watermark.is_none_or(|hw| o >= hw))
     }
 
     /// See [`super::RaftEngine::election_voters`].

@@ -457,7 +457,13 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     /// every majority of the two sets overlapping, KIP-853). Without this, a
     /// removed leader that lost its leadership before the removal committed
     /// and the only voters missing the record could wait on each other forever
-    /// (found by the membership simulation).
+    /// (found by the membership simulation). Not Kafka's rule (its
+    /// `QuorumState.isVoter` reads the latest set alone), so it is held to
+    /// records truly uncommitted: one that the latest snapshot covers is
+    /// committed (KIP-630) even while the high watermark is unknown, and the
+    /// set before a snapshot's is not the bootstrap set the history falls back
+    /// to (a removed node campaigning in that set was elected by stale voters
+    /// that lacked the committed log: membership simulation seed 3978).
     pub fn election_voters(&self) -> &VoterSet {
         self.core.election_voters()
     }

@@ -480,3 +480,49 @@ fn a_fetch_at_the_log_start_with_another_epoch_than_the_snapshot_there_gets_the_
         ["reply fetch error=0 hw=-1 diverging=(-1, -1) batches=1"]
     );
 }
+
+#[test]
+fn a_node_removed_before_its_latest_snapshot_does_not_campaign_after_a_restart() {
+    // KIP-853 with KIP-630: node 3, formatted with the bootstrap voters
+    // {1, 2, 3}, was removed (the set became {1}) and snapshotted past the
+    // removal. After a restart its high watermark is unknown, but the
+    // snapshot holds only committed data: the removal is committed, and the
+    // set "before" it is not the bootstrap set (two changes older, {1, 3}
+    // came in between). Campaigning in {1, 2, 3}, it was elected by node 2,
+    // a stale voter with an empty log, without the committed log of {1}
+    // (membership simulation, seed 3978).
+    for clean in [true, false] {
+        let voters = VoterSet::from_ids([1]);
+        let mut log = log_with_epochs(&[1, 1, 1, 1]);
+        log.write_snapshot(OffsetAndEpoch::new(3, 1), &snapshot_bytes(1, Some(&voters)))
+            .expect("snapshot");
+        if clean {
+            assert!(
+                log.delete_before_snapshot(OffsetAndEpoch::new(3, 1))
+                    .expect("cleans")
+            );
+        }
+        let stored = ElectionState {
+            epoch: 1,
+            leader_id: Some(1),
+            voted_key: None,
+        };
+        let (mut e, _) = engine_with(3, log, Some(stored));
+        assert_eq!(e.high_watermark(), None, "clean={clean}");
+        assert_eq!(e.voters().ids().collect::<Vec<_>>(), [1]);
+        assert!(!e.status().uncommitted_voter_change, "clean={clean}");
+        assert_eq!(e.election_voters().ids().collect::<Vec<_>>(), [1]);
+        assert!(!e.can_campaign(), "clean={clean}");
+        // Its leader stays silent past the fetch timeout: an observer asks
+        // the bootstrap servers, it does not pre-vote.
+        for _ in 0..20 {
+            let t = e.next_deadline_ms().min(10_000);
+            e.handle(Event::Tick, t).expect("tick");
+            assert!(
+                !matches!(e.role(), Role::Prospective | Role::Candidate),
+                "clean={clean}: {:?}",
+                e.role()
+            );
+        }
+    }
+}
