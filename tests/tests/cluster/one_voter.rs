@@ -3,60 +3,9 @@
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
-use kraft_e2e::{Must, TestNamespace, client, events, quorum, wait};
+use kraft_e2e::{Must, TestNamespace, client, events, pods, quorum, wait};
 
 use super::*;
-
-/// `rolled NS NAME REVISION N`: the StatefulSet's update revision is no
-/// longer `revision`, all `n` pods run it, and the quorum is Ready with `n`
-/// voters; `Err` says which part does not hold yet.
-async fn rolled(ns: &TestNamespace, revision: &str, n: usize) -> kraft_e2e::Result<Option<()>> {
-    use k8s_openapi::api::apps::v1::StatefulSet;
-    let sts = ns
-        .api::<StatefulSet>()
-        .get(Q)
-        .await
-        .map_err(kraft_e2e::Error::kube("get statefulset q"))?;
-    let want = sts
-        .status
-        .and_then(|s| s.update_revision)
-        .unwrap_or_default();
-    if want.is_empty() || want == revision {
-        return Err(kraft_e2e::Error::Invalid(format!(
-            "update revision still {revision:?}"
-        )));
-    }
-    let pods = quorum::pods(ns, Q).await?;
-    let on: Vec<Option<String>> = pods
-        .iter()
-        .map(|p| {
-            p.metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get("controller-revision-hash").cloned())
-        })
-        .collect();
-    if on.len() != n || on.iter().any(|r| r.as_deref() != Some(want.as_str())) {
-        return Err(kraft_e2e::Error::Invalid(format!(
-            "pods on revisions {on:?}, want {n} on {want}"
-        )));
-    }
-    let kq = quorum::get(ns, Q).await?;
-    if !wait::is_ready_with(&kq, n) {
-        return Err(kraft_e2e::Error::Invalid(wait::summary(&kq)));
-    }
-    Ok(Some(()))
-}
-
-/// The StatefulSet q's `status.updateRevision`.
-async fn update_revision(ns: &TestNamespace) -> String {
-    use k8s_openapi::api::apps::v1::StatefulSet;
-    let sts = ns.api::<StatefulSet>().get(Q).await;
-    sts.unwrap_or_else(|e| panic!("get statefulset q: {e}"))
-        .status
-        .and_then(|s| s.update_revision)
-        .unwrap_or_default()
-}
 
 /// (6, one voter) a config change on a 1-voter quorum restarts its only
 /// voter: an outage nothing avoids, announced by one Warning Event
@@ -70,7 +19,10 @@ async fn a_single_voter_is_restarted_with_a_warning() {
         .await
         .must("1 voter Ready");
     figure("apply_to_ready_1", start.elapsed());
-    let rev = update_revision(&ns).await;
+    let rev = pods::update_revision(&ns, Q)
+        .await
+        .must("the StatefulSet's revision")
+        .unwrap_or_default();
     let start = Instant::now();
     quorum::patch_merge(
         &ns,
@@ -79,13 +31,9 @@ async fn a_single_voter_is_restarted_with_a_warning() {
     )
     .await
     .must("patch the config");
-    wait::poll(
-        "the change rolled out to the only voter",
-        READY_TIMEOUT,
-        || rolled(&ns, &rev, 1),
-    )
-    .await
-    .must("the change rolled out to the only voter");
+    pods::wait_rolled(&ns, Q, &rev, 1, READY_TIMEOUT)
+        .await
+        .must("the change rolled out to the only voter");
     figure("single_voter_restart", start.elapsed());
     let restarts = events::count(&ns, Q, "SingleVoterRestart")
         .await

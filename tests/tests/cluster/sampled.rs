@@ -6,9 +6,8 @@
 
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::apps::v1::StatefulSet;
 use kraft_e2e::{
-    Error, Must, Result, TestNamespace, events, quorum,
+    Must, TestNamespace, events, pods, quorum,
     samples::{self, Sample, Sampler},
     wait,
 };
@@ -39,55 +38,6 @@ fn judge(name: &str, samples: &[Sample], verdict: std::result::Result<String, St
             );
         }
     }
-}
-
-/// The StatefulSet q's `status.updateRevision` (empty when it has none).
-async fn update_revision(ns: &TestNamespace) -> String {
-    let sts = ns.api::<StatefulSet>().get(Q).await;
-    sts.unwrap_or_else(|e| panic!("get statefulset q: {e}"))
-        .status
-        .and_then(|s| s.update_revision)
-        .unwrap_or_default()
-}
-
-/// `rolled NS NAME REVISION N`: the StatefulSet's update revision is no
-/// longer `revision`, all `n` pods run it, and the quorum is Ready with `n`
-/// voters; `Err` says which part does not hold yet.
-async fn rolled(ns: &TestNamespace, revision: &str, n: usize) -> Result<Option<()>> {
-    let sts = ns
-        .api::<StatefulSet>()
-        .get(Q)
-        .await
-        .map_err(Error::kube("get statefulset q"))?;
-    let want = sts
-        .status
-        .and_then(|s| s.update_revision)
-        .unwrap_or_default();
-    if want.is_empty() || want == revision {
-        return Err(Error::Invalid(format!(
-            "update revision still {revision:?}"
-        )));
-    }
-    let on: Vec<Option<String>> = quorum::pods(ns, Q)
-        .await?
-        .iter()
-        .map(|p| {
-            p.metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get("controller-revision-hash").cloned())
-        })
-        .collect();
-    if on.len() != n || on.iter().any(|r| r.as_deref() != Some(want.as_str())) {
-        return Err(Error::Invalid(format!(
-            "pods on revisions {on:?}, want {n} on {want}"
-        )));
-    }
-    let kq = quorum::get(ns, Q).await?;
-    if !wait::is_ready_with(&kq, n) {
-        return Err(Error::Invalid(wait::summary(&kq)));
-    }
-    Ok(Some(()))
 }
 
 /// (3) scale 1 → 3 → 1, the single-voter edge: a 1-voter quorum becomes
@@ -163,7 +113,10 @@ async fn scaling_one_to_three_and_back_never_forms_a_second_quorum() {
 /// quorum-aware: one pod at a time, the leader last, a majority always
 /// ready.
 async fn roll(client: &Client, ns: &TestNamespace, what: &str, patch: serde_json::Value) {
-    let rev = update_revision(ns).await;
+    let rev = pods::update_revision(ns, Q)
+        .await
+        .must("the StatefulSet's revision")
+        .unwrap_or_default();
     let sampler = Sampler::start(client, ns.name(), Q)
         .await
         .must("the first sample of q");
@@ -172,7 +125,7 @@ async fn roll(client: &Client, ns: &TestNamespace, what: &str, patch: serde_json
         .await
         .unwrap_or_else(|e| panic!("patch the {what}: {e}"));
     let rolled_out = format!("the {what} change rolled out to every pod");
-    wait::poll(&rolled_out, ROLL_TIMEOUT, || rolled(ns, &rev, 3))
+    pods::wait_rolled(ns, Q, &rev, 3, ROLL_TIMEOUT)
         .await
         .must(&rolled_out);
     figure("rolling_restart_3", start.elapsed());
@@ -208,7 +161,10 @@ async fn a_config_or_image_change_rolls_one_pod_at_a_time_leader_last() {
         serde_json::json!({"spec": {"image": image}}),
     )
     .await;
-    let sts = ns.api::<StatefulSet>().get(Q).await;
+    let sts = ns
+        .api::<k8s_openapi::api::apps::v1::StatefulSet>()
+        .get(Q)
+        .await;
     let sts = sts.unwrap_or_else(|e| panic!("get statefulset q: {e}"));
     let running = sts
         .spec
