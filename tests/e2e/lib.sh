@@ -90,15 +90,6 @@ describe_quorum() {
   return 1
 }
 
-# restricted_namespace NS: create NS with the restricted Pod Security
-# Standard enforced (the API server's PodSecurity admission): a pod that is
-# not compliant is refused, and the test that needed it fails.
-restricted_namespace() {
-  kubectl create namespace "$1" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
-  kubectl label --overwrite namespace "$1" pod-security.kubernetes.io/enforce=restricted \
-    pod-security.kubernetes.io/enforce-version=latest >/dev/null
-}
-
 # dump NS: everything needed to debug a failure in NS: the KraftQuorums, pods,
 # PVCs, events, the operator's log and every container log of NS.
 dump() {
