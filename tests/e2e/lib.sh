@@ -164,7 +164,10 @@ pod_replaced() {
 # ready_after_election NS NAME REPLICAS EPOCH: is_ready, under a leader epoch
 # past EPOCH (after the leader went, the status may say Ready from before).
 ready_after_election() {
-  is_ready "$1" "$2" "$3" && (($(kq "$1" "$2" '{.status.leaderEpoch}') > $4))
+  local epoch
+  is_ready "$1" "$2" "$3" || return 1
+  epoch="$(kq "$1" "$2" '{.status.leaderEpoch}')"
+  ((${epoch:-0} > $4))
 }
 
 # topic_has_records BOOTSTRAP TOPIC: the topic's partitions end past offset 0

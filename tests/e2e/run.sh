@@ -13,7 +13,8 @@
 #   E2E_KEEP_FAILED=1             keep a failed case's namespace (it is dumped
 #                                 either way: objects, events, logs)
 #   E2E_THREADS=N                 cases at once (default 2: most of a case is
-#                                 waiting; each has its own namespace)
+#                                 waiting; each has its own namespace, and a
+#                                 case that kills the operator runs alone)
 #
 # Ends with the figures (seconds; medians), the load cases' counts and
 # "N passed, N failed".

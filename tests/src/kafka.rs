@@ -422,13 +422,21 @@ impl Drop for Load {
 }
 
 /// Reads `topic` from the beginning with `ConsoleConsumer --from-beginning
-/// --timeout-ms idle` until no record came for `idle` (ms precision);
-/// returns every value read (one per line). Blocking; killed after
-/// `idle + 120 s` if still running.
+/// --max-messages expected --timeout-ms idle` until it has read `expected`
+/// records (the producer's sends: an idempotent producer writes no more) or
+/// no record came for `idle` (ms precision); returns every value read (one
+/// per line). So a pause of the brokers shorter than `idle` cannot end the
+/// read early, and a complete read does not wait `idle`. `expected` 0:
+/// until idle. Blocking; killed after `idle + 120 s` if still running.
 ///
 /// Errors: [`Error::Io`] when it cannot run, [`Error::Tool`] when it ended
 /// without its `Processed a total of N messages` line.
-pub fn consume_all(bootstrap: &str, topic: &str, idle: Duration) -> Result<Vec<String>> {
+pub fn consume_all(
+    bootstrap: &str,
+    topic: &str,
+    expected: u64,
+    idle: Duration,
+) -> Result<Vec<String>> {
     let dir = work_dir()?;
     let out_path = dir.join(format!("{topic}.consumer.out"));
     let err_path = dir.join(format!("{topic}.consumer.err"));
@@ -443,6 +451,12 @@ pub fn consume_all(bootstrap: &str, topic: &str, idle: Duration) -> Result<Vec<S
             "--timeout-ms",
             &idle.as_millis().to_string(),
         ])
+        .args(
+            (expected > 0)
+                .then(|| ["--max-messages".to_owned(), expected.to_string()])
+                .into_iter()
+                .flatten(),
+        )
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)

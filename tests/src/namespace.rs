@@ -43,10 +43,13 @@ impl TestNamespace {
     /// Creates `name` (use the `e2e-rs-` prefix) with the labels
     /// `pod-security.kubernetes.io/enforce=restricted` and
     /// `enforce-version=latest`; a namespace of that name left by an earlier
-    /// run is deleted first and waited for (up to [`LEFTOVER_TIMEOUT`]).
+    /// run is deleted first and waited for (up to [`LEFTOVER_TIMEOUT`]), and
+    /// the container logs of an earlier run's pods in it removed
+    /// ([`crate::cluster::logs_dir`]).
     ///
     /// Errors: [`Error::Kube`] from the API server, [`Error::Timeout`] when
-    /// the leftover does not go.
+    /// the leftover does not go, [`Error::Io`] when the old logs cannot be
+    /// removed.
     pub async fn create(client: &Client, name: &str) -> Result<TestNamespace> {
         Self::create_with(client, name, true).await
     }
@@ -84,6 +87,15 @@ impl TestNamespace {
                 last: None,
             })?
             .map_err(|e| Error::Invalid(format!("watch namespace {name}: {e}")))?;
+        }
+        // The node agent appends to a pod's log across runs: an earlier
+        // run's lines (its pods are gone with its namespace) must not
+        // answer this run's log checks.
+        let logs = crate::cluster::logs_dir(name);
+        match std::fs::remove_dir_all(&logs) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(Error::io(format!("remove {}", logs.display()))(e)),
         }
         let mut labels = std::collections::BTreeMap::new();
         labels.insert("app.kubernetes.io/created-by".into(), "kraft-e2e".into());

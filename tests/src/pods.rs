@@ -1,12 +1,14 @@
 //! A quorum's pods and StatefulSet during a change: a pod's identity (its
-//! uid), waiting for a deleted pod's replacement to be Ready, and waiting for a rolling
+//! uid), the leader's pod deleted, waiting for a deleted pod's replacement to be Ready, and waiting for a rolling
 //! restart to reach every pod. Must not change anything.
 
 use std::time::Duration;
 
 use k8s_openapi::api::{apps::v1::StatefulSet, core::v1::Pod};
 
-use crate::{Error, Result, TestNamespace, quorum, wait};
+use kraft_operator::crd::KraftQuorum;
+
+use crate::{Error, Result, TestNamespace, describe, quorum, wait};
 
 /// The pod label a StatefulSet sets to the revision a pod runs.
 pub const REVISION_LABEL: &str = "controller-revision-hash";
@@ -120,4 +122,53 @@ pub async fn wait_rolled(
         .max(Duration::from_secs(30));
     wait::ready(ns, name, n, rest).await?;
     Ok(revision)
+}
+
+/// What [`delete_leader`] saw.
+#[derive(Debug)]
+pub struct LeaderDeleted {
+    /// The node id whose pod was deleted.
+    pub leader: i32,
+    /// The leader epoch before.
+    pub epoch: i32,
+    /// The status' voters' directory ids before, in status order.
+    pub directory_ids: Vec<String>,
+    /// The KraftQuorum once Ready again after the election.
+    pub after: KraftQuorum,
+}
+
+/// Deletes the pod of the leader of the KraftQuorum `name` of `voters`
+/// voters and waits, each step up to `timeout`, until its replacement is
+/// Ready and the quorum Ready again after a new election
+/// ([`wait::ready_after_election`]). The leader and epoch are
+/// DescribeQuorum's once it agrees with the status
+/// ([`describe::wait_voters_match`]), so a status that lags a change just
+/// made cannot name a follower.
+///
+/// Errors: as [`describe::wait_voters_match`], [`uid`],
+/// [`wait_replaced_and_ready`] and [`wait::ready_after_election`];
+/// [`Error::Kube`] when the pod cannot be deleted.
+pub async fn delete_leader(
+    ns: &TestNamespace,
+    name: &str,
+    voters: usize,
+    timeout: Duration,
+) -> Result<LeaderDeleted> {
+    let described = describe::wait_voters_match(ns, name, voters, timeout).await?;
+    let (leader, epoch) = (described.leader_id, described.leader_epoch);
+    let directory_ids = quorum::directory_ids(&quorum::get(ns, name).await?);
+    let pod = format!("{name}-{leader}");
+    let old = uid(ns, &pod).await?;
+    ns.api::<Pod>()
+        .delete(&pod, &Default::default())
+        .await
+        .map_err(Error::kube(format!("delete pod {}/{pod}", ns.name())))?;
+    wait_replaced_and_ready(ns, &pod, &old, timeout).await?;
+    let after = wait::ready_after_election(ns, name, voters, epoch, timeout).await?;
+    Ok(LeaderDeleted {
+        leader,
+        epoch,
+        directory_ids,
+        after,
+    })
 }

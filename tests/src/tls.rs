@@ -226,8 +226,10 @@ pub fn client_without_certificate(ca_pem: &str) -> Result<AdminTls> {
     Ok(Arc::new(tls))
 }
 
-/// DescribeQuorum (55) sent to the controller at `addr` only, over `tls`
-/// (`None`: PLAINTEXT), each step bounded by [`REQUEST_TIMEOUT`]; what
+/// DescribeQuorum (55) sent to the controller at `addr`, over `tls`
+/// (`None`: PLAINTEXT), each step bounded by [`REQUEST_TIMEOUT`]; a
+/// controller that is not the leader sends the client on to the leader's
+/// advertised name (which the host may not resolve). What
 /// `kraft-controller quorum --bootstrap-controller addr [--command-config
 /// …] describe --status` does.
 ///

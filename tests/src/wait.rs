@@ -94,6 +94,16 @@ pub fn condition<'a>(status: &'a KraftQuorumStatus, type_: &str) -> Option<&'a s
         .map(|c| c.status.as_str())
 }
 
+/// Whether `kq`'s condition Degraded is True with `reason`
+/// (`degraded_because` of run.sh).
+pub fn degraded_because(kq: &KraftQuorum, reason: &str) -> bool {
+    kq.status.as_ref().is_some_and(|s| {
+        s.conditions
+            .iter()
+            .any(|c| c.type_ == "Degraded" && c.status == "True" && c.reason == reason)
+    })
+}
+
 /// Whether `kq` is Ready with `voters` voters: condition Ready True,
 /// `status.voters` of that many entries, `status.readyReplicas` equal to
 /// it and no `status.pendingChange` (`is_ready NS NAME N` of lib.sh).

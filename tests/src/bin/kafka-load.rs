@@ -79,8 +79,8 @@ async fn run(bootstrap: &str, topic: &str, rate: u32, idle: Duration) -> anyhow:
         _ = int.recv() => {}
     }
     let report = tokio::task::spawn_blocking(move || load.stop()).await??;
-    let (b, t) = (bootstrap.to_owned(), topic.to_owned());
-    let consumed = tokio::task::spawn_blocking(move || consume_all(&b, &t, idle)).await??;
+    let (b, t, sent) = (bootstrap.to_owned(), topic.to_owned(), report.sent);
+    let consumed = tokio::task::spawn_blocking(move || consume_all(&b, &t, sent, idle)).await??;
     println!("{}", figures(&report, &consumed));
     match problems(&report, &consumed) {
         None => Ok(true),

@@ -94,12 +94,14 @@ where
         .await
         .expect("the producer's stop task")
         .must("stop the load");
-    let b = bootstrap.to_owned();
-    let consumed =
-        tokio::task::spawn_blocking(move || kafka::consume_all(&b, topic, Duration::from_secs(15)))
-            .await
-            .expect("the consumer task")
-            .must("consume the topic");
+    let (b, sent) = (bootstrap.to_owned(), report.sent);
+    // Until every record sent is read, or none came for 60 s.
+    let consumed = tokio::task::spawn_blocking(move || {
+        kafka::consume_all(&b, topic, sent, Duration::from_secs(60))
+    })
+    .await
+    .expect("the consumer task")
+    .must("consume the topic");
     let figures = kafka::figures(&report, &consumed);
     println!("load {case} ({:.1} s): {figures}", took.as_secs_f64());
     assert!(report.acknowledged > 0, "{case}: nothing acknowledged");
@@ -156,7 +158,7 @@ async fn a_kafka_cluster_loses_nothing_while_its_quorum_changes() {
         core::v1::{PersistentVolumeClaim, Pod},
     };
     let q = brokers::QUORUM;
-    let (client, ns) = setup("e2e-rs-load").await;
+    let (client, ns, share) = setup("e2e-rs-load").await;
     let bootstrap = quorum_with_brokers(&ns, q).await;
     // The changes borrow these: closures and their futures copy references.
     let (ns, client) = (&ns, &client);
@@ -211,22 +213,11 @@ async fn a_kafka_cluster_loses_nothing_while_its_quorum_changes() {
         "leader pod deleted",
         "leader",
         move || async move {
-            let kq = quorum::get(ns, q).await.must("get the quorum");
-            let leader = quorum::leader_id(&kq).expect("a Ready quorum has a leader in its status");
-            let dirs = quorum::directory_ids(&kq);
-            let epoch = kq.status.as_ref().and_then(|s| s.leader_epoch).unwrap_or(0);
-            let pod = format!("{q}-{leader}");
-            let uid = pods::uid(ns, &pod).await.must("the leader pod's uid");
-            ns.api::<Pod>()
-                .delete(&pod, &Default::default())
+            let deleted = pods::delete_leader(ns, q, 3, CHANGE_TIMEOUT)
                 .await
-                .unwrap_or_else(|e| panic!("delete pod {pod}: {e}"));
-            pods::wait_replaced_and_ready(ns, &pod, &uid, Duration::from_secs(120))
-                .await
-                .must("the leader pod replaced and Ready");
-            let kq = wait::ready_after_election(ns, q, 3, epoch, CHANGE_TIMEOUT)
-                .await
-                .must("3 voters Ready again under load");
+                .must("the leader's pod deleted, the quorum Ready again under load");
+            let kq = deleted.after;
+            let dirs = deleted.directory_ids;
             assert_eq!(
                 quorum::directory_ids(&kq),
                 dirs,
@@ -273,6 +264,9 @@ async fn a_kafka_cluster_loses_nothing_while_its_quorum_changes() {
     )
     .await;
 
+    // No other case may run while the operator is down.
+    drop(share);
+    let _operator = operator_exclusive().await;
     under_load(
         &bootstrap,
         "operator killed mid scale-up",

@@ -5,7 +5,12 @@
 //! with timeouts, and dumps the namespace when it fails.
 //!
 //! Built only with the `cluster` feature: `make test-e2e` runs
-//! `cargo test -p kraft-e2e --features cluster -- --test-threads 1`.
+//! `cargo test -p kraft-e2e --features cluster --test cluster --
+//! --test-threads 2` (tests/e2e/run.sh, `E2E_THREADS`). Two cases at a
+//! time share one operator: a case that kills it holds [`OPERATOR`]
+//! exclusively ([`operator_exclusive`]), every other case holds it shared
+//! ([`setup`], [`operator_shared`]), so no case runs while its
+//! reconciles are stopped.
 //! Figures (seconds) are printed as `figure NAME VALUE` (see them with
 //! `--nocapture`).
 //!
@@ -46,15 +51,35 @@ fn figure(name: &str, took: Duration) {
     println!("figure {name} {:.1}", took.as_secs_f64());
 }
 
-/// A client of the local cluster and a fresh namespace `ns`.
-async fn setup(ns: &str) -> (Client, TestNamespace) {
+/// The operator as the cases share it: held shared by every case that
+/// needs it running, exclusively by a case that kills it. Fair (tokio's
+/// RwLock): once a killer waits, no new case starts before it.
+static OPERATOR: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
+/// A share of the running operator, held for a case's whole life.
+type OperatorShare = tokio::sync::RwLockReadGuard<'static, ()>;
+
+/// Waits until no case is killing the operator; returns the share.
+async fn operator_shared() -> OperatorShare {
+    OPERATOR.read().await
+}
+
+/// Waits until no other case runs; returns the operator to kill.
+async fn operator_exclusive() -> tokio::sync::RwLockWriteGuard<'static, ()> {
+    OPERATOR.write().await
+}
+
+/// A client of the local cluster and a fresh namespace `ns`, with a share
+/// of the running operator (keep it to the case's end).
+async fn setup(ns: &str) -> (Client, TestNamespace, OperatorShare) {
+    let share = operator_shared().await;
     let client = client()
         .await
         .must("a client of the local cluster (dev/cluster.sh up)");
     let ns = TestNamespace::create(&client, ns)
         .await
         .must("create the test namespace");
-    (client, ns)
+    (client, ns, share)
 }
 
 /// `ready_three`: a KraftQuorum q of 3 voters, Ready; records apply → Ready.

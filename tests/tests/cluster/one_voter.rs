@@ -12,7 +12,7 @@ use super::*;
 /// SingleVoterRestart; the quorum is Ready again on the new revision.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_single_voter_is_restarted_with_a_warning() {
-    let (_client, ns) = setup("e2e-rs-solo").await;
+    let (_client, ns, _operator) = setup("e2e-rs-solo").await;
     let start = Instant::now();
     quorum::create_minimal(&ns, Q, 1).await.must("create kq/q");
     wait::ready(&ns, Q, 1, READY_TIMEOUT)
@@ -22,7 +22,7 @@ async fn a_single_voter_is_restarted_with_a_warning() {
     let rev = pods::update_revision(&ns, Q)
         .await
         .must("the StatefulSet's revision")
-        .unwrap_or_default();
+        .expect("a Ready quorum's StatefulSet has an update revision");
     let start = Instant::now();
     quorum::patch_merge(
         &ns,
@@ -84,6 +84,7 @@ fn kraft_controller() -> std::path::PathBuf {
 async fn a_volume_of_another_cluster_is_reported_and_left_untouched() {
     use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
     let other = "T3RoZXJDbHVzdGVySWQxMg";
+    let _operator = operator_shared().await;
     let client = client().await.must("a client of the local cluster");
     let ns = TestNamespace::create_with(&client, "e2e-rs-foreign", false)
         .await
@@ -151,13 +152,7 @@ async fn a_volume_of_another_cluster_is_reported_and_left_untouched() {
         Q,
         "Degraded/ClusterIdMismatch",
         Duration::from_secs(180),
-        |kq| {
-            kq.status.as_ref().is_some_and(|s| {
-                s.conditions.iter().any(|c| {
-                    c.type_ == "Degraded" && c.status == "True" && c.reason == "ClusterIdMismatch"
-                })
-            })
-        },
+        |kq| wait::degraded_because(kq, "ClusterIdMismatch"),
     )
     .await
     .must("Degraded/ClusterIdMismatch");

@@ -48,7 +48,7 @@ fn judge(name: &str, samples: &[Sample], verdict: std::result::Result<String, St
 /// has one leader per epoch.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scaling_one_to_three_and_back_never_forms_a_second_quorum() {
-    let (client, ns) = setup("e2e-rs-single").await;
+    let (client, ns, _operator) = setup("e2e-rs-single").await;
     let sampler = Sampler::start(&client, ns.name(), Q)
         .await
         .must("the first sample of e2e-rs-single/q");
@@ -116,7 +116,7 @@ async fn roll(client: &Client, ns: &TestNamespace, what: &str, patch: serde_json
     let rev = pods::update_revision(ns, Q)
         .await
         .must("the StatefulSet's revision")
-        .unwrap_or_default();
+        .expect("a Ready quorum's StatefulSet has an update revision");
     let sampler = Sampler::start(client, ns.name(), Q)
         .await
         .must("the first sample of q");
@@ -144,7 +144,7 @@ async fn roll(client: &Client, ns: &TestNamespace, what: &str, patch: serde_json
 /// (dev/node-agent/src/images.rs).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_config_or_image_change_rolls_one_pod_at_a_time_leader_last() {
-    let (client, ns) = setup("e2e-rs-roll").await;
+    let (client, ns, _operator) = setup("e2e-rs-roll").await;
     ready_three(&ns).await;
     roll(
         &client,

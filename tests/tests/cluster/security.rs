@@ -72,16 +72,6 @@ async fn assert_no_restarts(ns: &TestNamespace, n: usize) {
     );
 }
 
-/// Whether q's condition Degraded is True with `reason` (run.sh's
-/// `degraded_because`).
-fn degraded_because(kq: &KraftQuorum, reason: &str) -> bool {
-    kq.status.as_ref().is_some_and(|s| {
-        s.conditions
-            .iter()
-            .any(|c| c.type_ == "Degraded" && c.status == "True" && c.reason == reason)
-    })
-}
-
 /// A pod mounting the brokers' client Secret (restricted-compliant) runs
 /// `kraft-controller quorum describe` against q-0's DNS name: its TLS
 /// session is accepted (a certificate of the quorum's CA) and DescribeQuorum
@@ -159,6 +149,26 @@ async fn in_cluster_describe_is_refused(ns: &TestNamespace, name: &str) {
     );
 }
 
+/// Fails the test unless `result` is the controller at `addr` itself
+/// closing or refusing the connection (`QuorumError::Unreachable` at that
+/// address): an answer, or an error of another controller the client was
+/// sent to, is not the refusal asked for (`what`).
+fn refused_by<T: std::fmt::Debug>(
+    result: kraft_e2e::Result<T>,
+    addr: std::net::SocketAddr,
+    what: &str,
+) {
+    use kraft_operator::quorum::QuorumError;
+    match result {
+        Ok(d) => panic!("{what}: DescribeQuorum was answered: {d:?}"),
+        Err(kraft_e2e::Error::Quorum {
+            source: QuorumError::Unreachable { addr: at, message },
+            ..
+        }) if at == addr.to_string() => println!("{what}: refused by {at}: {message}"),
+        Err(e) => panic!("{what}: not refused by {addr} itself: {e}"),
+    }
+}
+
 /// (20a) a default KraftQuorum is mTLS: our certificate with the pod's DNS
 /// name, a plaintext client gets no answer, a client without a certificate
 /// is refused, a pod with the brokers' client Secret is authenticated but
@@ -167,7 +177,7 @@ async fn in_cluster_describe_is_refused(ns: &TestNamespace, name: &str) {
 /// namespace refuses a privileged pod (restricted standard enforced).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_default_quorum_speaks_mtls() {
-    let (_client, ns) = setup("e2e-rs-tls").await;
+    let (_client, ns, _operator) = setup("e2e-rs-tls").await;
     ready_three(&ns).await;
     let served = served_by(&ns, "q-1")
         .await
@@ -195,21 +205,29 @@ async fn a_default_quorum_speaks_mtls() {
     tls::describe_at(at_leader, Some(operator))
         .await
         .must("DescribeQuorum with the operator's identity");
-    match tls::describe_at(at_leader, None).await {
-        Ok(d) => panic!("a plaintext DescribeQuorum was answered: {d:?}"),
-        Err(e) => println!("plaintext refused: {e}"),
-    }
+    refused_by(
+        tls::describe_at(at_leader, None).await,
+        at_leader,
+        "plaintext",
+    );
     let (ca, _) = describe::operator_identity(&ns, Q)
         .await
         .must("the quorum's CA")
         .expect("a default quorum has an operator identity Secret");
     let no_cert = tls::client_without_certificate(&ca).must("a client without a certificate");
-    match tls::describe_at(at_leader, Some(no_cert)).await {
-        Ok(d) => {
-            panic!("a client without a certificate was answered (ssl.client.auth=required): {d:?}")
-        }
-        Err(e) => println!("no client certificate refused: {e}"),
-    }
+    refused_by(
+        tls::describe_at(at_leader, Some(no_cert)).await,
+        at_leader,
+        "no client certificate (ssl.client.auth=required)",
+    );
+    // Still the leader: the refusals were its own, not a redirect's.
+    let operator = describe::admin_tls(&ns, Q)
+        .await
+        .must("the operator's identity")
+        .expect("a default quorum has an operator identity Secret");
+    tls::describe_at(at_leader, Some(operator))
+        .await
+        .must("DescribeQuorum with the operator's identity, after the refusals");
 
     in_cluster_describe_is_refused(&ns, "describe").await;
     let quorum_key = format!("{}/{Q}", ns.name());
@@ -256,7 +274,7 @@ async fn a_default_quorum_speaks_mtls() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_renewed_certificate_is_served_without_restarts() {
     use kraft_operator::controller::certs::ANNOTATION_TEST_LEAF_LIFETIME;
-    let (_client, ns) = setup("e2e-rs-renew").await;
+    let (_client, ns, _operator) = setup("e2e-rs-renew").await;
     let kq = quorum::from_json(json!({
         "apiVersion": "kraft.krabka.io/v1alpha1",
         "kind": "KraftQuorum",
@@ -300,7 +318,7 @@ async fn a_renewed_certificate_is_served_without_restarts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pause_freezes_the_quorum_until_the_annotation_goes() {
     const WINDOW: Duration = Duration::from_secs(60);
-    let (_client, ns) = setup("e2e-rs-pause").await;
+    let (_client, ns, _operator) = setup("e2e-rs-pause").await;
     ready_three(&ns).await;
     quorum::patch_merge(
         &ns,
@@ -376,7 +394,7 @@ async fn pause_freezes_the_quorum_until_the_annotation_goes() {
 /// agrees, no pod is replaced or restarted, no ClusterIdMismatch.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_wiped_status_gets_the_same_identity_back() {
-    let (client, ns) = setup("e2e-rs-wiped").await;
+    let (client, ns, _operator) = setup("e2e-rs-wiped").await;
     ready_three(&ns).await;
     let status = quorum::status(&ns, Q).await.must("the status");
     let id = status
@@ -458,7 +476,7 @@ async fn a_wiped_status_gets_the_same_identity_back() {
 /// local cluster does not enforce NetworkPolicies).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_network_policy_has_the_rules_asked_for() {
-    let (_client, ns) = setup("e2e-rs-netpol").await;
+    let (_client, ns, _operator) = setup("e2e-rs-netpol").await;
     let kq = quorum::from_json(json!({
         "apiVersion": "kraft.krabka.io/v1alpha1",
         "kind": "KraftQuorum",
@@ -542,7 +560,7 @@ async fn an_issuer_ref_uses_cert_manager_certificates() {
     cert_manager::remove_crds(&client, CRD_TIMEOUT)
         .await
         .must("no cert-manager CRDs (an earlier run's stand-in removed)");
-    let (_client, ns) = setup("e2e-rs-certmgr").await;
+    let (_client, ns, _operator) = setup("e2e-rs-certmgr").await;
     let kq = quorum::from_json(json!({
         "apiVersion": "kraft.krabka.io/v1alpha1",
         "kind": "KraftQuorum",
@@ -559,7 +577,7 @@ async fn an_issuer_ref_uses_cert_manager_certificates() {
         Q,
         "Degraded/CertManagerMissing",
         Duration::from_secs(60),
-        |kq| degraded_because(kq, "CertManagerMissing"),
+        |kq| wait::degraded_because(kq, "CertManagerMissing"),
     )
     .await
     .must("Degraded/CertManagerMissing");
@@ -583,7 +601,7 @@ async fn an_issuer_ref_uses_cert_manager_certificates() {
         Q,
         "Degraded/IssuerNotFound",
         Duration::from_secs(60),
-        |kq| degraded_because(kq, "IssuerNotFound"),
+        |kq| wait::degraded_because(kq, "IssuerNotFound"),
     )
     .await
     .must("Degraded/IssuerNotFound");
