@@ -82,6 +82,18 @@ async fn setup(ns: &str) -> (Client, TestNamespace, OperatorShare) {
     (client, ns, share)
 }
 
+/// A KraftQuorum q of 1 voter, Ready; records apply → Ready.
+async fn ready_one(ns: &TestNamespace) {
+    let start = Instant::now();
+    quorum::create_minimal(ns, Q, 1)
+        .await
+        .must("create KraftQuorum q");
+    wait::ready(ns, Q, 1, READY_TIMEOUT)
+        .await
+        .must("1 voter Ready");
+    figure("apply_to_ready_1", start.elapsed());
+}
+
 /// `ready_three`: a KraftQuorum q of 3 voters, Ready; records apply → Ready.
 async fn ready_three(ns: &TestNamespace) {
     let start = Instant::now();

@@ -13,12 +13,7 @@ use super::*;
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_single_voter_is_restarted_with_a_warning() {
     let (_client, ns, _operator) = setup("e2e-rs-solo").await;
-    let start = Instant::now();
-    quorum::create_minimal(&ns, Q, 1).await.must("create kq/q");
-    wait::ready(&ns, Q, 1, READY_TIMEOUT)
-        .await
-        .must("1 voter Ready");
-    figure("apply_to_ready_1", start.elapsed());
+    ready_one(&ns).await;
     let rev = pods::update_revision(&ns, Q)
         .await
         .must("the StatefulSet's revision")

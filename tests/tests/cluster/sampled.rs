@@ -52,12 +52,7 @@ async fn scaling_one_to_three_and_back_never_forms_a_second_quorum() {
     let sampler = Sampler::start(&client, ns.name(), Q)
         .await
         .must("the first sample of e2e-rs-single/q");
-    let start = Instant::now();
-    quorum::create_minimal(&ns, Q, 1).await.must("create kq/q");
-    wait::ready(&ns, Q, 1, READY_TIMEOUT)
-        .await
-        .must("1 voter Ready");
-    figure("apply_to_ready_1", start.elapsed());
+    ready_one(&ns).await;
     voters_match(&ns, 1).await;
 
     let start = Instant::now();
