@@ -197,13 +197,16 @@ impl Sampler {
         );
         let task = tokio::spawn(async move {
             let mut pv_paths = BTreeMap::new();
+            // A sample every INTERVAL; one that took longer delays the next.
+            let mut ticks = tokio::time::interval(INTERVAL);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             loop {
+                ticks.tick().await;
                 if let Some(s) = sample(&client, &ns, &name, &mut pv_paths).await
                     && let Ok(mut v) = out.lock()
                 {
                     v.push(s);
                 }
-                tokio::time::sleep(INTERVAL).await;
             }
         });
         let sampler = Sampler { samples, task };
