@@ -25,12 +25,23 @@ pub const IMAGE_REPOSITORY: &str = "ghcr.io/kraftwerk/kraft-controller";
 /// Errors: [`Error::Invalid`] if the spec does not deserialize (it always
 /// does for these fields).
 pub fn minimal(name: &str, replicas: i32) -> Result<KraftQuorum> {
-    from_json(json!({
+    minimal_with(name, replicas, json!({}))
+}
+
+/// [`minimal`] with `overlay` merged in as a JSON merge patch (RFC 7386,
+/// `kubectl patch --type merge`): `{"spec": {"tls": …}}` adds a field,
+/// `{"metadata": {"annotations": …}}` annotates it.
+///
+/// Errors: [`Error::Invalid`] if the result does not deserialize.
+pub fn minimal_with(name: &str, replicas: i32, overlay: serde_json::Value) -> Result<KraftQuorum> {
+    let mut manifest = json!({
         "apiVersion": "kraft.krabka.io/v1alpha1",
         "kind": "KraftQuorum",
         "metadata": {"name": name},
         "spec": {"replicas": replicas, "image": IMAGE, "storage": {"size": "1Gi"}},
-    }))
+    });
+    json_patch::merge(&mut manifest, &overlay);
+    from_json(manifest)
 }
 
 /// A KraftQuorum from its JSON form (a manifest written inline in a test).

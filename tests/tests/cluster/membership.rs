@@ -121,13 +121,8 @@ async fn invalid_specs_are_rejected_by_the_api_server() {
     }
     let id = "MkU3OEVBNTcwNTJENDM2Qg";
     let other = "AAAAAAAAAAAAAAAAAAAAAA";
-    let fixed = quorum::from_json(serde_json::json!({
-        "apiVersion": "kraft.krabka.io/v1alpha1",
-        "kind": "KraftQuorum",
-        "metadata": {"name": "fixed"},
-        "spec": {"replicas": 1, "image": quorum::IMAGE, "clusterId": id, "storage": {"size": "1Gi"}},
-    }))
-    .must("the manifest");
+    let fixed = quorum::minimal_with("fixed", 1, serde_json::json!({"spec": {"clusterId": id}}))
+        .must("the manifest");
     quorum::create(&ns, &fixed)
         .await
         .must("create KraftQuorum fixed");

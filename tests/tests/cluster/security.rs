@@ -275,12 +275,11 @@ async fn a_default_quorum_speaks_mtls() {
 async fn a_renewed_certificate_is_served_without_restarts() {
     use kraft_operator::controller::certs::ANNOTATION_TEST_LEAF_LIFETIME;
     let (_client, ns, _operator) = setup("e2e-rs-renew").await;
-    let kq = quorum::from_json(json!({
-        "apiVersion": "kraft.krabka.io/v1alpha1",
-        "kind": "KraftQuorum",
-        "metadata": {"name": Q, "annotations": {ANNOTATION_TEST_LEAF_LIFETIME: "120"}},
-        "spec": {"replicas": 3, "image": quorum::IMAGE, "storage": {"size": "1Gi"}},
-    }))
+    let kq = quorum::minimal_with(
+        Q,
+        3,
+        json!({"metadata": {"annotations": {ANNOTATION_TEST_LEAF_LIFETIME: "120"}}}),
+    )
     .must("the manifest");
     quorum::create(&ns, &kq).await.must("create kq/q");
     wait::ready(&ns, Q, 3, READY_TIMEOUT)
@@ -477,18 +476,14 @@ async fn a_wiped_status_gets_the_same_identity_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_network_policy_has_the_rules_asked_for() {
     let (_client, ns, _operator) = setup("e2e-rs-netpol").await;
-    let kq = quorum::from_json(json!({
-        "apiVersion": "kraft.krabka.io/v1alpha1",
-        "kind": "KraftQuorum",
-        "metadata": {"name": Q},
-        "spec": {
-            "replicas": 1, "image": quorum::IMAGE, "storage": {"size": "1Gi"},
-            "networkPolicy": {
-                "brokerPodLabels": {"app": "kafka-broker"},
-                "monitoringNamespaceLabels": {"kubernetes.io/metadata.name": "monitoring"},
-            },
-        },
-    }))
+    let kq = quorum::minimal_with(
+        Q,
+        1,
+        json!({"spec": {"networkPolicy": {
+            "brokerPodLabels": {"app": "kafka-broker"},
+            "monitoringNamespaceLabels": {"kubernetes.io/metadata.name": "monitoring"},
+        }}}),
+    )
     .must("the manifest");
     quorum::create(&ns, &kq).await.must("create kq/q");
     let np = wait::until(
@@ -561,15 +556,11 @@ async fn an_issuer_ref_uses_cert_manager_certificates() {
         .await
         .must("no cert-manager CRDs (an earlier run's stand-in removed)");
     let (_client, ns, _operator) = setup("e2e-rs-certmgr").await;
-    let kq = quorum::from_json(json!({
-        "apiVersion": "kraft.krabka.io/v1alpha1",
-        "kind": "KraftQuorum",
-        "metadata": {"name": Q},
-        "spec": {
-            "replicas": 1, "image": quorum::IMAGE, "storage": {"size": "1Gi"},
-            "tls": {"issuerRef": {"name": "corp-ca"}},
-        },
-    }))
+    let kq = quorum::minimal_with(
+        Q,
+        1,
+        json!({"spec": {"tls": {"issuerRef": {"name": "corp-ca"}}}}),
+    )
     .must("the manifest");
     quorum::create(&ns, &kq).await.must("create kq/q");
     let degraded = wait::quorum(
