@@ -117,12 +117,15 @@ pub fn leader_of(sample: &Sample) -> Option<i64> {
 }
 
 /// The leader just before the restart seen at sample `i`: the latest agreed
-/// leader ([`leader_of`]) in `samples[since..i]`, the stretch where every
-/// pod was up (the previous restarted pod was back). The sample right
+/// leader ([`leader_of`]) in `samples[since..i]`, `since` being the sample
+/// where the previous restart was seen (0 for the first). The samples right
 /// before a restart may already be inside it: the pod listing shows the pod
 /// not yet deleting, then the scrape meets its controller shutting down (a
-/// leader resigning), so the views disagree; an earlier sample of the same
-/// stretch says who led when the restart began. `None` when no sample of it
+/// leader resigning), so the views disagree; an earlier sample says who led
+/// when the restart began. That can reach back into the previous pod's
+/// restart when the operator moved on within one sample of that pod coming
+/// back (a follower's restart does not move the leadership, and one that
+/// did is seen as a newer agreed leader). `None` when no sample of it
 /// agreed.
 fn leader_before(samples: &[Sample], i: usize, since: usize) -> Option<i64> {
     samples.get(since..i)?.iter().rev().find_map(leader_of)
@@ -160,16 +163,9 @@ pub fn check_roll(samples: &[Sample], replicas: usize) -> Result<String, String>
         .map(|(o, p)| (*o, vec![p.uid.as_str()]))
         .collect();
     let mut started = BTreeSet::new();
-    // ordinal -> first sample where its new pod was ready
-    let mut back: BTreeMap<i64, usize> = BTreeMap::new();
     for (i, s) in samples.iter().enumerate() {
-        // Restarts begin only once the previous restarted pod is back.
-        let settled = started
-            .iter()
-            .filter_map(|o| back.get(o))
-            .max()
-            .copied()
-            .unwrap_or(0);
+        // Who led before a restart is judged from the previous one on.
+        let since = restarts.last().map_or(0, |r| r.0);
         let mut down = Vec::new();
         for o in &ordinals {
             let p = s.pods.get(o);
@@ -185,10 +181,7 @@ pub fn check_roll(samples: &[Sample], replicas: usize) -> Result<String, String>
             }
             let changed = p.is_none_or(|p| p.deleting || p.uid != first_uid);
             if changed && started.insert(*o) {
-                restarts.push((i, *o, leader_before(samples, i, settled)));
-            }
-            if started.contains(o) && p.is_some_and(|p| p.ready && p.uid != first_uid) {
-                back.entry(*o).or_insert(i);
+                restarts.push((i, *o, leader_before(samples, i, since)));
             }
         }
         if down.len() > 1 {

@@ -41,6 +41,10 @@ struct Twist {
     /// The sample just before the leader's restart already sees it
     /// shutting down (no agreed leader: every view at leader -1, epoch 6).
     resigning: bool,
+    /// With `resigning`: the leader's shutdown is already met in the sample
+    /// where the pod restarted before it is back ready (the operator moved
+    /// on within one sample), so no sample after that pod's return agrees.
+    hurried: bool,
 }
 
 /// A recording of a 3-pod roll restarting `order`, pod `leader` leading
@@ -73,6 +77,9 @@ fn roll(order: &[i64], leader: i64, twist: Twist) -> Vec<Sample> {
             let mut shutdown = sample(&uids, &rev, &[]);
             for v in shutdown.views.values_mut() {
                 *v = view(-1, 6, "follower");
+            }
+            if twist.hurried {
+                samples.pop();
             }
             samples.push(shutdown);
         }
@@ -131,6 +138,20 @@ fn a_roll_whose_last_sample_before_the_leaders_restart_meets_it_resigning_passes
         ..Twist::default()
     };
     passes(check_roll(&roll(&[0, 1, 2], 2, resigning), 3));
+}
+
+#[test]
+fn a_leader_restarted_in_the_sample_its_predecessor_is_back_passes() {
+    // CI of 2026-12-03: pod 0 back ready and leader 1 already resigning in
+    // one sample; the leader before the restart is the one seen while pod
+    // 0 was down.
+    let hurried = Twist {
+        resigning: true,
+        hurried: true,
+        ..Twist::default()
+    };
+    let summary = passes(check_roll(&roll(&[0, 1, 2], 2, hurried), 3));
+    assert!(summary.contains("2 (leader then: 2)"), "{summary}");
 }
 
 #[test]
