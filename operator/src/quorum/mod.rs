@@ -26,6 +26,15 @@ use uuid::Uuid;
 
 /// How long after its last fetch a replica still counts as fetching (ms):
 /// twice Kafka's default `controller.quorum.fetch.timeout.ms` (2000).
+///
+/// Wider than the leader's own window on purpose (issue 27): the leader is
+/// the judge of caught up (it refuses an AddRaftVoter whose key did not
+/// reach its log end within the fetch timeout, `voter_change.rs`, as
+/// Kafka's `LeaderState.isReplicaCaughtUp`), and this window only decides
+/// when the operator asks. DescribeQuorum carries no clock of the leader,
+/// so "now" is the newest timestamp in the answer ([`QuorumDescription::reference_ms`]),
+/// which can trail the leader's clock by up to a fetch round; a window of
+/// one fetch timeout would then call a replica that fetched on time stale.
 pub const FETCH_WINDOW_MS: i64 = 4_000;
 
 /// One replica (voter or observer) as DescribeQuorum reports it.
