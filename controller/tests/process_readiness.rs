@@ -2,15 +2,16 @@
 //! (issue 27): `/readyz` says caught up only when the leader's own Fetch
 //! answers, within `controller.quorum.fetch.timeout.ms`, showed the node at
 //! the leader's high watermark; an observer that fell back to a bootstrap
-//! server fetches from the leader again as soon as an answer names it
-//! (Kafka's KAFKA-19354).
+//! server fetches from the leader again as soon as an answer names it, and
+//! one whose leader is unreachable asks the bootstrap servers and follows
+//! the new leader they name (Kafka's KAFKA-19354).
 //!
 //! Real `kraft-controller` processes on 127.0.0.1 with Kafka 4.1's default
 //! `controller.quorum.*` timings; conditions are polled with deadlines.
 
 mod support;
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use support::{Mode, Quorum, QuorumBuilder, kafka_defaults, wait_for};
 
@@ -224,5 +225,123 @@ fn a_far_behind_observer_is_not_ready_until_it_reaches_the_leaders_high_watermar
             .is_some_and(|(ready, end)| !ready && *end < target),
         "the first answer after resuming, far behind, said not ready: {:?}",
         &samples[..samples.len().min(5)]
+    );
+}
+
+#[test]
+fn an_observer_whose_leader_is_unreachable_follows_the_new_leader_through_the_bootstrap_servers() {
+    // Only the leader goes away: the observer's fetches to it hang, and no
+    // voter tells an observer about a new epoch (BeginQuorumEpoch goes to
+    // voters). Only the bootstrap servers, asked after the fetch timeout,
+    // name the new leader (Kafka 4.x after KAFKA-19354).
+    let (quorum, old_leader, observer) = quorum_with_ready_observer(|_| vec![1, 2, 3]);
+    let old_epoch = quorum
+        .node(old_leader)
+        .ready_leader_epoch()
+        .expect("the leader's epoch");
+    let before = wall_ms();
+    wait_for(
+        fetch_timeout() * 2,
+        &format!("observer {observer} to fetch from leader {old_leader}"),
+        || {
+            let node = quorum.node(observer);
+            let follows = node.current_leader() == Some(old_leader)
+                && node.metric("kafka_server_raft_metrics_current_epoch")
+                    == Some(f64::from(old_epoch));
+            let info = quorum.describe_quorum(old_leader).ok()?;
+            info.observers
+                .iter()
+                .find(|o| o.replica_id == observer)?
+                .last_fetch_timestamp_ms
+                .filter(|t| follows && *t > before)
+                .map(|_| ())
+        },
+    );
+
+    quorum.signal(old_leader, "STOP");
+    let stopped = Instant::now();
+    let others: Vec<i32> = [1, 2, 3]
+        .into_iter()
+        .filter(|id| *id != old_leader)
+        .collect();
+    let (new_leader, new_epoch) = quorum.wait_for_leader(&others, ELECTION);
+    let elected = stopped.elapsed();
+    assert!(
+        new_epoch > old_epoch,
+        "new leader {new_leader} in epoch {new_epoch}, not past {old_epoch}"
+    );
+    // The high watermark of the new epoch (its LeaderChange committed).
+    let at_election = wait_for(ELECTION, "the new leader's high watermark", || {
+        quorum
+            .node(new_leader)
+            .high_watermark()
+            .filter(|hw| *hw > 0)
+    });
+
+    // Ready again as an observer of the new leader: at most a fetch timeout
+    // to give up on the old leader, a request timeout per bootstrap server
+    // that does not answer (the old one among them), then catching up.
+    let prefix = format!("observer of {new_leader} in epoch {new_epoch},");
+    let (_, reason) = wait_for(
+        fetch_timeout() * 4 + CATCH_UP,
+        &format!("observer {observer} ready as an observer of {new_leader} in epoch {new_epoch}"),
+        || {
+            let node = quorum.node(observer);
+            node.assert_alive();
+            node.readyz()
+                .filter(|(ready, reason)| *ready && reason.starts_with(&prefix))
+        },
+    );
+    let switched = stopped.elapsed();
+    assert!(reason.contains("caught up"), "{reason}");
+    let node = quorum.node(observer);
+    assert_eq!(node.current_leader(), Some(new_leader), "{reason}");
+    assert_eq!(
+        node.metric("kafka_server_raft_metrics_current_epoch"),
+        Some(f64::from(new_epoch)),
+        "{reason}"
+    );
+    // The new leader sees its fetches.
+    let info = quorum.describe_quorum(new_leader).expect("DescribeQuorum");
+    assert_eq!((info.leader_id, info.leader_epoch), (new_leader, new_epoch));
+    assert!(
+        info.observers
+            .iter()
+            .any(|o| o.replica_id == observer && o.last_fetch_timestamp_ms.is_some()),
+        "observer {observer} not among leader {new_leader}'s observers: {info:?}"
+    );
+
+    // Records the new leader commits after the change (its no-op records,
+    // one per metadata.max.idle.interval.ms) reach the observer.
+    let later = wait_for(
+        CATCH_UP,
+        &format!("leader {new_leader} to commit past {at_election}"),
+        || {
+            quorum
+                .node(new_leader)
+                .high_watermark()
+                .filter(|hw| *hw > at_election)
+        },
+    );
+    wait_for(
+        CATCH_UP,
+        &format!("observer {observer}'s log to reach {later}, committed by {new_leader}"),
+        || {
+            let node = quorum.node(observer);
+            node.assert_alive();
+            node.log_end_offset().filter(|end| *end >= later)
+        },
+    );
+
+    // The old leader, resumed, follows the new one; the observer stays.
+    quorum.signal(old_leader, "CONT");
+    quorum.wait_for_follower(old_leader, new_leader, ELECTION);
+    let rejoined = stopped.elapsed();
+    let (ready, reason) = quorum.node(observer).readyz().expect("observer /readyz");
+    assert!(ready && reason.starts_with(&prefix), "{reason}");
+    eprintln!(
+        "leader {old_leader} (epoch {old_epoch}) stopped: leader {new_leader} in epoch \
+         {new_epoch} after {elected:?}, observer {observer} ready on it after {switched:?}, \
+         old leader a follower after {rejoined:?}"
     );
 }
