@@ -24,8 +24,12 @@ log() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 source "$repo/dev/poll.sh"
 
 # install_operator: helm upgrade --install the chart (its CRD included) and
-# wait for the operator's Deployment to be available.
+# wait for the operator's Deployment to be available. Its namespace enforces
+# the restricted Pod Security Standard, as every test namespace does.
 install_operator() {
+  kubectl create namespace "$operator_ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
+  kubectl label namespace "$operator_ns" --overwrite >/dev/null \
+    pod-security.kubernetes.io/enforce=restricted pod-security.kubernetes.io/enforce-version=latest
   helm upgrade --install "$operator_release" "$repo/charts/kraft-operator" \
     --namespace "$operator_ns" --create-namespace --wait --timeout 3m >/dev/null
   kubectl -n "$operator_ns" rollout status deployment/"$operator_release" --timeout 2m >/dev/null

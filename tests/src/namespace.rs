@@ -51,19 +51,6 @@ impl TestNamespace {
     /// the leftover does not go, [`Error::Io`] when the old logs cannot be
     /// removed.
     pub async fn create(client: &Client, name: &str) -> Result<TestNamespace> {
-        Self::create_with(client, name, true).await
-    }
-
-    /// As [`TestNamespace::create`], without the Pod Security labels when
-    /// `restricted` is false (the bash cases that ran `kubectl create
-    /// namespace`).
-    ///
-    /// Errors: as [`TestNamespace::create`].
-    pub async fn create_with(
-        client: &Client,
-        name: &str,
-        restricted: bool,
-    ) -> Result<TestNamespace> {
         let api: Api<Namespace> = Api::all(client.clone());
         if let Some(old) = api
             .get_opt(name)
@@ -99,16 +86,14 @@ impl TestNamespace {
         }
         let mut labels = std::collections::BTreeMap::new();
         labels.insert("app.kubernetes.io/created-by".into(), "kraft-e2e".into());
-        if restricted {
-            labels.insert(
-                "pod-security.kubernetes.io/enforce".into(),
-                "restricted".into(),
-            );
-            labels.insert(
-                "pod-security.kubernetes.io/enforce-version".into(),
-                "latest".into(),
-            );
-        }
+        labels.insert(
+            "pod-security.kubernetes.io/enforce".into(),
+            "restricted".into(),
+        );
+        labels.insert(
+            "pod-security.kubernetes.io/enforce-version".into(),
+            "latest".into(),
+        );
         let ns = Namespace {
             metadata: ObjectMeta {
                 name: Some(name.into()),

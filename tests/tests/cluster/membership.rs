@@ -108,7 +108,7 @@ async fn expect_rejected(result: kraft_e2e::Result<impl std::fmt::Debug>, messag
 async fn invalid_specs_are_rejected_by_the_api_server() {
     let _operator = operator_shared().await;
     let client = client().await.must("a client of the local cluster");
-    let ns = TestNamespace::create_with(&client, "e2e-rs-invalid", false)
+    let ns = TestNamespace::create(&client, "e2e-rs-invalid")
         .await
         .must("create the test namespace");
     for r in [0, 10] {

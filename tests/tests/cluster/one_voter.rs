@@ -81,7 +81,7 @@ async fn a_volume_of_another_cluster_is_reported_and_left_untouched() {
     let other = "T3RoZXJDbHVzdGVySWQxMg";
     let _operator = operator_shared().await;
     let client = client().await.must("a client of the local cluster");
-    let ns = TestNamespace::create_with(&client, "e2e-rs-foreign", false)
+    let ns = TestNamespace::create(&client, "e2e-rs-foreign")
         .await
         .must("create the test namespace");
     let pvc: PersistentVolumeClaim = serde_json::from_value(serde_json::json!({
