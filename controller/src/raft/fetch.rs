@@ -1,10 +1,11 @@
 //! Fetch (1) served, as Kafka's `handleFetchRequest`: validate the cluster
 //! id and the epoch, then the offset against the log (a diverging epoch, or
 //! the snapshot to fetch instead), record the replica's progress, and answer
-//! with records or park the request. A [`FetchHandler`] borrows the core, the
-//! output, the epoch's view and, on a leader, the leader state; any other
-//! role answers NOT_LEADER_OR_FOLLOWER. Imports the leaves and the leader
-//! state only. Must not append or truncate the log.
+//! with records or park the request (an empty fetch whose high watermark is
+//! below the leader's is answered at once, KIP-1166). A [`FetchHandler`]
+//! borrows the core, the output, the epoch's view and, on a leader, the
+//! leader state; any other role answers NOT_LEADER_OR_FOLLOWER. Imports the
+//! leaves and the leader state only. Must not append or truncate the log.
 
 use kafka_protocol::{ResponseError, messages::FetchRequest};
 
@@ -143,7 +144,18 @@ impl<L: ReplicatedLog> FetchHandler<'_, L> {
         let max_wait = u64::try_from(r.max_wait_ms.max(0))
             .unwrap_or(0)
             .min(self.core.config.fetch_max_wait_ms);
-        if info.records.is_empty() && max_wait > 0 {
+        // KIP-1166 (Kafka 4.1, Fetch v18): the request carries the high
+        // watermark the fetcher knows, and the leader answers at once, instead
+        // of parking, when it is below the leader's (Kafka's
+        // `KafkaRaftClient.isHighWatermarkUpdated`: request HW < response HW),
+        // so a follower whose high watermark is behind learns the new one
+        // without waiting up to fetch max wait. The field's default,
+        // `i64::MAX` ("not supported", what a v17 or older request decodes
+        // to), never compares below and keeps the old parking; -1 (v18, "not
+        // known") is below any high watermark the leader knows, as in Kafka.
+        let leader_hw = self.core.high_watermark.unwrap_or(-1);
+        let behind_high_watermark = p.high_watermark < leader_hw;
+        if info.records.is_empty() && max_wait > 0 && !behind_high_watermark {
             leader.park(ParkedFetch {
                 handle,
                 fetch_offset: p.fetch_offset,

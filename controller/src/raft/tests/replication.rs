@@ -84,6 +84,76 @@ fn a_parked_fetch_is_answered_empty_at_its_deadline() {
     );
 }
 
+/// `fetch` at Fetch v18 carrying the fetcher's high watermark (KIP-1166).
+fn fetch_v18(offset: i64, max_wait_ms: i32, high_watermark: i64) -> Event {
+    let Event::Request {
+        handle,
+        request: RaftRequest::Fetch(mut r),
+        ..
+    } = fetch(3, 1, offset, 1, max_wait_ms)
+    else {
+        unreachable!("fetch builds a Fetch request")
+    };
+    r.topics[0].partitions[0].high_watermark = high_watermark;
+    Event::Request {
+        handle,
+        api_version: 18,
+        request: RaftRequest::Fetch(r),
+    }
+}
+
+/// Node 1 leads epoch 1 with high watermark 1 (node 2 fetched offset 1).
+fn leader_at_high_watermark_1() -> RaftEngine<MemoryLog> {
+    let mut e = leader(MemoryLog::new());
+    e.handle(Event::Flush, 2_000).expect("flush");
+    e.handle(fetch(2, 1, 1, 1, 0), 2_001).expect("fetch");
+    assert_eq!(e.high_watermark(), Some(1));
+    e
+}
+
+#[test]
+fn an_empty_fetch_whose_high_watermark_is_behind_is_answered_at_once() {
+    // KIP-1166: Kafka's `isHighWatermarkUpdated` (request HW < leader HW).
+    let mut e = leader_at_high_watermark_1();
+    let commands = e.handle(fetch_v18(1, 500, 0), 2_002).expect("fetch");
+    assert_eq!(
+        render(&commands),
+        ["reply fetch error=0 hw=1 diverging=(-1, -1) batches=0"]
+    );
+    // -1 (v18, not known) is behind too, as in Kafka.
+    let commands = e.handle(fetch_v18(1, 500, -1), 2_003).expect("fetch");
+    assert_eq!(
+        render(&commands),
+        ["reply fetch error=0 hw=1 diverging=(-1, -1) batches=0"]
+    );
+}
+
+#[test]
+fn an_empty_fetch_at_the_leaders_high_watermark_is_still_parked() {
+    let mut e = leader_at_high_watermark_1();
+    let commands = e.handle(fetch_v18(1, 500, 1), 2_002).expect("fetch");
+    assert!(render(&commands).is_empty(), "{:?}", render(&commands));
+    let commands = e.handle(Event::Tick, 2_502).expect("tick");
+    assert_eq!(
+        render(&commands),
+        ["reply fetch error=0 hw=1 diverging=(-1, -1) batches=0"]
+    );
+}
+
+#[test]
+fn an_empty_fetch_without_a_high_watermark_is_still_parked() {
+    // Fetch v17 has no HighWatermark: it decodes to the field's default,
+    // i64::MAX ("not supported"), which is never behind.
+    let mut e = leader_at_high_watermark_1();
+    let commands = e.handle(fetch(3, 1, 1, 1, 500), 2_002).expect("fetch");
+    assert!(render(&commands).is_empty(), "{:?}", render(&commands));
+    let commands = e.handle(Event::Tick, 2_502).expect("tick");
+    assert_eq!(
+        render(&commands),
+        ["reply fetch error=0 hw=1 diverging=(-1, -1) batches=0"]
+    );
+}
+
 #[test]
 fn a_leader_without_a_majority_resigns_after_one_and_a_half_fetch_timeouts() {
     let mut e = leader(MemoryLog::new());
