@@ -116,19 +116,29 @@ pub fn leader_of(sample: &Sample) -> Option<i64> {
     }
 }
 
-/// The leader just before the restart seen at sample `i`: the latest agreed
-/// leader ([`leader_of`]) in `samples[since..i]`, `since` being the sample
-/// where the previous restart was seen (0 for the first). The samples right
-/// before a restart may already be inside it: the pod listing shows the pod
-/// not yet deleting, then the scrape meets its controller shutting down (a
-/// leader resigning), so the views disagree; an earlier sample says who led
-/// when the restart began. That can reach back into the previous pod's
-/// restart when the operator moved on within one sample of that pod coming
-/// back (a follower's restart does not move the leadership, and one that
-/// did is seen as a newer agreed leader). `None` when no sample of it
-/// agreed.
-fn leader_before(samples: &[Sample], i: usize, since: usize) -> Option<i64> {
-    samples.get(since..i)?.iter().rev().find_map(leader_of)
+/// The leader just before the restart of pod `o` seen at sample `i`: the
+/// latest agreed leader ([`leader_of`]) in `samples[settled..i]`, the
+/// stretch where every pod was up (the previous restarted pod was back). The
+/// sample right before a restart may already be inside it: the pod listing
+/// shows the pod not yet deleting, then the scrape meets its controller
+/// shutting down (a leader resigning), so the views disagree; an earlier
+/// sample of the same stretch says who led when the restart began.
+///
+/// When no sample of that stretch agreed (the operator moved on within one
+/// sample of the previous pod coming back, and that sample already met the
+/// leader resigning), the samples from the previous restart (`since`) on
+/// are asked, but only to confirm that `o` itself led: a leader they name
+/// other than `o` may have lost an election nobody sampled, so it proves
+/// nothing. `None` when neither says.
+fn leader_before(
+    samples: &[Sample],
+    i: usize,
+    o: i64,
+    settled: usize,
+    since: usize,
+) -> Option<i64> {
+    let latest = |from: usize| samples.get(from..i)?.iter().rev().find_map(leader_of);
+    latest(settled).or_else(|| latest(since).filter(|l| *l == o))
 }
 
 /// A quorum-aware rolling restart of `replicas` pods (`check-roll`): the
@@ -163,8 +173,16 @@ pub fn check_roll(samples: &[Sample], replicas: usize) -> Result<String, String>
         .map(|(o, p)| (*o, vec![p.uid.as_str()]))
         .collect();
     let mut started = BTreeSet::new();
+    // ordinal -> first sample where its new pod was ready
+    let mut back: BTreeMap<i64, usize> = BTreeMap::new();
     for (i, s) in samples.iter().enumerate() {
-        // Who led before a restart is judged from the previous one on.
+        // Restarts begin only once the previous restarted pod is back.
+        let settled = started
+            .iter()
+            .filter_map(|o| back.get(o))
+            .max()
+            .copied()
+            .unwrap_or(0);
         let since = restarts.last().map_or(0, |r| r.0);
         let mut down = Vec::new();
         for o in &ordinals {
@@ -181,7 +199,10 @@ pub fn check_roll(samples: &[Sample], replicas: usize) -> Result<String, String>
             }
             let changed = p.is_none_or(|p| p.deleting || p.uid != first_uid);
             if changed && started.insert(*o) {
-                restarts.push((i, *o, leader_before(samples, i, since)));
+                restarts.push((i, *o, leader_before(samples, i, *o, settled, since)));
+            }
+            if started.contains(o) && p.is_some_and(|p| p.ready && p.uid != first_uid) {
+                back.entry(*o).or_insert(i);
             }
         }
         if down.len() > 1 {

@@ -154,6 +154,56 @@ fn a_leader_restarted_in_the_sample_its_predecessor_is_back_passes() {
     assert!(summary.contains("2 (leader then: 2)"), "{summary}");
 }
 
+/// Review of a3d39b5: leadership moved to pod 1 in an election unsampled
+/// but for its start (every view at -1, epoch 6, in the sample where pod 0
+/// is back), then pod 1 was restarted while it led, before pod 2. Looking
+/// back past pod 0's return finds leader 2 of epoch 5, which proves nothing
+/// about who led at sample 5.
+#[test]
+fn a_leader_elected_unseen_and_restarted_before_a_follower_fails() {
+    let up = |uids: [&str; 3], rev: [&str; 3], down: &[i64], leader: i64, epoch: i64| {
+        let pods = (0..3)
+            .map(|o| {
+                let d = down.contains(&o);
+                (o, pod(uids[o as usize], !d, false, rev[o as usize]))
+            })
+            .collect();
+        let views = (0..3)
+            .filter(|o| !down.contains(o))
+            .map(|o| (o, view(leader, epoch, "follower")))
+            .collect();
+        Sample {
+            pods,
+            views,
+            ..Sample::default()
+        }
+    };
+    let deleting = |mut s: Sample, o: i64| {
+        if let Some(p) = s.pods.get_mut(&o) {
+            p.deleting = true;
+        }
+        s
+    };
+    let (r1, r2) = (["r1"; 3], ["r2", "r1", "r1"]);
+    let samples = vec![
+        up(["a0", "a1", "a2"], r1, &[], 2, 5),
+        up(["a0", "a1", "a2"], r1, &[], 2, 5),
+        deleting(up(["a0", "a1", "a2"], r1, &[0], 2, 5), 0),
+        up(["b0", "a1", "a2"], r2, &[0], 2, 5),
+        up(["b0", "a1", "a2"], r2, &[], -1, 6),
+        deleting(up(["b0", "a1", "a2"], r2, &[1], -1, 7), 1),
+        up(["b0", "b1", "a2"], ["r2", "r2", "r1"], &[1], 2, 7),
+        up(["b0", "b1", "a2"], ["r2", "r2", "r1"], &[], 2, 7),
+        deleting(up(["b0", "b1", "a2"], ["r2", "r2", "r1"], &[2], 2, 7), 2),
+        up(["b0", "b1", "b2"], ["r2"; 3], &[2], 0, 8),
+        up(["b0", "b1", "b2"], ["r2"; 3], &[], 0, 8),
+    ];
+    fails(
+        check_roll(&timed(samples), 3),
+        "no agreed leader in the samples before pod 1 restarted (sample 5)",
+    );
+}
+
 #[test]
 fn a_roll_that_restarts_the_leader_first_fails_even_seen_resigning() {
     let resigning = Twist {
