@@ -24,12 +24,15 @@ log() { printf '[%s] %s\n' "$(date -u +%H:%M:%S)" "$*"; }
 source "$repo/dev/poll.sh"
 
 # install_operator: helm upgrade --install the chart (its CRD included) and
-# wait for the operator's Deployment to be available. Its namespace enforces
-# the restricted Pod Security Standard, as every test namespace does.
+# wait for the operator's Deployment to be available. A namespace it creates
+# enforces the restricted Pod Security Standard, as every test namespace does;
+# one that exists already is left as it is.
 install_operator() {
-  kubectl create namespace "$operator_ns" --dry-run=client -o yaml | kubectl apply -f - >/dev/null
-  kubectl label namespace "$operator_ns" --overwrite >/dev/null \
-    pod-security.kubernetes.io/enforce=restricted pod-security.kubernetes.io/enforce-version=latest
+  if ! kubectl get namespace "$operator_ns" >/dev/null 2>&1; then
+    kubectl create namespace "$operator_ns" >/dev/null
+    kubectl label namespace "$operator_ns" >/dev/null \
+      pod-security.kubernetes.io/enforce=restricted pod-security.kubernetes.io/enforce-version=latest
+  fi
   helm upgrade --install "$operator_release" "$repo/charts/kraft-operator" \
     --namespace "$operator_ns" --create-namespace --wait --timeout 3m >/dev/null
   kubectl -n "$operator_ns" rollout status deployment/"$operator_release" --timeout 2m >/dev/null

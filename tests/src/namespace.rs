@@ -1,5 +1,5 @@
 //! One namespace per test ([`TestNamespace`]): created with the restricted
-//! Pod Security Standard enforced (`restricted_namespace` of lib.sh),
+//! Pod Security Standard enforced (the API server's PodSecurity admission),
 //! deleted when the test drops it, and dumped first ([`crate::dump`]) when
 //! the test fails (panics). Must not touch any other namespace.
 

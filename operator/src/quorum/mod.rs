@@ -31,10 +31,11 @@ use uuid::Uuid;
 /// the judge of caught up (it refuses an AddRaftVoter whose key did not
 /// reach its log end within the fetch timeout, `voter_change.rs`, as
 /// Kafka's `LeaderState.isReplicaCaughtUp`), and this window only decides
-/// when the operator asks. DescribeQuorum carries no clock of the leader,
-/// so "now" is the newest timestamp in the answer ([`QuorumDescription::reference_ms`]),
-/// which can trail the leader's clock by up to a fetch round; a window of
-/// one fetch timeout would then call a replica that fetched on time stale.
+/// when the operator asks. A replica's caught-up time can date from its
+/// previous fetch, up to one long poll before its last (Kafka's
+/// `ReplicaState.updateFetchState`), and the answer ages before the
+/// AddRaftVoter arrives; a window of one fetch timeout would call a replica
+/// that fetched on time stale.
 pub const FETCH_WINDOW_MS: i64 = 4_000;
 
 /// One replica (voter or observer) as DescribeQuorum reports it.
