@@ -128,10 +128,11 @@ fn an_empty_fetch_whose_high_watermark_is_behind_is_answered_at_once() {
     );
 }
 
-#[test]
-fn an_empty_fetch_at_the_leaders_high_watermark_is_still_parked() {
+/// `fetch` (max wait 500 ms) to [`leader_at_high_watermark_1`] at 2,002 ms
+/// gets no answer until its deadline, then the leader's high watermark.
+fn parked_until_max_wait(fetch: Event) {
     let mut e = leader_at_high_watermark_1();
-    let commands = e.handle(fetch_v18(1, 500, 1), 2_002).expect("fetch");
+    let commands = e.handle(fetch, 2_002).expect("fetch");
     assert!(render(&commands).is_empty(), "{:?}", render(&commands));
     let commands = e.handle(Event::Tick, 2_502).expect("tick");
     assert_eq!(
@@ -141,17 +142,15 @@ fn an_empty_fetch_at_the_leaders_high_watermark_is_still_parked() {
 }
 
 #[test]
+fn an_empty_fetch_at_the_leaders_high_watermark_is_still_parked() {
+    parked_until_max_wait(fetch_v18(1, 500, 1));
+}
+
+#[test]
 fn an_empty_fetch_without_a_high_watermark_is_still_parked() {
     // Fetch v17 has no HighWatermark: it decodes to the field's default,
     // i64::MAX ("not supported"), which is never behind.
-    let mut e = leader_at_high_watermark_1();
-    let commands = e.handle(fetch(3, 1, 1, 1, 500), 2_002).expect("fetch");
-    assert!(render(&commands).is_empty(), "{:?}", render(&commands));
-    let commands = e.handle(Event::Tick, 2_502).expect("tick");
-    assert_eq!(
-        render(&commands),
-        ["reply fetch error=0 hw=1 diverging=(-1, -1) batches=0"]
-    );
+    parked_until_max_wait(fetch(3, 1, 1, 1, 500));
 }
 
 #[test]
