@@ -281,15 +281,13 @@ fn an_observer_whose_leader_is_unreachable_follows_the_new_leader_through_the_bo
     // Ready again as an observer of the new leader: at most a fetch timeout
     // to give up on the old leader, a request timeout per bootstrap server
     // that does not answer (the old one among them), then catching up.
-    let prefix = format!("observer of {new_leader} in epoch {new_epoch},");
-    let (_, reason) = wait_for(
+    let reason = wait_for(
         fetch_timeout() * 4 + CATCH_UP,
         &format!("observer {observer} ready as an observer of {new_leader} in epoch {new_epoch}"),
         || {
             let node = quorum.node(observer);
             node.assert_alive();
-            node.readyz()
-                .filter(|(ready, reason)| *ready && reason.starts_with(&prefix))
+            node.ready_observer_of(new_leader, new_epoch)
         },
     );
     let switched = stopped.elapsed();
@@ -343,8 +341,9 @@ fn an_observer_whose_leader_is_unreachable_follows_the_new_leader_through_the_bo
         CATCH_UP,
         &format!("observer {observer} still ready on leader {new_leader}"),
         || {
-            let (ready, reason) = quorum.node(observer).readyz()?;
-            (ready && reason.starts_with(&prefix)).then_some(())
+            quorum
+                .node(observer)
+                .ready_observer_of(new_leader, new_epoch)
         },
     );
     eprintln!(

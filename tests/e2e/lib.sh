@@ -34,7 +34,7 @@ install_operator() {
       pod-security.kubernetes.io/enforce=restricted pod-security.kubernetes.io/enforce-version=latest
   fi
   helm upgrade --install "$operator_release" "$repo/charts/kraft-operator" \
-    --namespace "$operator_ns" --create-namespace --wait --timeout 3m >/dev/null
+    --namespace "$operator_ns" --wait --timeout 3m >/dev/null
   kubectl -n "$operator_ns" rollout status deployment/"$operator_release" --timeout 2m >/dev/null
 }
 

@@ -161,6 +161,14 @@ impl Node {
         rest.split(',').next()?.trim().parse().ok()
     }
 
+    /// The `/readyz` reason if this node is a ready observer of `leader` in
+    /// `epoch` ("observer of L in epoch E, … caught up …").
+    pub fn ready_observer_of(&self, leader: i32, epoch: i32) -> Option<String> {
+        let (ready, reason) = self.readyz()?;
+        let prefix = format!("observer of {leader} in epoch {epoch},");
+        (ready && reason.starts_with(&prefix)).then_some(reason)
+    }
+
     /// A gauge of `/metrics` without labels, e.g.
     /// `kafka_server_raft_metrics_high_watermark`.
     pub fn metric(&self, name: &str) -> Option<f64> {
