@@ -47,6 +47,34 @@ struct Twist {
     hurried: bool,
 }
 
+/// Pods `uids` (by ordinal) on revisions `rev`, those in `down` not ready
+/// and without a view; every other controller sees `leader` in `epoch`.
+fn sample_of(
+    uids: &BTreeMap<i64, String>,
+    rev: &BTreeMap<i64, &str>,
+    down: &[i64],
+    leader: i64,
+    epoch: i64,
+) -> Sample {
+    let pods = uids
+        .iter()
+        .map(|(o, u)| (*o, pod(u, !down.contains(o), false, rev[o])))
+        .collect();
+    let views = uids
+        .keys()
+        .filter(|o| !down.contains(o))
+        .map(|o| {
+            let state = if *o == leader { "leader" } else { "follower" };
+            (*o, view(leader, epoch, state))
+        })
+        .collect();
+    Sample {
+        pods,
+        views,
+        ..Sample::default()
+    }
+}
+
 /// A recording of a 3-pod roll restarting `order`, pod `leader` leading
 /// throughout: per restart, the pod deleting, its replacement not ready,
 /// then ready, on revision r2 (from r1).
@@ -54,22 +82,7 @@ fn roll(order: &[i64], leader: i64, twist: Twist) -> Vec<Sample> {
     let mut uids: BTreeMap<i64, String> = (0..3).map(|o| (o, format!("a{o}"))).collect();
     let mut rev: BTreeMap<i64, &str> = (0..3).map(|o| (o, "r1")).collect();
     let sample = |uids: &BTreeMap<i64, String>, rev: &BTreeMap<i64, &str>, down: &[i64]| {
-        let pods = uids
-            .iter()
-            .map(|(o, u)| (*o, pod(u, !down.contains(o), false, rev[o])))
-            .collect();
-        let views = (0..3)
-            .filter(|o| !down.contains(o))
-            .map(|o| {
-                let state = if o == leader { "leader" } else { "follower" };
-                (o, view(leader, 5, state))
-            })
-            .collect();
-        Sample {
-            pods,
-            views,
-            ..Sample::default()
-        }
+        sample_of(uids, rev, down, leader, 5)
     };
     let mut samples = vec![sample(&uids, &rev, &[]), sample(&uids, &rev, &[])];
     for (n, o) in order.iter().copied().enumerate() {
@@ -162,21 +175,9 @@ fn a_leader_restarted_in_the_sample_its_predecessor_is_back_passes() {
 #[test]
 fn a_leader_elected_unseen_and_restarted_before_a_follower_fails() {
     let up = |uids: [&str; 3], rev: [&str; 3], down: &[i64], leader: i64, epoch: i64| {
-        let pods = (0..3)
-            .map(|o| {
-                let d = down.contains(&o);
-                (o, pod(uids[o as usize], !d, false, rev[o as usize]))
-            })
-            .collect();
-        let views = (0..3)
-            .filter(|o| !down.contains(o))
-            .map(|o| (o, view(leader, epoch, "follower")))
-            .collect();
-        Sample {
-            pods,
-            views,
-            ..Sample::default()
-        }
+        let uids = (0..3).map(|o| (o, uids[o as usize].to_owned())).collect();
+        let rev = (0..3).map(|o| (o, rev[o as usize])).collect();
+        sample_of(&uids, &rev, down, leader, epoch)
     };
     let deleting = |mut s: Sample, o: i64| {
         if let Some(p) = s.pods.get_mut(&o) {
