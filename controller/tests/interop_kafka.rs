@@ -307,3 +307,114 @@ fn our_controllers_run_on_directories_that_kafka_formatted_with_initial_controll
         assert_eq!(s["LeaderId"], status["LeaderId"], "node {}: {s:?}", node.id);
     }
 }
+
+/// Every file under `dir` with its bytes, by path relative to `dir`.
+fn files_of(dir: &Path) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8>> {
+    let mut out = std::collections::BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).expect("read dir") {
+            let path = entry.expect("dir entry").path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                let bytes = std::fs::read(&path).expect("read file");
+                out.insert(
+                    path.strip_prefix(dir).expect("under dir").to_path_buf(),
+                    bytes,
+                );
+            }
+        }
+    }
+    out
+}
+
+/// Waits up to 30 s for `node`'s process to exit.
+fn wait_for_exit(node: &mut Node) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while node.is_running() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "node {} still runs after 30 s; its log:\n{}",
+            node.id,
+            node.log_text()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+// Issue 22: Kafka 4.4.0's format writes metadata.version 4.4-IV2 (level 33)
+// into the 0-0 checkpoint (KIP-1170) and no bootstrap.checkpoint. Before, our
+// controller led on it while registering support for 7..27 only.
+#[test]
+fn our_controller_refuses_a_directory_kafka_4_4_formatted_at_a_level_it_does_not_implement_and_writes_nothing()
+ {
+    let root = tempdir();
+    let mut nodes = nodes(root.path(), 1);
+    let config = nodes[0].config.display().to_string();
+    kafka_at(
+        Some("4.4.0"),
+        STORAGE_TOOL,
+        &[
+            "format",
+            "--config",
+            &config,
+            "--cluster-id",
+            CLUSTER_ID,
+            "--standalone",
+        ],
+    );
+    assert!(!nodes[0].dir.join(BOOTSTRAP).exists(), "KIP-1170 layout");
+    let before = files_of(&nodes[0].dir);
+    nodes[0].start();
+    wait_for_exit(&mut nodes[0]);
+    let log = nodes[0].log_text();
+    let line = log
+        .lines()
+        .find(|l| l.starts_with("kraft-controller run:"))
+        .unwrap_or_else(|| panic!("no one-line error; log:\n{log}"));
+    assert!(line.contains("metadata.version level 33"), "{line}");
+    assert!(
+        line.contains("00000000000000000000-0000000000.checkpoint"),
+        "{line}"
+    );
+    assert_eq!(
+        files_of(&nodes[0].dir),
+        before,
+        "files changed by the refused start"
+    );
+}
+
+// KIP-1170 layout at a level we implement: Kafka 4.4.0's format with
+// --release-version 4.1-IV1 (bootstrap records in the 0-0 checkpoint).
+#[test]
+fn our_controller_runs_on_a_directory_kafka_4_4_formatted_at_4_1_iv1() {
+    let root = tempdir();
+    let mut nodes = nodes(root.path(), 1);
+    let config = nodes[0].config.display().to_string();
+    kafka_at(
+        Some("4.4.0"),
+        STORAGE_TOOL,
+        &[
+            "format",
+            "--config",
+            &config,
+            "--cluster-id",
+            CLUSTER_ID,
+            "--standalone",
+            "--release-version",
+            "4.1-IV1",
+        ],
+    );
+    assert!(!nodes[0].dir.join(BOOTSTRAP).exists(), "KIP-1170 layout");
+    nodes[0].start();
+    let status = wait_for_leader(&nodes[0].address());
+    assert_eq!(status["LeaderId"], "1", "{status:?}");
+    assert!(
+        nodes[0]
+            .log_text()
+            .contains("00000000000000000000-0000000000.checkpoint"),
+        "the bootstrap was not read from the 0-0 checkpoint; log:\n{}",
+        nodes[0].log_text()
+    );
+}

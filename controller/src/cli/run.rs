@@ -67,10 +67,19 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let workload = match args.workload_throughput {
-        None => None,
+    // What runs above Raft. The metadata listener's bootstrap is read here,
+    // before the log is opened, so that a `metadata.version` this controller
+    // does not implement stops the node with nothing written (issue 22).
+    let above = match args.workload_throughput {
+        None => match BootstrapMetadata::read(&config.metadata_log_dir) {
+            Ok(bootstrap) => Above::Metadata(bootstrap),
+            Err(e) => {
+                eprintln!("kraft-controller run: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
         Some(rate) => match WorkloadConfig::new(rate, args.workload_record_size) {
-            Ok(w) => Some(w),
+            Ok(w) => Above::Workload(w),
             Err(e) => {
                 eprintln!("kraft-controller run: {e}");
                 return ExitCode::FAILURE;
@@ -94,9 +103,17 @@ pub fn run(args: RunArgs) -> ExitCode {
             tracing::info!("signal received: shutting down");
             let _ = tx.send(true);
         });
-        match workload {
-            None => server::run(config, args.cluster_id, metadata_listener, rx).await,
-            Some(w) => {
+        match above {
+            Above::Metadata(bootstrap) => {
+                server::run(
+                    config,
+                    args.cluster_id,
+                    move |node: &NodeInfo<'_>| metadata_listener(node, bootstrap),
+                    rx,
+                )
+                .await
+            }
+            Above::Workload(w) => {
                 let shared: SharedWorkload = Arc::new(Mutex::new(Workload::new(w)));
                 let above = shared.clone();
                 let result = server::run(
@@ -127,16 +144,22 @@ pub fn run(args: RunArgs) -> ExitCode {
     }
 }
 
+/// What `run` starts above Raft.
+enum Above {
+    /// The metadata listener, with the bootstrap metadata of the log dir
+    /// (what the first leader of an empty log writes; Kafka reads it at
+    /// start too, whether or not it will lead).
+    Metadata(BootstrapMetadata),
+    /// The benchmark workload.
+    Workload(WorkloadConfig),
+}
+
 /// The metadata listener of a node, with its `/metadata` route.
-///
-/// Errors: `bootstrap.checkpoint` in the log dir cannot be read.
 fn metadata_listener(
     node: &NodeInfo<'_>,
+    bootstrap: BootstrapMetadata,
 ) -> Result<(MetadataListener, axum::Router), ListenerBuildError> {
     let config = node.config;
-    // What the first leader of an empty log writes (Kafka reads it at start
-    // too, whether or not it will lead).
-    let bootstrap = BootstrapMetadata::read(&config.metadata_log_dir)?;
     // KIP-919: this process's registration, with a fresh incarnation id.
     let registration = RegisterControllerRecord {
         controller_id: config.node_id,

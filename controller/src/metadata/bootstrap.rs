@@ -3,7 +3,9 @@
 //! `BootstrapDirectory.read` and `ActivationRecordsGenerator`).
 //!
 //! `bootstrap.checkpoint` (written by `format`, see `log::bootstrap`) holds
-//! the feature levels the cluster starts with. Nothing reads them from there
+//! the feature levels the cluster starts with; Kafka 4.4's `format` writes
+//! them as data records of the 0-0 checkpoint instead (KIP-1170), read when
+//! `bootstrap.checkpoint` is missing. Nothing reads them from there
 //! once the cluster runs: the first leader of an empty log copies them into
 //! the metadata log, once, so that every node's image (and every snapshot)
 //! has `metadata.version`. Kafka 4.1 writes, in one batch on an empty log:
@@ -87,9 +89,9 @@ pub enum BootstrapError {
         /// Where the records came from.
         source_name: String,
     },
-    /// A `metadata.version` level this controller does not know.
+    /// A `metadata.version` level this controller does not implement.
     #[error(
-        "{source_name} has metadata.version level {level}, outside 3.3-IV3 (7) to 4.1-IV1 (27)"
+        "{source_name} has metadata.version level {level}, outside what this controller implements: {range}", range = super::version::supported_range()
     )]
     UnknownMetadataVersion {
         /// Where the records came from.
@@ -162,41 +164,42 @@ impl BootstrapMetadata {
         })
     }
 
-    /// Reads `<log_dir>/bootstrap.checkpoint`: the data records of its
-    /// batches, in order. A missing file gives the default bootstrap (the
-    /// latest production `metadata.version`), as Kafka's
-    /// `BootstrapDirectory.read`.
+    /// Reads the bootstrap metadata of `log_dir`, as Kafka 4.4's
+    /// `BootstrapDirectory.read`: the data records of `bootstrap.checkpoint`
+    /// when it exists (the layout of Kafka up to 4.3 and of this `format`);
+    /// otherwise those of `__cluster_metadata-0/00000000000000000000-0000000000.checkpoint`
+    /// when it holds a `metadata.version` (KIP-1170: Kafka 4.4's
+    /// `kafka-storage format` writes the bootstrap records there and no
+    /// `bootstrap.checkpoint`); otherwise the default bootstrap (the latest
+    /// production `metadata.version`). A 0-0 checkpoint with control records
+    /// only (this `format`'s `--standalone`/`--initial-controllers`) has no
+    /// bootstrap records.
     ///
-    /// Errors: [`BootstrapError`].
+    /// Errors: [`BootstrapError`]; a `metadata.version` level outside what
+    /// this controller implements is [`BootstrapError::UnknownMetadataVersion`]
+    /// naming the file and the level, so the node refuses to start before it
+    /// opens (and writes) anything.
     pub fn read(log_dir: &Path) -> Result<Self, BootstrapError> {
         let path = log_dir.join(BOOTSTRAP_FILE);
-        let bytes = match std::fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Ok(Self::from_version(
-                    MetadataVersion::LATEST_PRODUCTION,
-                    "the default bootstrap",
-                ));
-            }
-            Err(source) => return Err(BootstrapError::Io { path, source }),
-        };
-        let damaged = |source| BootstrapError::Batch {
-            path: path.clone(),
-            source,
-        };
-        let mut records = Vec::new();
-        for item in iter_batches(&bytes, true) {
-            let (header, batch) = item.map_err(damaged)?;
-            if header.is_control() {
-                continue;
-            }
-            let decoded = DecodedBatch::decode(batch).map_err(damaged)?;
-            records.extend(decoded.records.into_iter().filter_map(|r| r.value));
+        if let Some(records) = data_records(&path)? {
+            return Self::from_records(
+                records,
+                &format!("the binary bootstrap file {}", path.display()),
+            );
         }
-        Self::from_records(
-            records,
-            &format!("the binary bootstrap file {}", path.display()),
-        )
+        let checkpoint = crate::log::partition_dir(log_dir).join(
+            crate::log::snapshot::snapshot_file_name(crate::log::snapshot::BOOTSTRAP_SNAPSHOT_ID),
+        );
+        match data_records(&checkpoint)? {
+            Some(records) if !records.is_empty() => Self::from_records(
+                records,
+                &format!("the bootstrap checkpoint {}", checkpoint.display()),
+            ),
+            _ => Ok(Self::from_version(
+                MetadataVersion::LATEST_PRODUCTION,
+                "the default bootstrap",
+            )),
+        }
     }
 
     /// The `metadata.version` the cluster starts at.
@@ -257,6 +260,37 @@ impl BootstrapMetadata {
     }
 }
 
+/// The data records (not the control records) of the checkpoint file at
+/// `path`, in order; `None` when there is no such file.
+///
+/// Errors: [`BootstrapError::Io`], [`BootstrapError::Batch`].
+fn data_records(path: &Path) -> Result<Option<Vec<Bytes>>, BootstrapError> {
+    let bytes = match std::fs::read(path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(source) => {
+            return Err(BootstrapError::Io {
+                path: path.to_path_buf(),
+                source,
+            });
+        }
+    };
+    let damaged = |source| BootstrapError::Batch {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut records = Vec::new();
+    for item in iter_batches(&bytes, true) {
+        let (header, batch) = item.map_err(damaged)?;
+        if header.is_control() {
+            continue;
+        }
+        let decoded = DecodedBatch::decode(batch).map_err(damaged)?;
+        records.extend(decoded.records.into_iter().filter_map(|r| r.value));
+    }
+    Ok(Some(records))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,6 +305,73 @@ mod tests {
             feature_level: level,
         }
         .encode_framed()
+    }
+
+    /// Writes a 0-0 checkpoint holding `records` as data, as Kafka 4.4's
+    /// `kafka-storage format` does (KIP-1170), and no `bootstrap.checkpoint`.
+    fn write_kip_1170_checkpoint(log_dir: &Path, records: &[Bytes]) -> PathBuf {
+        let partition = crate::log::partition_dir(log_dir);
+        std::fs::create_dir_all(&partition).expect("partition dir");
+        let bytes = crate::log::snapshot::encode_snapshot(0, 0, 0, &[], records).expect("encodes");
+        let path = partition.join(crate::log::snapshot::snapshot_file_name(
+            crate::log::OffsetAndEpoch::new(0, 0),
+        ));
+        std::fs::write(&path, &bytes).expect("writes");
+        path
+    }
+
+    #[test]
+    fn without_bootstrap_checkpoint_the_records_of_the_0_0_checkpoint_are_the_bootstrap() {
+        // KIP-1170: Kafka 4.4's format at --release-version 4.1-IV1.
+        let dir = tempfile::tempdir().expect("tempdir");
+        write_kip_1170_checkpoint(
+            dir.path(),
+            &[level(METADATA_VERSION_FEATURE, 27), level(ELR_FEATURE, 1)],
+        );
+        let bootstrap = BootstrapMetadata::read(dir.path()).expect("reads");
+        assert_eq!(bootstrap.metadata_version().feature_level(), 27);
+        assert_eq!(bootstrap.feature_level(ELR_FEATURE), 1);
+        assert!(
+            bootstrap
+                .source()
+                .contains("00000000000000000000-0000000000.checkpoint")
+        );
+    }
+
+    #[test]
+    fn a_0_0_checkpoint_with_control_records_only_gives_the_default_bootstrap() {
+        // This format's --standalone: KRaftVersion and Voters only.
+        let dir = tempfile::tempdir().expect("tempdir");
+        write_kip_1170_checkpoint(dir.path(), &[]);
+        let bootstrap = BootstrapMetadata::read(dir.path()).expect("reads");
+        assert_eq!(
+            bootstrap.metadata_version(),
+            MetadataVersion::LATEST_PRODUCTION
+        );
+        assert_eq!(bootstrap.source(), "the default bootstrap");
+    }
+
+    #[test]
+    fn a_metadata_version_this_controller_does_not_implement_is_refused_naming_file_and_level() {
+        // Kafka 4.4.0's format writes 4.4-IV2 (level 33) by default.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = write_kip_1170_checkpoint(dir.path(), &[level(METADATA_VERSION_FEATURE, 33)]);
+        let err = BootstrapMetadata::read(dir.path()).expect_err("level 33 is refused");
+        let text = err.to_string();
+        assert!(text.contains("level 33"), "{text}");
+        assert!(text.contains(&path.display().to_string()), "{text}");
+        assert!(text.contains("3.3-IV3 (7) to 4.1-IV1 (27)"), "{text}");
+    }
+
+    #[test]
+    fn bootstrap_checkpoint_wins_over_the_0_0_checkpoint() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        write_kip_1170_checkpoint(dir.path(), &[level(METADATA_VERSION_FEATURE, 33)]);
+        let bytes =
+            encode_bootstrap_checkpoint(MetadataVersion::LATEST_PRODUCTION, 1).expect("encodes");
+        write_bootstrap_checkpoint(dir.path(), &bytes).expect("writes");
+        let bootstrap = BootstrapMetadata::read(dir.path()).expect("reads");
+        assert_eq!(bootstrap.metadata_version().feature_level(), 27);
     }
 
     #[test]

@@ -56,6 +56,18 @@ const READ_CHUNK_BYTES: usize = 1024 * 1024;
 /// Errors applying records to the image.
 #[derive(Debug, thiserror::Error)]
 pub enum ImageError {
+    /// A FeatureLevelRecord sets `metadata.version` to a level this
+    /// controller does not implement (level 0, which would remove it, too):
+    /// the node stops rather than serve records it cannot read (issue 22).
+    #[error(
+        "metadata record at offset {offset} sets metadata.version level {level}, outside what this controller implements: {range}", range = super::version::supported_range()
+    )]
+    UnsupportedMetadataVersion {
+        /// Offset of the record.
+        offset: i64,
+        /// The level found.
+        level: i16,
+    },
     /// A metadata record of a known type could not be decoded.
     #[error("metadata record at offset {offset}: {source}")]
     Record {
@@ -254,6 +266,15 @@ impl MetadataImage {
         match (framed.api_key, framed.version) {
             (FEATURE_LEVEL_RECORD_API_KEY, 0) => {
                 let r = FeatureLevelRecord::decode_message(&framed.message).map_err(err)?;
+                if r.name == METADATA_VERSION_FEATURE
+                    && super::version::MetadataVersion::from_feature_level(r.feature_level)
+                        .is_none()
+                {
+                    return Err(ImageError::UnsupportedMetadataVersion {
+                        offset,
+                        level: r.feature_level,
+                    });
+                }
                 if r.feature_level == 0 {
                     self.features.remove(&r.name);
                 } else {
@@ -629,6 +650,26 @@ mod tests {
         assert_eq!(image.apply_log(&log, 4).expect("applies"), 1);
         assert_eq!(image.feature_level(METADATA_VERSION_FEATURE), Some(27));
         assert_eq!(image.no_op_records(), 1);
+    }
+
+    #[test]
+    fn a_metadata_version_outside_what_this_controller_implements_is_refused_and_not_applied() {
+        // Issue 22: a log written by a Kafka 4.4 controller at 4.4-IV2 (33).
+        let mut image = MetadataImage::default();
+        image
+            .apply_record(0, &level(METADATA_VERSION_FEATURE, 27))
+            .expect("27 is implemented");
+        for bad in [33, 0, 6] {
+            let err = image
+                .apply_record(5, &level(METADATA_VERSION_FEATURE, bad))
+                .expect_err("refused");
+            assert!(
+                err.to_string()
+                    .contains(&format!("offset 5 sets metadata.version level {bad}")),
+                "{err}"
+            );
+        }
+        assert_eq!(image.feature_level(METADATA_VERSION_FEATURE), Some(27));
     }
 
     #[test]

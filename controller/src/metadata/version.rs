@@ -81,6 +81,17 @@ impl MetadataVersion {
     }
 }
 
+/// The `metadata.version` levels this controller implements, for messages:
+/// `3.3-IV3 (7) to 4.1-IV1 (27)`. It registers this range (KIP-919) and
+/// refuses to run a log, snapshot or bootstrap outside it (issue 22).
+pub fn supported_range() -> String {
+    let (first, last) = (VERSIONS[0], VERSIONS[VERSIONS.len() - 1]);
+    format!(
+        "{}-{} ({}) to {}-{} ({})",
+        first.0, first.1, first.2, last.0, last.1, last.2
+    )
+}
+
 impl std::fmt::Display for MetadataVersion {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match VERSIONS.iter().find(|(_, _, l)| *l == self.level) {
@@ -98,6 +109,7 @@ mod tests {
     fn release_versions_map_to_kafkas_feature_levels() {
         let level = |s: &str| MetadataVersion::parse(s).map(MetadataVersion::feature_level);
         assert_eq!(level("4.1-IV1"), Some(27));
+        assert_eq!(supported_range(), "3.3-IV3 (7) to 4.1-IV1 (27)");
         assert_eq!(level("4.1-IV0"), Some(26));
         assert_eq!(level("4.1"), Some(27));
         assert_eq!(level("4.1.0"), Some(27));

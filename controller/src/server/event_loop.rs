@@ -139,7 +139,15 @@ pub async fn run<Lst: Listener<FileLog>>(
         election_started_ms: None,
     };
     let lst = &mut listener;
-    if let Some(id) = crate::log::ReplicatedLog::latest_snapshot_id(engine.log()) {
+    // The 0-0 bootstrap checkpoint is not a snapshot of the log: its voters
+    // are the engine's at start (KIP-853), and its data records, which
+    // Kafka 4.4's format writes there (KIP-1170), are the bootstrap that the
+    // first leader appends to the log; a listener never loads it (Kafka 4.4's
+    // controller writes the bootstrap records into the log of a directory its
+    // own format made).
+    if let Some(id) = crate::log::ReplicatedLog::latest_snapshot_id(engine.log())
+        && id != crate::log::snapshot::BOOTSTRAP_SNAPSHOT_ID
+    {
         lp.call(&mut engine, lst, |l, c| {
             l.handle_load_snapshot(c, id, SnapshotSource::Local)
         })?;
