@@ -26,7 +26,7 @@ use crate::{
         snapshot::SnapshotPolicy,
         view::ImageView,
     },
-    server::{self, ListenerBuildError, NodeInfo},
+    server::{self, ListenerBuildError, NodeInfo, exit},
     wire::client::ClientConfig,
     workload::{
         self, SharedWorkload, Workload, WorkloadConfig,
@@ -58,7 +58,9 @@ pub struct RunArgs {
 }
 
 /// Runs the controller until SIGTERM or SIGINT; exit code 1 on any error,
-/// with a one-line message.
+/// with a one-line message on stderr, also written to `/dev/termination-log`
+/// when it exists; a full volume (ENOSPC) names `metadata.log.dir` and its
+/// free space ([`exit::fatal_line`]).
 pub fn run(args: RunArgs) -> ExitCode {
     let config = match ControllerConfig::load_with_overrides(&args.config, &args.overrides) {
         Ok(c) => c,
@@ -87,6 +89,7 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let log_dir = config.metadata_log_dir.clone();
     let result = runtime.block_on(async move {
         let (tx, rx) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
@@ -120,8 +123,11 @@ pub fn run(args: RunArgs) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
+            // One line, also where Kubernetes looks for it (issue 21).
+            let line = format!("kraft-controller run: {}", exit::fatal_line(&log_dir, &e));
             tracing::error!(error = %e, "controller stopped");
-            eprintln!("kraft-controller run: {e}");
+            eprintln!("{line}");
+            exit::write_termination_log(&line);
             ExitCode::FAILURE
         }
     }

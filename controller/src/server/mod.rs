@@ -17,6 +17,7 @@ pub mod connection;
 mod convert;
 pub mod envelope;
 pub mod event_loop;
+pub mod exit;
 pub mod fit;
 pub mod http;
 pub mod limits;
