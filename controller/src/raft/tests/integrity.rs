@@ -77,3 +77,38 @@ fn a_fetched_batch_with_an_epoch_below_the_logs_last_is_refused_and_fetched_agai
     let commands = render(&e.handle(Event::Tick, deadline).expect("tick"));
     assert_eq!(commands, ["send 2 fetch epoch=3 offset=2 last_epoch=1"]);
 }
+
+#[test]
+fn a_snapshot_id_with_an_epoch_above_its_leaders_is_not_fetched() {
+    // The leader of epoch 3 holds no snapshot of epoch 4 (issue 21).
+    let mut e = follower();
+    let answer = Event::Response {
+        id: RequestId(1),
+        response: RaftResponse::Fetch(FetchResponse::default().with_responses(vec![
+            fetch_response::FetchableTopicResponse::default().with_partitions(vec![
+                fetch_response::PartitionData::default()
+                    .with_high_watermark(100)
+                    .with_log_start_offset(100)
+                    .with_current_leader(
+                        fetch_response::LeaderIdAndEpoch::default()
+                            .with_leader_id(2.into())
+                            .with_leader_epoch(3),
+                    )
+                    .with_snapshot_id(
+                        fetch_response::SnapshotId::default()
+                            .with_end_offset(100)
+                            .with_epoch(4),
+                    ),
+            ]),
+        ])),
+    };
+    let commands = render(&e.handle(answer, 10).expect("answer"));
+    assert_eq!(commands, Vec::<String>::new());
+    let deadline = e.next_deadline_ms();
+    let commands = render(&e.handle(Event::Tick, deadline).expect("tick"));
+    assert_eq!(
+        commands,
+        ["send 2 fetch epoch=3 offset=2 last_epoch=1"],
+        "fetched again, no FetchSnapshot"
+    );
+}
