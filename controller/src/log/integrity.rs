@@ -5,6 +5,8 @@
 //! below the recovery point and partition leader epochs going down along
 //! the log, `recovery.rs`):
 //!
+//! - the log's epochs do not go below the epoch of the snapshot it starts
+//!   at (recovery checks the segments among themselves);
 //! - no batch in the log and no snapshot has a partition leader epoch above
 //!   the epoch in `quorum-state` (Raft: a node appends a batch of epoch E only
 //!   after it persisted E). That field sits outside the batch CRC; a disk
@@ -57,6 +59,22 @@ pub enum IntegrityError {
         quorum_epoch: i32,
         /// The quorum-state file.
         quorum_state: PathBuf,
+    },
+    /// The log's first epoch is below the epoch of the snapshot it starts at.
+    #[error(
+        "{segment}: batch at offset {offset} has partition leader epoch {epoch}, below epoch {snapshot_epoch} of the snapshot {snapshot} before it; {WAY_OUT}"
+    )]
+    BatchEpochBelowSnapshot {
+        /// The segment file holding the batch.
+        segment: PathBuf,
+        /// Its base offset.
+        offset: i64,
+        /// Its partition leader epoch.
+        epoch: i32,
+        /// The snapshot file.
+        snapshot: PathBuf,
+        /// The snapshot's epoch.
+        snapshot_epoch: i32,
     },
     /// A snapshot's epoch is above the persisted epoch.
     #[error(
@@ -198,20 +216,42 @@ fn check_voted_directory(
     Ok(())
 }
 
-/// No epoch in the log above `quorum_epoch`; names the segment holding the
-/// first batch of the first epoch above it.
+/// No epoch in the log above `quorum_epoch`, and none below the epoch of
+/// the snapshot the log starts at; names the segment holding the first
+/// batch of the offending epoch.
 fn check_log_epochs(log: &FileLog, quorum_state: &Path, quorum_epoch: i32) -> Result<()> {
+    let segment_of = |offset: i64| {
+        let base = log
+            .segment_base_offsets()
+            .into_iter()
+            .take_while(|&b| b <= offset)
+            .last()
+            .unwrap_or_else(|| log.start_offset());
+        log.dir().join(segment::log_file_name(base))
+    };
+    // Epochs never go down along the log (recovery checks the segments
+    // among themselves), from the snapshot below it on.
+    if let (Some(first), Some(snapshot)) = (
+        log.epoch_entries().first(),
+        log.snapshots()
+            .iter()
+            .rev()
+            .find(|s| s.offset <= log.start_offset()),
+    ) && first.epoch < snapshot.epoch
+    {
+        return Err(IntegrityError::BatchEpochBelowSnapshot {
+            segment: segment_of(first.start_offset),
+            offset: first.start_offset,
+            epoch: first.epoch,
+            snapshot: log.dir().join(snapshot::snapshot_file_name(*snapshot)),
+            snapshot_epoch: snapshot.epoch,
+        });
+    }
     let Some(entry) = log.epoch_entries().iter().find(|e| e.epoch > quorum_epoch) else {
         return Ok(());
     };
-    let base = log
-        .segment_base_offsets()
-        .into_iter()
-        .take_while(|&b| b <= entry.start_offset)
-        .last()
-        .unwrap_or_else(|| log.start_offset());
     Err(IntegrityError::BatchEpochAboveQuorumState {
-        segment: log.dir().join(segment::log_file_name(base)),
+        segment: segment_of(entry.start_offset),
         offset: entry.start_offset,
         epoch: entry.epoch,
         quorum_epoch,

@@ -186,3 +186,29 @@ fn a_snapshot_epoch_above_the_quorum_state_epoch_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn a_log_whose_first_epoch_is_below_the_snapshot_it_starts_at_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut log = log_with(dir.path(), &[(1, 2)]);
+    let bytes = encode_snapshot(2, 0, 0, &[], &[]).expect("encodes");
+    log.write_snapshot(OffsetAndEpoch::new(1, 2), &bytes)
+        .expect("writes");
+    log.reset_to_snapshot(OffsetAndEpoch::new(1, 2))
+        .expect("resets");
+    // Epoch 1 after a snapshot of epoch 2, written behind the log's back
+    // (the log refuses such an append): what a disk that lied leaves.
+    drop(log);
+    let batch = encode_data_batch(1, 1, 0, &[Bytes::from_static(b"x")]).expect("encodes");
+    std::fs::write(dir.path().join("00000000000000000001.log"), &batch).expect("write");
+    let log = FileLog::open(dir.path(), FileLogConfig::default()).expect("recovery takes it");
+    let qs = dir.path().join("quorum-state");
+    let err = check_at_start(&log, &qs, Some(&state(2, None)), local(dir.path()))
+        .expect_err("epoch 1 below the snapshot's 2");
+    assert!(
+        err.to_string().contains(
+            "00000000000000000001.log: batch at offset 1 has partition leader epoch 1, below epoch 2 of the snapshot"
+        ),
+        "{err}"
+    );
+}
