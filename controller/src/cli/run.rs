@@ -65,8 +65,7 @@ pub fn run(args: RunArgs) -> ExitCode {
     let config = match ControllerConfig::load_with_overrides(&args.config, &args.overrides) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("kraft-controller run: {e}");
-            return ExitCode::FAILURE;
+            return stop(&format!("kraft-controller run: {e}"));
         }
     };
     let workload = match args.workload_throughput {
@@ -74,8 +73,7 @@ pub fn run(args: RunArgs) -> ExitCode {
         Some(rate) => match WorkloadConfig::new(rate, args.workload_record_size) {
             Ok(w) => Some(w),
             Err(e) => {
-                eprintln!("kraft-controller run: {e}");
-                return ExitCode::FAILURE;
+                return stop(&format!("kraft-controller run: {e}"));
             }
         },
     };
@@ -85,8 +83,9 @@ pub fn run(args: RunArgs) -> ExitCode {
     {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("kraft-controller run: starting the tokio runtime: {e}");
-            return ExitCode::FAILURE;
+            return stop(&format!(
+                "kraft-controller run: starting the tokio runtime: {e}"
+            ));
         }
     };
     let log_dir = config.metadata_log_dir.clone();
@@ -126,11 +125,17 @@ pub fn run(args: RunArgs) -> ExitCode {
             // One line, also where Kubernetes looks for it (issue 21).
             let line = format!("kraft-controller run: {}", exit::fatal_line(&log_dir, &e));
             tracing::error!(error = %e, "controller stopped");
-            eprintln!("{line}");
-            exit::write_termination_log(&line);
-            ExitCode::FAILURE
+            stop(&line)
         }
     }
+}
+
+/// Prints `line` on stderr and in `/dev/termination-log` (when it exists);
+/// exit code 1.
+fn stop(line: &str) -> ExitCode {
+    eprintln!("{line}");
+    exit::write_termination_log(line);
+    ExitCode::FAILURE
 }
 
 /// The metadata listener of a node, with its `/metadata` route.
