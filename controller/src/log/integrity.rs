@@ -15,7 +15,9 @@
 //!   starts at the log's epoch with a warning instead; we refuse;
 //! - `quorum-state`'s `votedDirectoryId`, when the vote is for this node,
 //!   is this node's `directory.id` from `meta.properties` (Kafka's
-//!   `QuorumState` refuses the same);
+//!   `QuorumState` compares the whole voted key, id and directory, with the
+//!   local one and only then resumes a candidacy; a vote for this id with
+//!   another directory can only be a damaged file, so we refuse it);
 //! - every snapshot's id is at a batch boundary the log agrees with (the
 //!   batch holding `end offset - 1` ends there and has the snapshot's epoch)
 //!   and the snapshot's own batches carry the epoch its name says.
@@ -194,8 +196,8 @@ pub fn check_at_start(
     Ok(())
 }
 
-/// Kafka's `QuorumState`: a vote recorded for this node id names this
-/// node's directory.
+/// A vote recorded for this node id names this node's directory (the
+/// voted key Kafka's `QuorumState` compares with the local one).
 fn check_voted_directory(
     quorum_state: &Path,
     stored: Option<&ElectionState>,
