@@ -26,7 +26,7 @@ use crate::{
         snapshot::SnapshotPolicy,
         view::ImageView,
     },
-    server::{self, ListenerBuildError, NodeInfo},
+    server::{self, ListenerBuildError, NodeInfo, exit},
     wire::client::ClientConfig,
     workload::{
         self, SharedWorkload, Workload, WorkloadConfig,
@@ -58,13 +58,14 @@ pub struct RunArgs {
 }
 
 /// Runs the controller until SIGTERM or SIGINT; exit code 1 on any error,
-/// with a one-line message.
+/// with a one-line message on stderr, also written to `/dev/termination-log`
+/// when it exists; a full volume (ENOSPC) names `metadata.log.dir` and its
+/// free space ([`exit::fatal_line`]).
 pub fn run(args: RunArgs) -> ExitCode {
     let config = match ControllerConfig::load_with_overrides(&args.config, &args.overrides) {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("kraft-controller run: {e}");
-            return ExitCode::FAILURE;
+            return stop(&format!("kraft-controller run: {e}"));
         }
     };
     // What runs above Raft. The metadata listener's bootstrap is read here,
@@ -74,15 +75,13 @@ pub fn run(args: RunArgs) -> ExitCode {
         None => match BootstrapMetadata::read(&config.metadata_log_dir) {
             Ok(bootstrap) => Above::Metadata(bootstrap),
             Err(e) => {
-                eprintln!("kraft-controller run: {e}");
-                return ExitCode::FAILURE;
+                return stop(&format!("kraft-controller run: {e}"));
             }
         },
         Some(rate) => match WorkloadConfig::new(rate, args.workload_record_size) {
             Ok(w) => Above::Workload(w),
             Err(e) => {
-                eprintln!("kraft-controller run: {e}");
-                return ExitCode::FAILURE;
+                return stop(&format!("kraft-controller run: {e}"));
             }
         },
     };
@@ -92,10 +91,12 @@ pub fn run(args: RunArgs) -> ExitCode {
     {
         Ok(r) => r,
         Err(e) => {
-            eprintln!("kraft-controller run: starting the tokio runtime: {e}");
-            return ExitCode::FAILURE;
+            return stop(&format!(
+                "kraft-controller run: starting the tokio runtime: {e}"
+            ));
         }
     };
+    let log_dir = config.metadata_log_dir.clone();
     let result = runtime.block_on(async move {
         let (tx, rx) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
@@ -137,9 +138,10 @@ pub fn run(args: RunArgs) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
+            // One line, also where Kubernetes looks for it (issue 21).
+            let line = format!("kraft-controller run: {}", exit::fatal_line(&log_dir, &e));
             tracing::error!(error = %e, "controller stopped");
-            eprintln!("kraft-controller run: {e}");
-            ExitCode::FAILURE
+            stop(&line)
         }
     }
 }
@@ -152,6 +154,14 @@ enum Above {
     Metadata(BootstrapMetadata),
     /// The benchmark workload.
     Workload(WorkloadConfig),
+}
+
+/// Prints `line` on stderr and in `/dev/termination-log` (when it exists);
+/// exit code 1.
+fn stop(line: &str) -> ExitCode {
+    eprintln!("{line}");
+    exit::write_termination_log(line);
+    ExitCode::FAILURE
 }
 
 /// The metadata listener of a node, with its `/metadata` route.

@@ -48,6 +48,9 @@ pub fn validate_cluster_id(text: &str) -> Option<String> {
     parse_kafka_uuid(text).map(|_| text.to_owned())
 }
 
+/// The keys of a version 1 file (Kafka's `MetaProperties`).
+const KNOWN_KEYS: [&str; 4] = ["version", "cluster.id", "node.id", "directory.id"];
+
 /// The identity of a formatted log directory (version 1).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MetaProperties {
@@ -82,11 +85,24 @@ impl MetaProperties {
             path: path.to_path_buf(),
             reason,
         };
+        // A missing key says what the file holds instead: a damaged key
+        // reads as an unknown one, an emptied file as nothing at all.
+        let found = if text.trim().is_empty() {
+            format!(" (the file is empty: {} bytes)", text.len())
+        } else {
+            match props.keys().find(|k| !KNOWN_KEYS.contains(&k.as_str())) {
+                Some(unknown) => format!(
+                    " (it has an unknown line starting {:?}: the file is damaged)",
+                    unknown.chars().take(40).collect::<String>()
+                ),
+                None => String::new(),
+            }
+        };
         let get = |key: &str| {
             props
                 .get(key)
                 .map(String::as_str)
-                .ok_or_else(|| bad(format!("no {key} property")))
+                .ok_or_else(|| bad(format!("no {key} property{found}")))
         };
         let version = get("version")?;
         if version != "1" {
@@ -113,14 +129,23 @@ impl MetaProperties {
 
     /// Reads `<log_dir>/meta.properties`; `None` if absent.
     ///
-    /// Errors: [`LogError::Corrupt`], [`LogError::Io`].
+    /// Errors: [`LogError::Corrupt`] (bytes that are not UTF-8 text are
+    /// named by position), [`LogError::Io`].
     pub fn read(log_dir: &Path) -> Result<Option<Self>> {
         let path = log_dir.join(META_PROPERTIES_FILE);
-        match std::fs::read_to_string(&path) {
-            Ok(text) => Self::parse(&path, &text).map(Some),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(io_err("reading", &path)(e)),
-        }
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_err("reading", &path)(e)),
+        };
+        let text = String::from_utf8(bytes).map_err(|e| LogError::Corrupt {
+            path: path.clone(),
+            reason: format!(
+                "byte {} is not UTF-8 text: the file is damaged",
+                e.utf8_error().valid_up_to()
+            ),
+        })?;
+        Self::parse(&path, &text).map(Some)
     }
 
     /// Replaces `<log_dir>/meta.properties` atomically, dated now.
@@ -213,6 +238,52 @@ mod tests {
         );
         let parsed = MetaProperties::parse(Path::new("meta.properties"), &text).expect("parses");
         assert_eq!(parsed.cluster_id, "MkU3OEVBNTcwNTJENDM2Qk");
+    }
+
+    /// Issue 21: any damage used to read "no directory.id property".
+    #[test]
+    fn a_damaged_meta_properties_is_refused_naming_what_the_file_holds() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let props = MetaProperties {
+            cluster_id: "MkU3OEVBNTcwNTJENDM2Qg".to_owned(),
+            node_id: 1,
+            directory_id: Uuid::from_u128(0x0102),
+        };
+        let good = props.encode("Mon Nov 30 00:21:33 UTC 2026");
+        let path = dir.path().join(META_PROPERTIES_FILE);
+        let error_for = |bytes: &[u8]| {
+            std::fs::write(&path, bytes).expect("write");
+            MetaProperties::read(dir.path())
+                .expect_err("damaged")
+                .to_string()
+        };
+        // One flipped bit in a key.
+        let flipped = good.replace("directory.id", "directorx.id");
+        assert!(
+            error_for(flipped.as_bytes()).ends_with(
+                "no directory.id property (it has an unknown line starting \"directorx.id\": the file is damaged)"
+            ),
+            "{}",
+            error_for(flipped.as_bytes())
+        );
+        // Zero-filled, emptied, not text.
+        assert!(
+            error_for(&vec![0u8; good.len()]).contains("unknown line starting \"\\0\\0"),
+            "{}",
+            error_for(&vec![0u8; good.len()])
+        );
+        assert!(
+            error_for(b"").ends_with("no version property (the file is empty: 0 bytes)"),
+            "{}",
+            error_for(b"")
+        );
+        let mut not_text = good.into_bytes();
+        not_text[3] = 0xff;
+        assert!(
+            error_for(&not_text).ends_with("byte 3 is not UTF-8 text: the file is damaged"),
+            "{}",
+            error_for(&not_text)
+        );
     }
 
     #[test]

@@ -45,6 +45,7 @@ pub mod bootstrap;
 pub mod epoch_cache;
 mod file;
 pub mod fs;
+pub mod integrity;
 mod memory;
 pub mod meta_properties;
 pub mod quorum_state;

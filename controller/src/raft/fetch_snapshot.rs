@@ -100,8 +100,11 @@ impl FollowerState {
         id: OffsetAndEpoch,
         now_ms: u64,
     ) -> Result<()> {
-        if id.offset < 0 || id.epoch < 0 {
-            tracing::warn!(node = core.local.id, snapshot = %id, "leader sent an invalid snapshot id; fetching again");
+        // Issue 21: the leader of this epoch cannot hold a snapshot of a
+        // later one.
+        if id.offset < 0 || id.epoch < 0 || id.epoch > self.epoch {
+            tracing::warn!(node = core.local.id, snapshot = %id, epoch = self.epoch,
+                "leader sent an invalid snapshot id (negative, or an epoch above its own); fetching again");
             self.fetch.next_fetch_ms = now_ms + core.config.retry_backoff_ms;
             return Ok(());
         }

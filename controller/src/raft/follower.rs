@@ -23,6 +23,23 @@ use super::{
 };
 use crate::log::{LogError, OffsetAndEpoch, ReplicatedLog};
 
+/// The first batch of `records` (a Fetch answer from the leader of
+/// `leader_epoch`) whose partition leader epoch is above `leader_epoch`, as
+/// a reason to refuse the answer: a leader writes batches of its own epoch
+/// and copies older ones, never newer (Raft §5.3; the field sits outside the
+/// batch CRC). Bytes that do not parse are left to the log's own checks.
+fn epoch_above_leader(records: &[u8], leader_epoch: i32) -> Option<String> {
+    crate::record::iter_batches(records, false)
+        .map_while(std::result::Result::ok)
+        .find(|(h, _)| h.partition_leader_epoch > leader_epoch)
+        .map(|(h, _)| {
+            format!(
+                "fetched batch at offset {} has partition leader epoch {}, above the epoch {leader_epoch} of the leader that sent it",
+                h.base_offset, h.partition_leader_epoch
+            )
+        })
+}
+
 /// A Fetch request for this node's current fetch position, with `epoch` as
 /// its known leader epoch.
 pub(crate) fn fetch_request<L: ReplicatedLog>(core: &Core<L>, epoch: i32) -> FetchRequest {
@@ -123,6 +140,10 @@ pub(crate) struct FollowerState {
     /// The snapshot being fetched from the leader (KIP-630): FetchSnapshot
     /// requests replace Fetch until it is installed or dropped.
     pub(crate) fetching_snapshot: Option<OffsetAndEpoch>,
+    /// Whether a refusal of fetched batches was logged at warn level in this
+    /// state already (later ones go to debug: the leader sends the same
+    /// bytes on every retry).
+    pub(crate) refusal_logged: bool,
 }
 
 impl FollowerState {
@@ -156,6 +177,7 @@ impl FollowerState {
             },
             use_bootstrap: false,
             fetching_snapshot: None,
+            refusal_logged: false,
         }
     }
 
@@ -312,7 +334,12 @@ impl FollowerState {
         let records = p.records.clone().unwrap_or_default();
         let leader_had_more = !records.is_empty();
         let mut appended = true;
-        if leader_had_more {
+        if let Some(reason) = epoch_above_leader(&records, self.epoch) {
+            // Issue 21: the leader of this epoch cannot have written it.
+            self.refuse(core.local.id, &reason);
+            self.fetch.next_fetch_ms = backoff;
+            appended = false;
+        } else if leader_had_more {
             match core.log.append_as_follower(records) {
                 Ok(info) => {
                     core.scan_control_records(info.first_offset)?;
@@ -324,7 +351,7 @@ impl FollowerState {
                     | LogError::EpochRegression { .. }
                     | LogError::Record(_)),
                 ) => {
-                    tracing::warn!(node = core.local.id, error = %e, "rejected fetched batches; fetching again");
+                    self.refuse(core.local.id, &e.to_string());
                     self.fetch.next_fetch_ms = backoff;
                     appended = false;
                 }
@@ -344,6 +371,19 @@ impl FollowerState {
             core.advance_high_watermark(hw.min(end), out);
         }
         Ok(())
+    }
+
+    /// Logs a refusal of fetched batches: once at warn level in this state,
+    /// then at debug level.
+    fn refuse(&mut self, node: i32, reason: &str) {
+        if self.refusal_logged {
+            tracing::debug!(node, leader = self.leader_id, epoch = self.epoch, %reason,
+                "refused fetched batches again; fetching again");
+        } else {
+            self.refusal_logged = true;
+            tracing::warn!(node, leader = self.leader_id, epoch = self.epoch, %reason,
+                "refused fetched batches (not appended); fetching again");
+        }
     }
 
     /// Whether this node is caught up with its leader, as Kafka's leader

@@ -17,6 +17,7 @@ pub mod connection;
 mod convert;
 pub mod envelope;
 pub mod event_loop;
+pub mod exit;
 pub mod fit;
 pub mod http;
 pub mod limits;
@@ -78,6 +79,9 @@ pub enum ServerError {
     /// The log or its files failed.
     #[error(transparent)]
     Log(#[from] log::LogError),
+    /// The log dir's files disagree with each other or with Raft (issue 21).
+    #[error(transparent)]
+    Integrity(#[from] log::integrity::IntegrityError),
     /// The engine could not start.
     #[error(transparent)]
     Engine(#[from] raft::RaftError),
@@ -314,6 +318,10 @@ where
             0,
         ),
     };
+    // quorum-state is read before the log opens (opening may write the
+    // recovery point): a file that does not parse stops the node first.
+    let quorum_state = QuorumStateStore::new(&partition_dir);
+    let persisted = quorum_state.read()?;
     let log = FileLog::open(
         &partition_dir,
         FileLogConfig {
@@ -321,8 +329,19 @@ where
             ..FileLogConfig::default()
         },
     )?;
-    let quorum_state = QuorumStateStore::new(&partition_dir);
-    let stored = quorum_state.read()?.map(|s| raft::ElectionState {
+    // Issue 21: the files must agree with each other and with Raft before
+    // the engine trusts them (a lying disk stops this node, not the quorum).
+    log::integrity::check_at_start(
+        &log,
+        quorum_state.path(),
+        persisted.as_ref(),
+        log::integrity::LocalIdentity {
+            log_dir: &dir,
+            node_id: meta.node_id,
+            directory_id: meta.directory_id,
+        },
+    )?;
+    let stored = persisted.map(|s| raft::ElectionState {
         epoch: s.epoch,
         leader_id: s.leader_id,
         voted_key: s.voted_key.map(|(id, dir)| ReplicaKey {

@@ -19,6 +19,7 @@ use crate::{
 mod caught_up;
 mod election;
 mod imports;
+mod integrity;
 mod max_epoch;
 mod membership;
 mod replication;
