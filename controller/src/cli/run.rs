@@ -67,6 +67,15 @@ pub fn run(args: RunArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // Kafka's log directory lock: one process per directory; `recover`
+    // refuses a directory held here.
+    let _lock = match super::dir_lock::try_lock(&config.metadata_log_dir) {
+        Ok(lock) => lock,
+        Err(e) => {
+            eprintln!("kraft-controller run: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     let workload = match args.workload_throughput {
         None => None,
         Some(rate) => match WorkloadConfig::new(rate, args.workload_record_size) {
