@@ -391,6 +391,28 @@ fn an_exported_snapshot_bootstraps_a_new_quorum_with_the_same_metadata() {
         let dump = cli(&["dump-log", &backup_text]);
         dump.stdout.contains("backed-up").then_some(())
     });
+    // Into a directory, the file keeps the snapshot's name (Kafka's
+    // kafka-dump-log reads the offset and epoch from it).
+    let backups = old.dir().join("backups");
+    std::fs::create_dir(&backups).expect("a backup directory");
+    let out = cli(&[
+        "snapshot",
+        "export",
+        "--metadata-log-dir",
+        &dir,
+        "--output",
+        &backups.display().to_string(),
+    ]);
+    assert_eq!(out.code, 0, "export into a directory: {out}");
+    let names: Vec<String> = std::fs::read_dir(&backups)
+        .expect("list the backups")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    assert_eq!(names.len(), 1, "{names:?}");
+    let name = names[0].strip_suffix(".checkpoint").expect("a .checkpoint");
+    let (offset, epoch) = name.split_once('-').expect("OFFSET-EPOCH");
+    assert!(offset.len() == 20 && epoch.len() == 10, "{name}");
+    assert!(out.stdout.contains(&names[0]), "{out}");
     let old_image = image(&old, 1).expect("the old image");
     old.kill(1);
 

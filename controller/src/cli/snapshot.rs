@@ -40,8 +40,10 @@ pub struct ExportArgs {
     /// The controller's `metadata.log.dir`.
     #[arg(long, value_name = "DIR")]
     metadata_log_dir: PathBuf,
-    /// The file to write (replaced atomically).
-    #[arg(long, value_name = "FILE")]
+    /// The file to write (replaced atomically); an existing directory gets
+    /// the snapshot's own name, `OFFSET-EPOCH.checkpoint`, which Kafka's
+    /// `kafka-dump-log` needs to read it.
+    #[arg(long, value_name = "FILE-or-DIR")]
     output: PathBuf,
 }
 
@@ -128,13 +130,14 @@ pub fn read_snapshot_records(path: &Path) -> Result<Vec<Bytes>, SnapshotError> {
     snapshot_records(path, &bytes)
 }
 
-/// Copies the latest snapshot of `log_dir` to `output` (checked first,
-/// written atomically: temp file, fsync, rename, directory fsync). Returns
-/// the snapshot's file name and size (bytes).
+/// Copies the latest snapshot of `log_dir` to `output`, or into `output`
+/// under its own name if `output` is a directory (checked first, written
+/// atomically: temp file, fsync, rename, directory fsync). Returns the path
+/// written and the size (bytes).
 ///
 /// Errors: [`SnapshotError::NoSnapshot`], [`SnapshotError::NotASnapshot`],
 /// I/O errors.
-pub fn export(log_dir: &Path, output: &Path) -> Result<(String, usize), SnapshotError> {
+pub fn export(log_dir: &Path, output: &Path) -> Result<(PathBuf, usize), SnapshotError> {
     let surveyed = survey(log_dir)?;
     let id = surveyed
         .latest_snapshot
@@ -146,19 +149,24 @@ pub fn export(log_dir: &Path, output: &Path) -> Result<(String, usize), Snapshot
         source,
     })?;
     snapshot_records(&path, &bytes)?;
-    write_atomically(output, &bytes)?;
-    Ok((name, bytes.len()))
+    let target = if output.is_dir() {
+        output.join(&name)
+    } else {
+        output.to_path_buf()
+    };
+    write_atomically(&target, &bytes)?;
+    Ok((target, bytes.len()))
 }
 
 /// Runs `snapshot export`: exit 0 with one line, or 1 with one error line.
 pub fn run(args: &SnapshotArgs) -> ExitCode {
     let SnapshotCommand::Export(export_args) = &args.command;
     match export(&export_args.metadata_log_dir, &export_args.output) {
-        Ok((name, size)) => {
+        Ok((written, size)) => {
             println!(
-                "exported snapshot {name} ({size} bytes) of {} to {}",
+                "exported the latest snapshot of {} ({size} bytes) to {}",
                 export_args.metadata_log_dir.display(),
-                export_args.output.display()
+                written.display()
             );
             ExitCode::SUCCESS
         }
