@@ -230,7 +230,11 @@ pub fn plan(survey: &LogSurvey, voters_flag: Option<&str>) -> Result<RecoverPlan
 /// A crash between the two leaves a node at epoch N with its old voter set,
 /// which a second `recover` moves on from.
 ///
-/// Errors: [`RecoverError::EndMismatch`] before any write; log and I/O errors.
+/// Opening the log recovers it first, as `run` would (a torn tail above the
+/// recovery point is cut; a fetched snapshot beyond the log replaces it).
+///
+/// Errors: [`RecoverError::EndMismatch`] before any write of this module;
+/// log and I/O errors (damage below the recovery point refuses to open).
 pub fn execute(survey: &LogSurvey, plan: &RecoverPlan, now_ms: i64) -> Result<(), RecoverError> {
     let partition = partition_dir(&survey.log_dir);
     let batch = encode_control_batch(
@@ -240,6 +244,9 @@ pub fn execute(survey: &LogSurvey, plan: &RecoverPlan, now_ms: i64) -> Result<()
         &[ControlRecord::Voters(plan.voters.clone())],
     )?;
     let mut log = FileLog::open(&partition, FileLogConfig::default())?;
+    // What the engine does first on start: a snapshot fetched and frozen
+    // just before a crash replaces the log (Kafka's `KafkaMetadataLog.apply`).
+    log.truncate_to_latest_snapshot()?;
     let opened = log.end_offset().offset;
     if opened != plan.offset {
         return Err(RecoverError::EndMismatch {
