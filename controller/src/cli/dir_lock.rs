@@ -6,7 +6,8 @@
 //! Owns the lock file only; it must not read or write anything else in the
 //! directory. A lock only protects against processes that share the kernel
 //! (the same machine or pod node); it says nothing about a controller on
-//! another machine.
+//! another machine, nor about Kafka's JVM on the same one (Java's
+//! `FileChannel.tryLock` takes an `fcntl` lock, which `flock` does not see).
 
 use std::{
     fs::{File, OpenOptions, TryLockError},
