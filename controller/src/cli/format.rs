@@ -17,6 +17,7 @@ use std::{
     process::ExitCode,
 };
 
+use bytes::Bytes;
 use kafka_protocol::{
     messages::{
         BrokerId,
@@ -34,10 +35,11 @@ use crate::{
         meta_properties::{parse_properties, validate_cluster_id},
         partition_dir,
         snapshot::{
-            BOOTSTRAP_SNAPSHOT_ID, SnapshotWriter, encode_bootstrap_snapshot, snapshot_file_name,
+            BOOTSTRAP_SNAPSHOT_ID, SnapshotWriter, encode_bootstrap_snapshot, encode_snapshot,
+            snapshot_file_name,
         },
     },
-    metadata::version::MetadataVersion,
+    metadata::{bootstrap::BootstrapMetadata, version::MetadataVersion},
     record::VotersRecord,
 };
 
@@ -75,6 +77,11 @@ pub struct FormatArgs {
     /// Kafka 4.1's latest production version, 4.1-IV1).
     #[arg(long, value_name = "VERSION")]
     pub release_version: Option<String>,
+    /// Start the new cluster with the metadata of this snapshot file (from
+    /// `snapshot export`): its records become the bootstrap records that
+    /// the first leader writes (issue 26). Its metadata.version is used.
+    #[arg(long, value_name = "FILE", conflicts_with = "release_version")]
+    pub from_snapshot: Option<PathBuf>,
 }
 
 /// Errors of `format`: each a one-line message naming the bad value.
@@ -186,6 +193,9 @@ pub struct FormatPlan {
     pub metadata_version: MetadataVersion,
     /// The initial voters for the 0-0 checkpoint, in dynamic bootstrap modes.
     pub voters: Option<VotersRecord>,
+    /// The records of `bootstrap.checkpoint` when taken from a snapshot
+    /// (`--from-snapshot`); `None`: the feature levels of `metadata_version`.
+    pub bootstrap_records: Option<Vec<Bytes>>,
 }
 
 /// What `format` did.
@@ -365,7 +375,26 @@ pub fn plan(args: &FormatArgs) -> Result<FormatPlan, FormatError> {
         ))
     })?;
 
+    let bootstrap_records = args
+        .from_snapshot
+        .as_deref()
+        .map(|path| {
+            super::snapshot::read_snapshot_records(path)
+                .map_err(|e| invalid(format!("--from-snapshot: {e}")))
+        })
+        .transpose()?;
+    let snapshot_version = bootstrap_records
+        .as_ref()
+        .map(|records| {
+            BootstrapMetadata::from_records(records.clone(), "the --from-snapshot file")
+                .map(|b| b.metadata_version())
+                .map_err(|e| invalid(format!("--from-snapshot: {e}")))
+        })
+        .transpose()?;
     let metadata_version = match args.release_version.as_deref() {
+        None if snapshot_version.is_some() => {
+            snapshot_version.unwrap_or(MetadataVersion::LATEST_PRODUCTION)
+        }
         None => MetadataVersion::LATEST_PRODUCTION,
         Some(text) => MetadataVersion::parse(text).ok_or_else(|| {
             invalid(format!(
@@ -471,6 +500,7 @@ pub fn plan(args: &FormatArgs) -> Result<FormatPlan, FormatError> {
         directory_id_given,
         metadata_version,
         voters,
+        bootstrap_records,
     })
 }
 
@@ -536,7 +566,10 @@ pub fn execute(plan: &FormatPlan, now_ms: i64) -> Result<FormatOutcome, FormatEr
     }
 
     // Encode everything before the first write.
-    let bootstrap = encode_bootstrap_checkpoint(plan.metadata_version, now_ms)?;
+    let bootstrap = match &plan.bootstrap_records {
+        Some(records) => encode_snapshot(0, now_ms, 0, &[], records)?,
+        None => encode_bootstrap_checkpoint(plan.metadata_version, now_ms)?,
+    };
     let snapshot = plan
         .voters
         .clone()

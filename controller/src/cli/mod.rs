@@ -1,14 +1,19 @@
-//! The `kraft-controller` command line: `format`, `run`, `quorum`, `dump-log`.
+//! The `kraft-controller` command line: `format`, `run`, `quorum`, `dump-log`,
+//! `recover`, `snapshot export`.
 //!
 //! Owns argument parsing and exit codes only; each subcommand lives in its own
 //! file and calls into the layers below.
 
 pub mod command_config;
+pub mod dir_lock;
 pub mod dump_log;
 pub mod dump_topics;
 pub mod format;
+pub mod log_survey;
 pub mod quorum;
+pub mod recover;
 pub mod run;
+pub mod snapshot;
 
 use std::process::ExitCode;
 
@@ -33,6 +38,12 @@ enum Command {
     Quorum(quorum::QuorumArgs),
     /// Print the batches and records of log segments and snapshot files.
     DumpLog(dump_log::DumpLogArgs),
+    /// Offline, on a stopped node: rewrite the voter set to this survivor
+    /// after the majority is lost for good (`recover inspect DIR…` picks the
+    /// survivor). Needs --i-understand-this-may-lose-uncommitted-data.
+    Recover(recover::RecoverArgs),
+    /// Back up the metadata: `snapshot export` copies the latest snapshot.
+    Snapshot(snapshot::SnapshotArgs),
 }
 
 /// Parses the command line, runs the subcommand and maps its result to an
@@ -46,6 +57,8 @@ pub fn main() -> ExitCode {
         }
         Command::Quorum(args) => quorum::run(args),
         Command::DumpLog(args) => dump_log::run(&args),
+        Command::Recover(args) => recover::run(&args),
+        Command::Snapshot(args) => snapshot::run(&args),
     }
 }
 

@@ -85,6 +85,15 @@ pub fn run(args: RunArgs) -> ExitCode {
             }
         },
     };
+    // Kafka's log directory lock: one process per directory; `recover`
+    // refuses a directory held here. Taken after the bootstrap is read, so
+    // that a refused bootstrap leaves the directory as it was.
+    let _lock = match super::dir_lock::try_lock(&config.metadata_log_dir) {
+        Ok(lock) => lock,
+        Err(e) => {
+            return stop(&format!("kraft-controller run: {e}"));
+        }
+    };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
