@@ -38,17 +38,14 @@
 //! As in Kafka (whose metadata log opens with `logStartOffset = 0`), the start
 //! is not checkpointed: on open it is the first segment's base offset.
 
-use std::{
-    fs,
-    path::{Path, PathBuf},
-};
+use std::path::{Path, PathBuf};
 
 use bytes::{Bytes, BytesMut};
 
 use super::{
     LogAppendInfo, LogError, LogFetchInfo, OffsetAndEpoch, ReplicatedLog, Result, SnapshotChunk,
     epoch_cache::{EpochEntry, LeaderEpochCache},
-    fs::{fsync_dir, io_err, write_atomically},
+    fs::{Fs, fsync_dir_on, io_err, read_text, real_fs, write_atomically_on},
     recovery,
     recovery_point::RecoveryPointFile,
     segment::Segment,
@@ -110,6 +107,7 @@ impl Default for FileLogConfig {
 #[derive(Debug)]
 pub struct FileLog {
     dir: PathBuf,
+    fs: Fs,
     config: FileLogConfig,
     /// Ascending by base offset, never empty; the last one is active.
     segments: Vec<Segment>,
@@ -138,23 +136,32 @@ impl FileLog {
     /// hole between segments, a `partition.metadata` of another topic, a
     /// recovery point file that does not parse), [`LogError::Io`].
     pub fn open(dir: &Path, config: FileLogConfig) -> Result<Self> {
-        fs::create_dir_all(dir).map_err(io_err("creating directory", dir))?;
-        check_partition_metadata(dir)?;
-        snapshot::delete_partial_snapshots(dir)?;
-        let mut snapshots = snapshot::list_snapshots(dir)?;
+        Self::open_on(real_fs(), dir, config)
+    }
 
-        let recovery_file = RecoveryPointFile::new(dir);
+    /// [`Self::open`] on the file system `fs` (tests pass
+    /// [`super::fault_fs::MemoryFs`]).
+    ///
+    /// Errors: as [`Self::open`].
+    pub fn open_on(fs: Fs, dir: &Path, config: FileLogConfig) -> Result<Self> {
+        fs.create_dir_all(dir)
+            .map_err(io_err("creating directory", dir))?;
+        check_partition_metadata(&fs, dir)?;
+        snapshot::delete_partial_snapshots_on(&fs, dir)?;
+        let mut snapshots = snapshot::list_snapshots_on(&fs, dir)?;
+
+        let recovery_file = RecoveryPointFile::new_on(&fs, dir);
         let on_disk = recovery_file.read()?;
         let recovery::Recovered {
             mut segments,
             entries,
-        } = recovery::recover_segments(dir, config.index_interval_bytes, on_disk)?;
+        } = recovery::recover_segments(&fs, dir, config.index_interval_bytes, on_disk)?;
         // An empty segment is the first only if no batch survived in it; drop
         // leading empty segments that a later segment follows.
         if segments.is_empty() {
             let start = snapshots.last().map_or(0, |s| s.offset);
-            segments.push(Segment::create(dir, start)?);
-            fsync_dir(dir)?;
+            segments.push(Segment::create(&fs, dir, start)?);
+            fsync_dir_on(&fs, dir)?;
         }
         recovery::check_end(&segments, on_disk)?;
         let start_offset = segments[0].base_offset();
@@ -172,13 +179,13 @@ impl FileLog {
             .collect();
         for id in stale {
             tracing::info!(snapshot = %id, start_offset, "deleting a snapshot below the log start");
-            snapshot::delete_snapshot(dir, id)?;
+            snapshot::delete_snapshot_on(&fs, dir, id)?;
             snapshots.retain(|s| *s != id);
         }
         for segment in &mut segments {
             segment.flush_all()?;
         }
-        let epochs = LeaderEpochCache::new(dir, entries);
+        let epochs = LeaderEpochCache::new_on(&fs, dir, entries);
         epochs.write_if_changed()?;
         let end = segments.last().map_or(start_offset, Segment::next_offset);
         // Everything found is fsynced now: the whole log is below the
@@ -188,6 +195,7 @@ impl FileLog {
         }
         Ok(Self {
             dir: dir.to_path_buf(),
+            fs,
             config,
             segments,
             epochs,
@@ -256,7 +264,7 @@ impl FileLog {
     ///
     /// Errors: [`LogError::Io`].
     pub fn create_snapshot(&self, id: OffsetAndEpoch) -> Result<SnapshotWriter> {
-        SnapshotWriter::create(&self.dir, id)
+        SnapshotWriter::create_on(&self.fs, &self.dir, id)
     }
 
     /// Freezes a snapshot made by [`Self::create_snapshot`]: durable when this
@@ -276,14 +284,14 @@ impl FileLog {
     ///
     /// Errors: [`LogError::Io`] (a missing snapshot included).
     pub fn read_snapshot(&self, id: OffsetAndEpoch) -> Result<SnapshotReader> {
-        SnapshotReader::open(&self.dir, id)
+        SnapshotReader::open_on(&self.fs, &self.dir, id)
     }
 
     /// Deletes snapshot `id`.
     ///
     /// Errors: [`LogError::Io`].
     pub fn delete_snapshot(&mut self, id: OffsetAndEpoch) -> Result<()> {
-        snapshot::delete_snapshot(&self.dir, id)?;
+        snapshot::delete_snapshot_on(&self.fs, &self.dir, id)?;
         self.snapshots.retain(|s| *s != id);
         Ok(())
     }
@@ -309,9 +317,10 @@ impl FileLog {
         for segment in self.segments.drain(..) {
             segment.delete()?;
         }
-        fsync_dir(&self.dir)?;
-        self.segments.push(Segment::create(&self.dir, id.offset)?);
-        fsync_dir(&self.dir)?;
+        fsync_dir_on(&self.fs, &self.dir)?;
+        self.segments
+            .push(Segment::create(&self.fs, &self.dir, id.offset)?);
+        fsync_dir_on(&self.fs, &self.dir)?;
         self.epochs.truncate_from_end(i64::MIN);
         self.epochs.write()?;
         self.flushed_end_offset = id.offset;
@@ -331,7 +340,7 @@ impl FileLog {
             .collect();
         for id in &old {
             let path = self.dir.join(snapshot::snapshot_file_name(*id));
-            match fs::remove_file(&path) {
+            match self.fs.remove_file(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(io_err("deleting", &path)(e)),
@@ -340,7 +349,7 @@ impl FileLog {
         }
         self.snapshots.retain(|s| !old.contains(s));
         if !old.is_empty() {
-            fsync_dir(&self.dir)?;
+            fsync_dir_on(&self.fs, &self.dir)?;
         }
         Ok(())
     }
@@ -369,7 +378,7 @@ impl FileLog {
             deleted = true;
         }
         if deleted {
-            fsync_dir(&self.dir)?;
+            fsync_dir_on(&self.fs, &self.dir)?;
         }
         self.log_start_offset = self.log_start_offset.max(self.segments[0].base_offset());
         Ok(self.start_offset())
@@ -454,8 +463,9 @@ impl FileLog {
         if let Some(active) = self.segments.last_mut() {
             active.flush()?;
         }
-        self.segments.push(Segment::create(&self.dir, end)?);
-        fsync_dir(&self.dir)?;
+        self.segments
+            .push(Segment::create(&self.fs, &self.dir, end)?);
+        fsync_dir_on(&self.fs, &self.dir)?;
         // Every closed segment is fsynced: all below `end` is durable.
         if end > self.recovery_point {
             self.write_recovery_point(end)?;
@@ -464,19 +474,16 @@ impl FileLog {
     }
 }
 
-fn check_partition_metadata(dir: &Path) -> Result<()> {
+fn check_partition_metadata(fs: &Fs, dir: &Path) -> Result<()> {
     let path = dir.join(PARTITION_METADATA_FILE);
     let want = encode_partition_metadata(METADATA_TOPIC_ID);
-    match fs::read_to_string(&path) {
-        Ok(text) if text.trim_end() == want => Ok(()),
-        Ok(text) => Err(LogError::Corrupt {
+    match read_text(fs, &path)? {
+        Some(text) if text.trim_end() == want => Ok(()),
+        Some(text) => Err(LogError::Corrupt {
             path,
             reason: format!("holds {text:?}, expected {want:?} (the __cluster_metadata topic id)"),
         }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            write_atomically(&path, want.as_bytes())
-        }
-        Err(e) => Err(io_err("reading", &path)(e)),
+        None => write_atomically_on(fs, &path, want.as_bytes()),
     }
 }
 
@@ -579,7 +586,7 @@ impl ReplicatedLog for FileLog {
             None => segment.flush()?,
         }
         if removed_any {
-            fsync_dir(&self.dir)?;
+            fsync_dir_on(&self.fs, &self.dir)?;
         }
         let new_end = self.end();
         if self.epochs.truncate_from_end(new_end) {
@@ -648,7 +655,7 @@ impl ReplicatedLog for FileLog {
         if self.snapshots.binary_search(&id).is_err() {
             return Ok(None);
         }
-        let reader = SnapshotReader::open(&self.dir, id)?;
+        let reader = SnapshotReader::open_on(&self.fs, &self.dir, id)?;
         Ok(Some(SnapshotChunk {
             size: reader.size(),
             bytes: reader.read(position, max_bytes)?,
@@ -660,14 +667,14 @@ impl ReplicatedLog for FileLog {
         if self.snapshots.binary_search(&id).is_ok() {
             return Ok(());
         }
-        let mut writer = SnapshotWriter::create(&self.dir, id)?;
+        let mut writer = SnapshotWriter::create_on(&self.fs, &self.dir, id)?;
         writer.append(bytes)?;
         self.freeze_snapshot(writer)
     }
 
     fn register_snapshot(&mut self, id: OffsetAndEpoch) -> Result<()> {
         let path = self.dir.join(snapshot::snapshot_file_name(id));
-        if !path.exists() {
+        if !self.fs.exists(&path).map_err(io_err("looking up", &path))? {
             return Err(LogError::MissingSnapshot {
                 dir: self.dir.clone(),
                 start_offset: id.offset,
@@ -677,7 +684,7 @@ impl ReplicatedLog for FileLog {
         if id.offset > 0 && id.offset < self.log_start_offset {
             // Written while the log moved past it (a snapshot installed or
             // the log cleaned meanwhile): of no use.
-            return snapshot::delete_snapshot(&self.dir, id);
+            return snapshot::delete_snapshot_on(&self.fs, &self.dir, id);
         }
         if let Err(at) = self.snapshots.binary_search(&id) {
             self.snapshots.insert(at, id);
@@ -688,10 +695,16 @@ impl ReplicatedLog for FileLog {
     fn begin_fetched_snapshot(&mut self, id: OffsetAndEpoch) -> Result<()> {
         self.abort_fetched_snapshot()?;
         let stale = snapshot::partial_snapshot_path(&self.dir, id);
-        if stale.exists() {
-            fs::remove_file(&stale).map_err(io_err("deleting", &stale))?;
+        if self
+            .fs
+            .exists(&stale)
+            .map_err(io_err("looking up", &stale))?
+        {
+            self.fs
+                .remove_file(&stale)
+                .map_err(io_err("deleting", &stale))?;
         }
-        self.fetching = Some(SnapshotWriter::create(&self.dir, id)?);
+        self.fetching = Some(SnapshotWriter::create_on(&self.fs, &self.dir, id)?);
         Ok(())
     }
 
@@ -769,7 +782,7 @@ impl ReplicatedLog for FileLog {
             deleted = true;
         }
         if deleted {
-            fsync_dir(&self.dir)?;
+            fsync_dir_on(&self.fs, &self.dir)?;
         }
         tracing::info!(
             log_start_offset = id.offset,

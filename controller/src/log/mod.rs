@@ -43,6 +43,7 @@
 
 pub mod bootstrap;
 pub mod epoch_cache;
+pub mod fault_fs;
 mod file;
 pub mod fs;
 mod memory;
