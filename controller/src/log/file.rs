@@ -35,8 +35,13 @@
 //! Cleaning ([`ReplicatedLog::delete_before_snapshot`]) moves the log start
 //! offset to a snapshot's end offset and deletes the whole segments below
 //! it; the segment holding the new start keeps its older bytes, unreadable.
-//! As in Kafka (whose metadata log opens with `logStartOffset = 0`), the start
-//! is not checkpointed: on open it is the first segment's base offset.
+//! The start is not checkpointed: on open it is the first segment's base
+//! offset if a snapshot ends there (or it is 0), else the earliest snapshot
+//! above it (cleaning deletes the older snapshots before it moves the
+//! start, so that snapshot is the one the start was moved to). The earliest
+//! snapshot is then at the log start, as the contract says, after a crash
+//! too (the deterministic simulation on `FileLog` found a reopened log
+//! starting below its earliest snapshot).
 
 use std::path::{Path, PathBuf};
 
@@ -193,6 +198,19 @@ impl FileLog {
         }
         let epochs = LeaderEpochCache::new_on(&fs, dir, entries);
         epochs.write_if_changed()?;
+        // Cleaning moves the start to a snapshot inside the first segment
+        // (older snapshots go first): without a snapshot at the first
+        // segment's base, the start is the earliest snapshot above it.
+        let log_start_offset =
+            if start_offset > 0 && !snapshots.iter().any(|s| s.offset == start_offset) {
+                snapshots
+                    .iter()
+                    .map(|s| s.offset)
+                    .find(|o| *o > start_offset)
+                    .unwrap_or(start_offset)
+            } else {
+                start_offset
+            };
         let end = segments.last().map_or(start_offset, Segment::next_offset);
         // Everything found is fsynced now: the whole log is below the
         // recovery point.
@@ -206,7 +224,7 @@ impl FileLog {
             segments,
             epochs,
             flushed_end_offset: end,
-            log_start_offset: start_offset,
+            log_start_offset,
             snapshots,
             fetching: None,
             recovery_file,

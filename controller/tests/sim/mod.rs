@@ -1,7 +1,10 @@
 //! A deterministic simulation harness for the Raft engine: a seeded RNG, a
 //! virtual clock, an in-memory network that drops, delays, reorders and
 //! partitions, nodes that crash (losing what they had not flushed, through
-//! `MemoryLog::crash`) and restart from their persisted election state.
+//! `MemoryLog::crash`, or a power loss of `MemoryFs` under the real
+//! `FileLog`: see [`disk`]) and restart from their persisted election state,
+//! and disks that fail (a node whose log stops on a failed write or fsync
+//! stops, and restarts later from what was durable).
 //!
 //! Invariants are checked after every event (see [`Sim::check`]); a failure
 //! panics with the seed so the run can be replayed with `SIM_SEED=<seed>`.
@@ -15,6 +18,7 @@
 
 #![allow(dead_code)]
 
+pub mod disk;
 pub mod image;
 
 use std::{
@@ -23,8 +27,11 @@ use std::{
 };
 
 use bytes::Bytes;
+use disk::{DiskKind, SimLog};
 use kraft_controller::{
-    log::{MemoryLog, OffsetAndEpoch, ReplicatedLog, RetentionConfig, snapshot::encode_snapshot},
+    log::{
+        OffsetAndEpoch, ReplicatedLog, RetentionConfig, fault_fs::Fault, snapshot::encode_snapshot,
+    },
     raft::{
         Command, Destination, ElectionState, Endpoint, Event, RaftConfig, RaftEngine, RaftError,
         RaftRequest, RaftResponse, ReplicaKey, ReplyHandle, RequestFailure, RequestId, Role, Voter,
@@ -66,6 +73,8 @@ pub struct SimConfig {
     /// The chunk size of FetchSnapshot (bytes): small, so that a snapshot
     /// takes several round trips and can be cleaned away mid-transfer.
     pub max_fetch_snapshot_bytes: usize,
+    /// The log every node runs.
+    pub disk: DiskKind,
 }
 
 impl SimConfig {
@@ -88,6 +97,7 @@ impl SimConfig {
             },
             log_clean_interval_ms: 500,
             max_fetch_snapshot_bytes: 100,
+            disk: DiskKind::Memory,
         }
     }
 }
@@ -101,12 +111,33 @@ pub struct BatchSig {
     pub crc: u32,
 }
 
-fn batches_of(log: &MemoryLog, from: i64) -> Vec<BatchSig> {
-    let start = from.max(log.start_offset());
-    let Ok(info) = log.read(start, usize::MAX) else {
-        return Vec::new();
-    };
-    iter_batches(&info.records, false)
+/// Every batch from the one holding `from` to the log end: one read may
+/// stop at a segment's end (`FileLog`), so this reads until the end.
+/// Empty if a read fails.
+pub fn read_to_end(log: &SimLog, from: i64) -> Bytes {
+    let mut out = Vec::new();
+    let mut at = from.max(log.start_offset());
+    let end = log.end_offset().offset;
+    while at < end {
+        let Ok(info) = log.read(at, usize::MAX) else {
+            return Bytes::new();
+        };
+        let Some(last) = iter_batches(&info.records, false)
+            .map_while(|b| b.ok())
+            .map(|(h, _)| h.next_offset())
+            .last()
+        else {
+            break;
+        };
+        out.extend_from_slice(&info.records);
+        at = last;
+    }
+    Bytes::from(out)
+}
+
+fn batches_of(log: &SimLog, from: i64) -> Vec<BatchSig> {
+    let records = read_to_end(log, from);
+    iter_batches(&records, false)
         .map(|b| {
             let (h, _) = b.expect("stored batches parse");
             BatchSig {
@@ -123,9 +154,9 @@ fn batches_of(log: &MemoryLog, from: i64) -> Vec<BatchSig> {
 pub struct Node {
     pub id: i32,
     pub is_voter: bool,
-    pub engine: Option<RaftEngine<MemoryLog>>,
+    pub engine: Option<RaftEngine<SimLog>>,
     /// The disk of a crashed node.
-    pub disk: Option<MemoryLog>,
+    pub disk: Option<SimLog>,
     pub persisted: Option<ElectionState>,
     pub incarnation: u64,
     max_persisted_epoch: i32,
@@ -204,6 +235,8 @@ pub struct Sim {
     /// noted when it became leader: once its log is cleaned, the log no
     /// longer tells.
     epoch_starts: BTreeMap<i32, i64>,
+    /// Nodes stopped by a failed file operation: (node, the failure).
+    pub disk_failures: Vec<(i32, String)>,
 }
 
 /// Node id of the simulated admin client.
@@ -263,6 +296,7 @@ impl Sim {
             snapshots_installed: BTreeMap::new(),
             snapshots_written: 0,
             epoch_starts: BTreeMap::new(),
+            disk_failures: Vec::new(),
         };
         if let Some(k) = sim.cfg.initial_voters {
             let bootstrap = sim.dynamic_voter_set(&(1..=k as i32).collect::<Vec<_>>());
@@ -276,7 +310,7 @@ impl Sim {
                     id: *id,
                     is_voter: voter_ids.contains(id),
                     engine: None,
-                    disk: Some(MemoryLog::new()),
+                    disk: Some(SimLog::new(sim.cfg.disk)),
                     persisted: None,
                     incarnation: 0,
                     max_persisted_epoch: 0,
@@ -357,12 +391,54 @@ impl Sim {
         let node = self.nodes.get_mut(&id).expect("node exists");
         if let Some(engine) = node.engine.take() {
             let mut log = engine.into_log();
-            log.crash();
+            let reopened = log.crash();
             node.disk = Some(log);
             node.incarnation += 1;
             node.flush_scheduled = false;
             node.verified_to = 0;
+            if let Err(e) = reopened {
+                self.fail(format!(
+                    "node {id}'s disk does not reopen after a crash: {e}"
+                ));
+            }
         }
+    }
+
+    /// Plans a disk fault on node `id`'s file system (running or not; a
+    /// no-op for `MemoryLog`).
+    pub fn inject_disk_fault(&mut self, id: i32, fault: Fault) {
+        let node = &self.nodes[&id];
+        if let Some(log) = node.engine.as_ref().map(|e| e.log()).or(node.disk.as_ref()) {
+            log.inject(fault);
+        }
+    }
+
+    /// Drops every planned disk fault on every node (before a liveness
+    /// check: a fault firing then would stop a node the check counts on).
+    pub fn clear_disk_faults(&mut self) {
+        for node in self.nodes.values() {
+            if let Some(log) = node.engine.as_ref().map(|e| e.log()).or(node.disk.as_ref()) {
+                log.clear_faults();
+            }
+        }
+    }
+
+    /// If node `id`'s log stopped on a failed file operation, the node
+    /// stops as the real one does (the event loop exits): the sim crashes
+    /// it, with its planned faults cleared (the disk repaired, or space
+    /// freed), and it stays down until restarted. Returns whether it did.
+    fn stop_if_disk_failed(&mut self, id: i32) -> bool {
+        let Some(failure) = self
+            .nodes
+            .get(&id)
+            .and_then(|n| n.engine.as_ref())
+            .and_then(|e| e.log().stopped())
+        else {
+            return false;
+        };
+        self.disk_failures.push((id, failure));
+        self.crash(id);
+        true
     }
 
     pub fn restart(&mut self, id: i32) {
@@ -372,7 +448,8 @@ impl Sim {
         let config = self.config_for(id);
         let seed = self.rng.next_u64();
         let node = self.nodes.get_mut(&id).expect("node exists");
-        let log = node.disk.take().unwrap_or_default();
+        let kind = self.cfg.disk;
+        let log = node.disk.take().unwrap_or_else(|| SimLog::new(kind));
         let (engine, commands) = RaftEngine::new(
             config,
             log,
@@ -627,6 +704,7 @@ impl Sim {
         };
         let commands = match engine.handle(event, now) {
             Ok(c) => c,
+            Err(_) if self.stop_if_disk_failed(id) => return,
             Err(e) => self.fail(format!("node {id} engine error: {e}")),
         };
         self.execute(id, commands);
@@ -648,6 +726,7 @@ impl Sim {
                 Some(proposed.last_offset)
             }
             Err(RaftError::NotLeader { .. }) => None,
+            Err(_) if self.stop_if_disk_failed(id) => None,
             Err(e) => self.fail(format!("propose on {id} failed: {e}")),
         }
     }
@@ -664,6 +743,7 @@ impl Sim {
                 Some(proposed.last_offset)
             }
             Err(RaftError::NotLeader { .. }) => None,
+            Err(_) if self.stop_if_disk_failed(id) => None,
             Err(e) => self.fail(format!("propose on {id} failed: {e}")),
         }
     }
@@ -834,7 +914,7 @@ impl Sim {
 
     // ---- observations --------------------------------------------------------
 
-    pub fn engine(&self, id: i32) -> Option<&RaftEngine<MemoryLog>> {
+    pub fn engine(&self, id: i32) -> Option<&RaftEngine<SimLog>> {
         self.nodes.get(&id)?.engine.as_ref()
     }
 
@@ -886,6 +966,9 @@ impl Sim {
 
     /// Checks the invariants that involve node `id` after it handled an event.
     pub fn check(&mut self, id: i32) {
+        if self.stop_if_disk_failed(id) {
+            return;
+        }
         let Some(engine) = self.engine(id) else {
             return;
         };
@@ -1074,13 +1157,11 @@ impl Sim {
 }
 
 /// Number of `Voters` control records in `log` at or above `from`.
-fn voters_records_from(log: &MemoryLog, from: i64) -> usize {
+fn voters_records_from(log: &SimLog, from: i64) -> usize {
     use kraft_controller::record::{ControlRecord, DecodedBatch};
-    let Ok(info) = log.read(from.max(log.start_offset()), usize::MAX) else {
-        return 0;
-    };
+    let records = read_to_end(log, from);
     let mut n = 0;
-    for item in iter_batches(&info.records, false) {
+    for item in iter_batches(&records, false) {
         let (header, bytes) = item.expect("stored batches parse");
         if !header.is_control() {
             continue;
@@ -1192,7 +1273,7 @@ impl Sim {
     pub fn replace_disk(&mut self, id: i32) {
         self.crash(id);
         let node = self.nodes.get_mut(&id).expect("node");
-        node.disk = Some(MemoryLog::new());
+        node.disk = Some(SimLog::new(self.cfg.disk));
         node.persisted = None;
         node.max_persisted_epoch = 0;
         node.disk_generation += 1;
@@ -1211,7 +1292,7 @@ pub fn add_voter_with(id: i32, directory: uuid::Uuid) -> RaftRequest {
 
 /// Everything below this offset is covered by the snapshot at the log start
 /// (0 when the log starts at 0).
-fn covered_by_snapshot(log: &MemoryLog) -> i64 {
+fn covered_by_snapshot(log: &SimLog) -> i64 {
     let start = log.start_offset();
     log.earliest_snapshot_id()
         .filter(|s| s.offset == start)
@@ -1373,6 +1454,9 @@ impl Sim {
             .and_then(|n| n.engine.as_mut())
             .expect("up");
         if let Err(e) = engine.write_snapshot(snapshot_id, &bytes) {
+            if self.stop_if_disk_failed(id) {
+                return;
+            }
             self.fail(format!(
                 "node {id} could not write snapshot {snapshot_id}: {e}"
             ));
