@@ -273,3 +273,33 @@ fn a_failed_directory_fsync_at_a_segment_roll_stops_the_log() {
     assert_eq!(log.end_offset().offset, next);
     assert_eq!(log.segment_count(), 1);
 }
+
+#[test]
+fn the_message_the_node_exits_with_is_one_line_naming_the_directory_the_operation_and_the_errno() {
+    use kraft_controller::{raft::RaftError, server::event_loop::LoopError};
+    let fs = MemoryFs::new();
+    let mut log = open(&fs).expect("open");
+    log.append_as_follower(batch(0, 1, 2)).expect("append");
+    fs.inject(Fault::next(FsOp::Sync, Errno::Enospc).on_path(".log"));
+    let err = log.flush().expect_err("the fsync fails");
+    // `kraft-controller run` prints "kraft-controller run: {error}" and
+    // exits with status 1 when the event loop stops on this error.
+    let line = format!(
+        "kraft-controller run: {}",
+        LoopError::Engine(RaftError::Log(err))
+    );
+    assert_eq!(
+        line,
+        "kraft-controller run: raft engine: metadata log: fsync of \
+         /data/__cluster_metadata-0/00000000000000000000.log: \
+         No space left on device (os error 28)"
+    );
+    let later = log.flush().expect_err("stopped");
+    assert_eq!(
+        later.to_string(),
+        "metadata log in /data/__cluster_metadata-0 stopped after a failed fsync of \
+         /data/__cluster_metadata-0/00000000000000000000.log: No space left on device \
+         (os error 28); a failed write or fsync is never retried: restart the node to \
+         recover from what is on disk"
+    );
+}

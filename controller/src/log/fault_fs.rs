@@ -535,3 +535,64 @@ impl LogFs for MemoryFs {
         Ok(state.names.contains_key(path) || state.dirs.contains(path))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(fs: &MemoryFs, path: &Path, bytes: &[u8]) -> Box<dyn LogFile> {
+        let file = fs.open(path, OpenMode::ReadWrite).expect("open");
+        super::super::fs::write_all_at(file.as_ref(), bytes, 0).expect("write");
+        file
+    }
+
+    #[test]
+    fn a_crash_keeps_only_fsynced_bytes_under_fsynced_names() {
+        let fs = MemoryFs::new();
+        let dir = Path::new("/d");
+        fs.create_dir_all(dir).expect("mkdir");
+        let synced = write(&fs, &dir.join("a"), b"durable");
+        synced.sync_data().expect("sync");
+        fs.sync_dir(dir).expect("sync dir");
+        write(&fs, &dir.join("a"), b"DURABLE-and-more");
+        let unnamed = write(&fs, &dir.join("b"), b"never named durably");
+        unnamed.sync_data().expect("sync");
+
+        fs.crash();
+        assert_eq!(fs.read(&dir.join("a")).expect("a"), b"durable");
+        assert!(!fs.exists(&dir.join("b")).expect("exists"));
+        assert!(synced.sync_data().is_err(), "handles die with the crash");
+    }
+
+    #[test]
+    fn after_a_failed_fsync_later_fsyncs_succeed_and_persist_nothing() {
+        let fs = MemoryFs::new();
+        let dir = Path::new("/d");
+        fs.create_dir_all(dir).expect("mkdir");
+        let file = write(&fs, &dir.join("a"), b"old");
+        file.sync_data().expect("sync");
+        fs.sync_dir(dir).expect("sync dir");
+        super::super::fs::write_all_at(file.as_ref(), b"new", 0).expect("write");
+        fs.inject(Fault::next(FsOp::Sync, Errno::Eio));
+
+        let err = file.sync_data().expect_err("fails once");
+        assert_eq!(err.raw_os_error(), Some(5));
+        file.sync_data().expect("the retry reports success");
+        assert_eq!(fs.read(&dir.join("a")).expect("cache"), b"new");
+        assert_eq!(fs.durable_file(&dir.join("a")).expect("durable"), b"old");
+        assert_eq!(fs.fired().len(), 1);
+    }
+
+    #[test]
+    fn writes_past_the_capacity_are_short_then_fail_with_enospc() {
+        let fs = MemoryFs::new();
+        let dir = Path::new("/d");
+        fs.create_dir_all(dir).expect("mkdir");
+        fs.set_capacity(Some(10));
+        let file = fs.open(&dir.join("a"), OpenMode::ReadWrite).expect("open");
+        assert_eq!(file.write_at(&[1; 8], 0).expect("fits"), 8);
+        assert_eq!(file.write_at(&[2; 8], 8).expect("short"), 2);
+        let err = file.write_at(&[3; 8], 10).expect_err("full");
+        assert_eq!(err.raw_os_error(), Some(28));
+    }
+}
