@@ -303,3 +303,44 @@ fn the_message_the_node_exits_with_is_one_line_naming_the_directory_the_operatio
          recover from what is on disk"
     );
 }
+
+/// The limit of fail-stop (docs/log.md, "Disk faults"): a process restart
+/// without a reboot reads, from the page cache, bytes a failed fsync never
+/// wrote, and the reopen's fsync may report success without writing them.
+/// If the disk then loses them, the recovery point catches it: the next
+/// open refuses the volume instead of truncating records it acknowledged.
+#[test]
+fn bytes_a_failed_fsync_lost_behind_a_restart_are_refused_below_the_recovery_point_after_a_crash() {
+    let fs = MemoryFs::new();
+    let mut log = open(&fs).expect("open");
+    log.append_as_follower(batch(0, 1, 2)).expect("append");
+    log.flush().expect("flush");
+    log.append_as_follower(batch(2, 1, 2)).expect("append");
+    fs.inject(Fault::next(FsOp::Sync, Errno::Eio).on_path(".log"));
+    log.flush().expect_err("the fsync fails");
+    drop(log);
+
+    fs.restart_process();
+    let log = open(&fs).expect("the page cache still holds offsets 2..4");
+    assert_eq!(log.end_offset().offset, 4);
+    assert_eq!(
+        log.recovery_point(),
+        4,
+        "the reopen's fsync reported success"
+    );
+    drop(log);
+
+    fs.crash();
+    let err = open(&fs).expect_err("the disk never got offsets 2..4");
+    assert!(
+        matches!(
+            err,
+            LogError::DamagedBelowRecoveryPoint {
+                offset: 2,
+                recovery_point: 4,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}

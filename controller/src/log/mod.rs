@@ -37,9 +37,19 @@
 //!   ([`ReplicatedLog::install_fetched_snapshot`]): frozen, then the log is
 //!   truncated fully and restarts at the snapshot's end offset.
 //!
+//! - A failed file operation stops [`FileLog`] (fail-stop, never retried):
+//!   the failing call returns [`LogError::Io`] naming the operation and the
+//!   file, every later call [`LogError::Stopped`]; the flushed end offset
+//!   and the recovery point never pass what was durably fsynced. The node
+//!   must exit; the next open recovers from what is on disk.
+//!
 //! Implementations: [`MemoryLog`] (simulation) and [`FileLog`] (Kafka's
 //! on-disk layout). Beside the log: [`snapshot`] files, the [`quorum_state`]
 //! file, [`meta_properties`] and [`bootstrap`] (`bootstrap.checkpoint`).
+//! Every file operation of the partition directory goes through
+//! [`fs::LogFs`] ([`fs::RealFs`] in production; [`fault_fs::MemoryFs`], an
+//! in-memory file system with page-cache semantics and injected faults, in
+//! tests and the simulation).
 
 pub mod bootstrap;
 pub mod epoch_cache;
