@@ -34,7 +34,10 @@ FUZZ_SOAK_SECONDS ?= 300
 # Seeds of each simulation sweep in `make soak`.
 SOAK_SIM_SEEDS ?= 10000
 
-.PHONY: fuzz-tools fuzz-build test-fuzz fuzz-known soak
+.PHONY: fuzz-tools fuzz-build test-fuzz fuzz-known soak sim-disk-faults
+
+sim-disk-faults: ## run the disk-fault simulation sweep (FileLog on MemoryFs) over SIM_SEEDS seeds (SIM_SEED=n replays one)
+	SIM_SEEDS=$(SIM_SEEDS) $(CARGO) test -p kraft-controller --test simulation_disk_faults -- --nocapture random_disk_faults
 
 $(CARGO_FUZZ):
 	$(CARGO) install cargo-fuzz --locked --version $(CARGO_FUZZ_VERSION) --root $(CARGO_FUZZ_ROOT)
@@ -53,12 +56,13 @@ fuzz-known: $(CARGO_FUZZ) ## run the targets with known, unfixed findings (fails
 	@FUZZ_TARGET_DIR="$(FUZZ_TARGET_DIR)" CARGO_FUZZ_ROOT="$(CARGO_FUZZ_ROOT)" \
 		dev/fuzz.sh run $(FUZZ_SECONDS) $(FUZZ_KNOWN_FAILING)
 
-soak: $(CARGO_FUZZ) ## fuzz each target FUZZ_SOAK_SECONDS, then SOAK_SIM_SEEDS of `make sim` and `make sim-membership`
+soak: $(CARGO_FUZZ) ## fuzz each target FUZZ_SOAK_SECONDS, then SOAK_SIM_SEEDS of `make sim`, `make sim-membership` and `make sim-disk-faults`
 	@mkdir -p target
 	@FUZZ_TARGET_DIR="$(FUZZ_TARGET_DIR)" CARGO_FUZZ_ROOT="$(CARGO_FUZZ_ROOT)" \
 		dev/fuzz.sh run $(FUZZ_SOAK_SECONDS) $(FUZZ_TARGETS) | tee target/soak-fuzz.log
 	$(MAKE) --no-print-directory sim SIM_SEEDS=$(SOAK_SIM_SEEDS) 2>&1 | tee target/soak-sim.log
 	$(MAKE) --no-print-directory sim-membership SIM_SEEDS=$(SOAK_SIM_SEEDS) 2>&1 | tee target/soak-sim-membership.log
+	$(MAKE) --no-print-directory sim-disk-faults SIM_SEEDS=$(SOAK_SIM_SEEDS) 2>&1 | tee target/soak-sim-disk-faults.log
 	@echo "soak passed: $(words $(FUZZ_TARGETS)) fuzz targets x $(FUZZ_SOAK_SECONDS) s, $(SOAK_SIM_SEEDS) seeds of each simulation sweep"
 
 TEST_TARGETS += test-fuzz

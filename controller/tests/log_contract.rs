@@ -1,12 +1,20 @@
 //! The [`ReplicatedLog`] contract (see `kraft_controller::log`), as one suite
-//! that every implementation passes: [`MemoryLog`] and [`FileLog`].
+//! that every implementation passes: [`MemoryLog`], [`FileLog`] on real
+//! files, and [`FileLog`] on the in-memory file system
+//! ([`MemoryFs`]), where a crash keeps only what was fsynced (files and
+//! directory entries), so a missing fsync in the log fails the suite.
 //!
 //! Each test is written once against [`Harness`]; the `suite!` macro
 //! instantiates it for both logs.
 
+use std::{path::Path, sync::Arc};
+
 use bytes::{Bytes, BytesMut};
 use kraft_controller::{
-    log::{FileLog, FileLogConfig, LogError, MemoryLog, OffsetAndEpoch, ReplicatedLog},
+    log::{
+        FileLog, FileLogConfig, LogError, MemoryLog, OffsetAndEpoch, ReplicatedLog,
+        fault_fs::MemoryFs,
+    },
     record::{self, iter_batches},
 };
 
@@ -50,6 +58,39 @@ impl Harness for File {
         drop(self.log.take());
         self.log = Some(FileLog::open(self.dir.path(), small_config()).expect("reopen"));
     }
+}
+
+/// [`FileLog`] on [`MemoryFs`]; a crash is a power loss.
+struct FileOnMemoryFs {
+    fs: MemoryFs,
+    log: Option<FileLog>,
+}
+
+const MEMORY_FS_DIR: &str = "/data/__cluster_metadata-0";
+
+impl Harness for FileOnMemoryFs {
+    fn log(&mut self) -> &mut dyn ReplicatedLog {
+        self.log.as_mut().expect("open")
+    }
+    fn crash_and_reopen(&mut self) {
+        drop(self.log.take());
+        self.fs.crash();
+        self.log = Some(open_on_memory_fs(&self.fs).expect("reopen"));
+    }
+}
+
+fn open_on_memory_fs(fs: &MemoryFs) -> Result<FileLog, LogError> {
+    FileLog::open_on(
+        Arc::new(fs.clone()),
+        Path::new(MEMORY_FS_DIR),
+        small_config(),
+    )
+}
+
+fn file_on_memory_fs() -> FileOnMemoryFs {
+    let fs = MemoryFs::new();
+    let log = open_on_memory_fs(&fs).expect("open");
+    FileOnMemoryFs { fs, log: Some(log) }
 }
 
 fn memory() -> Memory {
@@ -291,6 +332,9 @@ macro_rules! suite {
         }
         mod file_log {
             $(#[test] fn $name() { super::$name(super::file()); })*
+        }
+        mod file_log_on_memory_fs {
+            $(#[test] fn $name() { super::$name(super::file_on_memory_fs()); })*
         }
     };
 }

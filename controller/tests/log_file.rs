@@ -445,8 +445,14 @@ fn deleting_segments_before_a_snapshot_moves_the_log_start() {
     assert!(!segment_path(dir.path(), bases[0]).exists());
     drop(log);
     let log = FileLog::open(dir.path(), config()).expect("reopen");
-    assert_eq!(log.start_offset(), bases[2]);
-    assert_eq!(offsets(&log).first(), Some(&bases[2]));
+    // No snapshot ends at the first segment's base: the log starts at the
+    // snapshot above it (the contract: the earliest snapshot is at the log
+    // start).
+    assert_eq!(log.start_offset(), bases[2] + 1);
+    assert_eq!(
+        log.earliest_snapshot_id().map(|s| s.offset),
+        Some(bases[2] + 1)
+    );
 }
 
 #[test]
@@ -512,8 +518,14 @@ fn deleting_before_a_snapshot_moves_the_start_there_and_deletes_older_snapshots_
     );
     drop(log);
     let log = FileLog::open(dir.path(), config()).expect("reopen");
-    assert_eq!(log.start_offset(), bases[2]);
+    // The start survives the reopen: it is the earliest snapshot's end
+    // offset, inside the first segment kept.
+    assert_eq!(log.start_offset(), target.offset);
     assert_eq!(log.earliest_snapshot_id(), Some(target));
+    assert!(matches!(
+        log.read(target.offset - 2, 100),
+        Err(LogError::OffsetOutOfRange { .. })
+    ));
 }
 
 /// A snapshot fetched from the leader is a `.part` file until installed;

@@ -195,7 +195,7 @@ fn a_follower_with_a_divergent_tail_truncates_to_the_right_offset() {
             .expect("hw");
         let leader_log = sim.engine(leader).expect("up").log();
         let old_log = sim.engine(old).expect("up").log();
-        let read = |l: &kraft_controller::log::MemoryLog| {
+        let read = |l: &sim::disk::SimLog| {
             use kraft_controller::log::ReplicatedLog;
             kraft_controller::record::iter_batches(
                 &l.read(0, usize::MAX).expect("read").records,

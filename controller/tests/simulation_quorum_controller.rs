@@ -31,7 +31,6 @@ use kafka_protocol::{
     protocol::StrBytes,
 };
 use kraft_controller::{
-    log::MemoryLog,
     log::ReplicatedLog,
     metadata::{
         image::MetadataImage,
@@ -230,7 +229,11 @@ impl Controllers {
         &mut self,
         sim: &mut Sim,
         id: i32,
-        f: impl FnOnce(&mut QuorumController, &mut RaftClient<'_, MemoryLog>, &MetadataImage) -> T,
+        f: impl FnOnce(
+            &mut QuorumController,
+            &mut RaftClient<'_, sim::disk::SimLog>,
+            &MetadataImage,
+        ) -> T,
     ) -> T {
         let now = sim.now;
         let engine = sim

@@ -36,6 +36,7 @@ pub struct EpochEntry {
 #[derive(Debug)]
 pub struct LeaderEpochCache {
     path: PathBuf,
+    fs: fs::Fs,
     entries: Vec<EpochEntry>,
 }
 
@@ -44,8 +45,14 @@ impl LeaderEpochCache {
     /// `<dir>/leader-epoch-checkpoint`. Nothing is written until
     /// [`Self::write_if_changed`] or a change.
     pub fn new(dir: &Path, entries: Vec<EpochEntry>) -> Self {
+        Self::new_on(&fs::real_fs(), dir, entries)
+    }
+
+    /// [`Self::new`] with the file on `fs`.
+    pub fn new_on(fs: &fs::Fs, dir: &Path, entries: Vec<EpochEntry>) -> Self {
         Self {
             path: dir.join(LEADER_EPOCH_CHECKPOINT_FILE),
+            fs: fs.clone(),
             entries,
         }
     }
@@ -107,7 +114,7 @@ impl LeaderEpochCache {
     ///
     /// Errors: [`LogError::Io`].
     pub fn write(&self) -> Result<()> {
-        fs::write_atomically(&self.path, self.encode().as_bytes())
+        fs::write_atomically_on(&self.fs, &self.path, self.encode().as_bytes())
     }
 
     /// Writes the file unless it already holds exactly the current entries
@@ -115,8 +122,8 @@ impl LeaderEpochCache {
     ///
     /// Errors: [`LogError::Io`].
     pub fn write_if_changed(&self) -> Result<()> {
-        match std::fs::read_to_string(&self.path) {
-            Ok(text) if text == self.encode() => Ok(()),
+        match self.fs.read(&self.path) {
+            Ok(bytes) if bytes == self.encode().as_bytes() => Ok(()),
             _ => self.write(),
         }
     }

@@ -35,20 +35,25 @@
 //! Cleaning ([`ReplicatedLog::delete_before_snapshot`]) moves the log start
 //! offset to a snapshot's end offset and deletes the whole segments below
 //! it; the segment holding the new start keeps its older bytes, unreadable.
-//! As in Kafka (whose metadata log opens with `logStartOffset = 0`), the start
-//! is not checkpointed: on open it is the first segment's base offset.
+//! The start is not checkpointed: on open it is the first segment's base
+//! offset if a snapshot ends there (or it is 0), else the earliest snapshot
+//! above it (cleaning deletes the older snapshots before it moves the
+//! start, so that snapshot is the one the start was moved to). The earliest
+//! snapshot is then at the log start, as the contract says, after a crash
+//! too (the deterministic simulation on `FileLog` found a reopened log
+//! starting below its earliest snapshot).
 
-use std::{
-    fs,
-    path::{Path, PathBuf},
-};
+use std::path::{Path, PathBuf};
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
+
+mod ops;
 
 use super::{
-    LogAppendInfo, LogError, LogFetchInfo, OffsetAndEpoch, ReplicatedLog, Result, SnapshotChunk,
+    IoFailure, LogAppendInfo, LogError, LogFetchInfo, OffsetAndEpoch, ReplicatedLog, Result,
+    SnapshotChunk,
     epoch_cache::{EpochEntry, LeaderEpochCache},
-    fs::{fsync_dir, io_err, write_atomically},
+    fs::{Fs, fsync_dir_on, io_err, read_text, real_fs, write_atomically_on},
     recovery,
     recovery_point::RecoveryPointFile,
     segment::Segment,
@@ -110,6 +115,7 @@ impl Default for FileLogConfig {
 #[derive(Debug)]
 pub struct FileLog {
     dir: PathBuf,
+    fs: Fs,
     config: FileLogConfig,
     /// Ascending by base offset, never empty; the last one is active.
     segments: Vec<Segment>,
@@ -126,6 +132,9 @@ pub struct FileLog {
     recovery_point: i64,
     /// When the recovery point was last written.
     recovery_point_written: std::time::Instant,
+    /// The first failed file operation of a mutating call: from then on
+    /// every call fails ([`LogError::Stopped`]); see "Disk faults".
+    stopped: Option<IoFailure>,
 }
 
 impl FileLog {
@@ -138,23 +147,32 @@ impl FileLog {
     /// hole between segments, a `partition.metadata` of another topic, a
     /// recovery point file that does not parse), [`LogError::Io`].
     pub fn open(dir: &Path, config: FileLogConfig) -> Result<Self> {
-        fs::create_dir_all(dir).map_err(io_err("creating directory", dir))?;
-        check_partition_metadata(dir)?;
-        snapshot::delete_partial_snapshots(dir)?;
-        let mut snapshots = snapshot::list_snapshots(dir)?;
+        Self::open_on(real_fs(), dir, config)
+    }
 
-        let recovery_file = RecoveryPointFile::new(dir);
+    /// [`Self::open`] on the file system `fs` (tests pass
+    /// [`super::fault_fs::MemoryFs`]).
+    ///
+    /// Errors: as [`Self::open`].
+    pub fn open_on(fs: Fs, dir: &Path, config: FileLogConfig) -> Result<Self> {
+        fs.create_dir_all(dir)
+            .map_err(io_err("creating directory", dir))?;
+        check_partition_metadata(&fs, dir)?;
+        snapshot::delete_partial_snapshots_on(&fs, dir)?;
+        let mut snapshots = snapshot::list_snapshots_on(&fs, dir)?;
+
+        let recovery_file = RecoveryPointFile::new_on(&fs, dir);
         let on_disk = recovery_file.read()?;
         let recovery::Recovered {
             mut segments,
             entries,
-        } = recovery::recover_segments(dir, config.index_interval_bytes, on_disk)?;
+        } = recovery::recover_segments(&fs, dir, config.index_interval_bytes, on_disk)?;
         // An empty segment is the first only if no batch survived in it; drop
         // leading empty segments that a later segment follows.
         if segments.is_empty() {
             let start = snapshots.last().map_or(0, |s| s.offset);
-            segments.push(Segment::create(dir, start)?);
-            fsync_dir(dir)?;
+            segments.push(Segment::create(&fs, dir, start)?);
+            fsync_dir_on(&fs, dir)?;
         }
         recovery::check_end(&segments, on_disk)?;
         let start_offset = segments[0].base_offset();
@@ -172,14 +190,27 @@ impl FileLog {
             .collect();
         for id in stale {
             tracing::info!(snapshot = %id, start_offset, "deleting a snapshot below the log start");
-            snapshot::delete_snapshot(dir, id)?;
+            snapshot::delete_snapshot_on(&fs, dir, id)?;
             snapshots.retain(|s| *s != id);
         }
         for segment in &mut segments {
             segment.flush_all()?;
         }
-        let epochs = LeaderEpochCache::new(dir, entries);
+        let epochs = LeaderEpochCache::new_on(&fs, dir, entries);
         epochs.write_if_changed()?;
+        // Cleaning moves the start to a snapshot inside the first segment
+        // (older snapshots go first): without a snapshot at the first
+        // segment's base, the start is the earliest snapshot above it.
+        let log_start_offset =
+            if start_offset > 0 && !snapshots.iter().any(|s| s.offset == start_offset) {
+                snapshots
+                    .iter()
+                    .map(|s| s.offset)
+                    .find(|o| *o > start_offset)
+                    .unwrap_or(start_offset)
+            } else {
+                start_offset
+            };
         let end = segments.last().map_or(start_offset, Segment::next_offset);
         // Everything found is fsynced now: the whole log is below the
         // recovery point.
@@ -188,17 +219,67 @@ impl FileLog {
         }
         Ok(Self {
             dir: dir.to_path_buf(),
+            fs,
             config,
             segments,
             epochs,
             flushed_end_offset: end,
-            log_start_offset: start_offset,
+            log_start_offset,
             snapshots,
             fetching: None,
             recovery_file,
             recovery_point: end,
             recovery_point_written: std::time::Instant::now(),
+            stopped: None,
         })
+    }
+
+    /// The first write, fsync, rename or other file operation that failed
+    /// in a mutating call, if one did: the log refuses every call since.
+    pub fn stopped(&self) -> Option<&IoFailure> {
+        self.stopped.as_ref()
+    }
+
+    /// Refuses any call once the log stopped.
+    ///
+    /// Errors: [`LogError::Stopped`] naming the first failure.
+    fn check_running(&self) -> Result<()> {
+        match &self.stopped {
+            Some(failure) => Err(LogError::Stopped {
+                dir: self.dir.clone(),
+                failure: failure.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// Runs a mutating call unless the log stopped; if it fails with an
+    /// I/O error, the log stops (fail-stop: a failed write or fsync is
+    /// never retried, since after a failed fsync the page cache may hold
+    /// bytes the disk never got, and a later fsync may report success
+    /// without writing them).
+    ///
+    /// Errors: [`LogError::Stopped`], or the call's own error.
+    fn guard<T>(&mut self, call: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
+        self.check_running()?;
+        let result = call(self);
+        if let Err(LogError::Io {
+            action,
+            path,
+            source,
+        }) = &result
+            && self.stopped.is_none()
+        {
+            let failure = IoFailure {
+                action,
+                path: path.clone(),
+                errno: source.raw_os_error(),
+                message: source.to_string(),
+            };
+            tracing::error!(dir = %self.dir.display(), %failure, "metadata log stopped: a failed file operation is never retried");
+            self.stopped = Some(failure);
+        }
+        result
     }
 
     /// The partition directory.
@@ -256,7 +337,7 @@ impl FileLog {
     ///
     /// Errors: [`LogError::Io`].
     pub fn create_snapshot(&self, id: OffsetAndEpoch) -> Result<SnapshotWriter> {
-        SnapshotWriter::create(&self.dir, id)
+        SnapshotWriter::create_on(&self.fs, &self.dir, id)
     }
 
     /// Freezes a snapshot made by [`Self::create_snapshot`]: durable when this
@@ -264,6 +345,10 @@ impl FileLog {
     ///
     /// Errors: [`LogError::Io`].
     pub fn freeze_snapshot(&mut self, writer: SnapshotWriter) -> Result<()> {
+        self.guard(|log| log.do_freeze_snapshot(writer))
+    }
+
+    fn do_freeze_snapshot(&mut self, writer: SnapshotWriter) -> Result<()> {
         let id = writer.id();
         writer.freeze()?;
         if let Err(at) = self.snapshots.binary_search(&id) {
@@ -276,14 +361,18 @@ impl FileLog {
     ///
     /// Errors: [`LogError::Io`] (a missing snapshot included).
     pub fn read_snapshot(&self, id: OffsetAndEpoch) -> Result<SnapshotReader> {
-        SnapshotReader::open(&self.dir, id)
+        SnapshotReader::open_on(&self.fs, &self.dir, id)
     }
 
     /// Deletes snapshot `id`.
     ///
     /// Errors: [`LogError::Io`].
     pub fn delete_snapshot(&mut self, id: OffsetAndEpoch) -> Result<()> {
-        snapshot::delete_snapshot(&self.dir, id)?;
+        self.guard(|log| log.do_delete_snapshot(id))
+    }
+
+    fn do_delete_snapshot(&mut self, id: OffsetAndEpoch) -> Result<()> {
+        snapshot::delete_snapshot_on(&self.fs, &self.dir, id)?;
         self.snapshots.retain(|s| *s != id);
         Ok(())
     }
@@ -298,6 +387,10 @@ impl FileLog {
     /// Errors: [`LogError::MissingSnapshot`] if snapshot `id` was not frozen
     /// in this log; [`LogError::Io`].
     pub fn reset_to_snapshot(&mut self, id: OffsetAndEpoch) -> Result<()> {
+        self.guard(|log| log.do_reset_to_snapshot(id))
+    }
+
+    fn do_reset_to_snapshot(&mut self, id: OffsetAndEpoch) -> Result<()> {
         if !self.snapshots.contains(&id) {
             return Err(LogError::MissingSnapshot {
                 dir: self.dir.clone(),
@@ -309,9 +402,10 @@ impl FileLog {
         for segment in self.segments.drain(..) {
             segment.delete()?;
         }
-        fsync_dir(&self.dir)?;
-        self.segments.push(Segment::create(&self.dir, id.offset)?);
-        fsync_dir(&self.dir)?;
+        fsync_dir_on(&self.fs, &self.dir)?;
+        self.segments
+            .push(Segment::create(&self.fs, &self.dir, id.offset)?);
+        fsync_dir_on(&self.fs, &self.dir)?;
         self.epochs.truncate_from_end(i64::MIN);
         self.epochs.write()?;
         self.flushed_end_offset = id.offset;
@@ -331,7 +425,7 @@ impl FileLog {
             .collect();
         for id in &old {
             let path = self.dir.join(snapshot::snapshot_file_name(*id));
-            match fs::remove_file(&path) {
+            match self.fs.remove_file(&path) {
                 Ok(()) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
                 Err(e) => return Err(io_err("deleting", &path)(e)),
@@ -340,7 +434,7 @@ impl FileLog {
         }
         self.snapshots.retain(|s| !old.contains(s));
         if !old.is_empty() {
-            fsync_dir(&self.dir)?;
+            fsync_dir_on(&self.fs, &self.dir)?;
         }
         Ok(())
     }
@@ -354,6 +448,10 @@ impl FileLog {
     /// above `offset` (the prefix must stay readable from a snapshot);
     /// [`LogError::Io`].
     pub fn delete_segments_before(&mut self, offset: i64) -> Result<i64> {
+        self.guard(|log| log.do_delete_segments_before(offset))
+    }
+
+    fn do_delete_segments_before(&mut self, offset: i64) -> Result<i64> {
         if !self.snapshots.iter().any(|s| s.offset >= offset) {
             return Err(LogError::MissingSnapshot {
                 dir: self.dir.clone(),
@@ -369,7 +467,7 @@ impl FileLog {
             deleted = true;
         }
         if deleted {
-            fsync_dir(&self.dir)?;
+            fsync_dir_on(&self.fs, &self.dir)?;
         }
         self.log_start_offset = self.log_start_offset.max(self.segments[0].base_offset());
         Ok(self.start_offset())
@@ -454,8 +552,9 @@ impl FileLog {
         if let Some(active) = self.segments.last_mut() {
             active.flush()?;
         }
-        self.segments.push(Segment::create(&self.dir, end)?);
-        fsync_dir(&self.dir)?;
+        self.segments
+            .push(Segment::create(&self.fs, &self.dir, end)?);
+        fsync_dir_on(&self.fs, &self.dir)?;
         // Every closed segment is fsynced: all below `end` is durable.
         if end > self.recovery_point {
             self.write_recovery_point(end)?;
@@ -464,142 +563,39 @@ impl FileLog {
     }
 }
 
-fn check_partition_metadata(dir: &Path) -> Result<()> {
+fn check_partition_metadata(fs: &Fs, dir: &Path) -> Result<()> {
     let path = dir.join(PARTITION_METADATA_FILE);
     let want = encode_partition_metadata(METADATA_TOPIC_ID);
-    match fs::read_to_string(&path) {
-        Ok(text) if text.trim_end() == want => Ok(()),
-        Ok(text) => Err(LogError::Corrupt {
+    match read_text(fs, &path)? {
+        Some(text) if text.trim_end() == want => Ok(()),
+        Some(text) => Err(LogError::Corrupt {
             path,
             reason: format!("holds {text:?}, expected {want:?} (the __cluster_metadata topic id)"),
         }),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            write_atomically(&path, want.as_bytes())
-        }
-        Err(e) => Err(io_err("reading", &path)(e)),
+        None => write_atomically_on(fs, &path, want.as_bytes()),
     }
 }
 
 impl ReplicatedLog for FileLog {
     fn append_as_leader(&mut self, batches: Bytes, epoch: i32) -> Result<LogAppendInfo> {
-        let mut stamped = BytesMut::from(&batches[..]);
-        let mut next = self.end();
-        let mut position = 0;
-        while position < stamped.len() {
-            let header = BatchHeader::parse(&stamped[position..])?;
-            let size = header.size_in_bytes();
-            if position + size > stamped.len() {
-                return Err(crate::record::RecordError::Truncated {
-                    needed: size,
-                    available: stamped.len() - position,
-                }
-                .into());
-            }
-            record::batch_set_offset_and_epoch(
-                &mut stamped[position..position + size],
-                next,
-                epoch,
-            );
-            next += i64::from(header.last_offset_delta) + 1;
-            position += size;
-        }
-        let headers = self.validate(&stamped)?;
-        self.append_validated(&stamped, &headers)
+        self.guard(|log| log.do_append_as_leader(batches, epoch))
     }
 
     fn append_as_follower(&mut self, batches: Bytes) -> Result<LogAppendInfo> {
-        let headers = self.validate(&batches)?;
-        self.append_validated(&batches, &headers)
+        self.guard(|log| log.do_append_as_follower(batches))
     }
 
     fn read(&self, start_offset: i64, max_bytes: usize) -> Result<LogFetchInfo> {
-        let end = self.end();
-        super::check_in_log(start_offset, self.start_offset(), end)?;
-        let first = self
-            .segments
-            .partition_point(|s| s.base_offset() <= start_offset)
-            .saturating_sub(1);
-        for segment in &self.segments[first..] {
-            if let Some(position) = segment.position_of(start_offset)? {
-                return Ok(LogFetchInfo {
-                    records: segment.read(position, max_bytes)?,
-                    start_offset,
-                });
-            }
-        }
-        Ok(LogFetchInfo {
-            records: Bytes::new(),
-            start_offset,
-        })
+        self.check_running()?;
+        self.do_read(start_offset, max_bytes)
     }
 
     fn truncate_to(&mut self, offset: i64) -> Result<()> {
-        let start = self.start_offset();
-        let end = self.end();
-        if offset < start {
-            return Err(LogError::OffsetOutOfRange {
-                offset,
-                start_offset: start,
-                end_offset: end,
-            });
-        }
-        if offset >= end {
-            return Ok(());
-        }
-        let keep = self
-            .segments
-            .partition_point(|s| s.base_offset() <= offset)
-            .max(1);
-        // Whole batches go: the log will end at the base offset of the batch
-        // holding `offset`. The recovery point comes down there first.
-        let kept = &self.segments[keep - 1];
-        let cut = match kept.position_of(offset)? {
-            Some(position) => kept.header_at(position)?.base_offset,
-            None => kept.next_offset(),
-        };
-        self.lower_recovery_point(cut)?;
-        let removed: Vec<Segment> = self.segments.drain(keep..).collect();
-        let removed_any = !removed.is_empty();
-        for segment in removed.into_iter().rev() {
-            segment.delete()?;
-        }
-        let segment = self
-            .segments
-            .last_mut()
-            .expect("a log always has a segment");
-        match segment.position_of(offset)? {
-            Some(position) => {
-                let new_end = if position == 0 {
-                    segment.base_offset()
-                } else {
-                    segment.header_at(position)?.base_offset
-                };
-                segment.truncate_to(position, new_end)?;
-            }
-            None => segment.flush()?,
-        }
-        if removed_any {
-            fsync_dir(&self.dir)?;
-        }
-        let new_end = self.end();
-        if self.epochs.truncate_from_end(new_end) {
-            self.epochs.write()?;
-        }
-        self.flushed_end_offset = self.flushed_end_offset.min(new_end);
-        Ok(())
+        self.guard(|log| log.do_truncate_to(offset))
     }
 
     fn flush(&mut self) -> Result<()> {
-        for segment in &mut self.segments {
-            segment.flush()?;
-        }
-        self.flushed_end_offset = self.end();
-        let due = self.recovery_point_written.elapsed()
-            >= std::time::Duration::from_millis(self.config.recovery_point_interval_ms);
-        if due && self.flushed_end_offset > self.recovery_point {
-            self.write_recovery_point(self.flushed_end_offset)?;
-        }
-        Ok(())
+        self.guard(|log| log.do_flush())
     }
 
     fn start_offset(&self) -> i64 {
@@ -639,146 +635,53 @@ impl ReplicatedLog for FileLog {
         self.snapshots.clone()
     }
 
+    fn fetched_snapshot(&self) -> Option<(OffsetAndEpoch, u64)> {
+        self.fetching.as_ref().map(|w| (w.id(), w.size()))
+    }
+
+    fn size_in_bytes(&self) -> u64 {
+        self.segments.iter().map(Segment::size).sum()
+    }
+
     fn read_snapshot_chunk(
         &self,
         id: OffsetAndEpoch,
         position: u64,
         max_bytes: usize,
     ) -> Result<Option<SnapshotChunk>> {
-        if self.snapshots.binary_search(&id).is_err() {
-            return Ok(None);
-        }
-        let reader = SnapshotReader::open(&self.dir, id)?;
-        Ok(Some(SnapshotChunk {
-            size: reader.size(),
-            bytes: reader.read(position, max_bytes)?,
-        }))
+        self.check_running()?;
+        self.do_read_snapshot_chunk(id, position, max_bytes)
     }
 
     fn write_snapshot(&mut self, id: OffsetAndEpoch, bytes: &[u8]) -> Result<()> {
-        super::check_in_log(id.offset, self.log_start_offset, self.end())?;
-        if self.snapshots.binary_search(&id).is_ok() {
-            return Ok(());
-        }
-        let mut writer = SnapshotWriter::create(&self.dir, id)?;
-        writer.append(bytes)?;
-        self.freeze_snapshot(writer)
+        self.guard(|log| log.do_write_snapshot(id, bytes))
     }
 
     fn register_snapshot(&mut self, id: OffsetAndEpoch) -> Result<()> {
-        let path = self.dir.join(snapshot::snapshot_file_name(id));
-        if !path.exists() {
-            return Err(LogError::MissingSnapshot {
-                dir: self.dir.clone(),
-                start_offset: id.offset,
-                latest_snapshot: self.snapshots.last().copied(),
-            });
-        }
-        if id.offset > 0 && id.offset < self.log_start_offset {
-            // Written while the log moved past it (a snapshot installed or
-            // the log cleaned meanwhile): of no use.
-            return snapshot::delete_snapshot(&self.dir, id);
-        }
-        if let Err(at) = self.snapshots.binary_search(&id) {
-            self.snapshots.insert(at, id);
-        }
-        Ok(())
+        self.guard(|log| log.do_register_snapshot(id))
     }
 
     fn begin_fetched_snapshot(&mut self, id: OffsetAndEpoch) -> Result<()> {
-        self.abort_fetched_snapshot()?;
-        let stale = snapshot::partial_snapshot_path(&self.dir, id);
-        if stale.exists() {
-            fs::remove_file(&stale).map_err(io_err("deleting", &stale))?;
-        }
-        self.fetching = Some(SnapshotWriter::create(&self.dir, id)?);
-        Ok(())
-    }
-
-    fn fetched_snapshot(&self) -> Option<(OffsetAndEpoch, u64)> {
-        self.fetching.as_ref().map(|w| (w.id(), w.size()))
+        self.guard(|log| log.do_begin_fetched_snapshot(id))
     }
 
     fn append_fetched_snapshot(&mut self, bytes: &[u8]) -> Result<u64> {
-        let Some(writer) = self.fetching.as_mut() else {
-            return Err(LogError::MissingSnapshot {
-                dir: self.dir.clone(),
-                start_offset: -1,
-                latest_snapshot: self.snapshots.last().copied(),
-            });
-        };
-        writer.append(bytes)?;
-        Ok(writer.size())
+        self.guard(|log| log.do_append_fetched_snapshot(bytes))
     }
 
     fn abort_fetched_snapshot(&mut self) -> Result<()> {
-        match self.fetching.take() {
-            Some(writer) => writer.abort(),
-            None => Ok(()),
-        }
+        self.guard(|log| log.do_abort_fetched_snapshot())
     }
 
     fn install_fetched_snapshot(&mut self) -> Result<OffsetAndEpoch> {
-        let Some(writer) = self.fetching.take() else {
-            return Err(LogError::MissingSnapshot {
-                dir: self.dir.clone(),
-                start_offset: -1,
-                latest_snapshot: self.snapshots.last().copied(),
-            });
-        };
-        let id = writer.id();
-        if let Err(e) = writer.verify() {
-            writer.abort()?;
-            return Err(e);
-        }
-        self.freeze_snapshot(writer)?;
-        self.truncate_to_latest_snapshot()?;
-        Ok(id)
+        self.guard(|log| log.do_install_fetched_snapshot())
     }
 
     fn truncate_to_latest_snapshot(&mut self) -> Result<bool> {
-        let Some(latest) = self.snapshots.last().copied() else {
-            return Ok(false);
-        };
-        let end = self.end_offset();
-        if latest.epoch > end.epoch || (latest.epoch == end.epoch && latest.offset > end.offset) {
-            tracing::info!(snapshot = %latest, log_end = %end, "truncating the log fully to the latest snapshot");
-            self.reset_to_snapshot(latest)?;
-            self.forget_snapshots_before(latest.offset)?;
-            return Ok(true);
-        }
-        Ok(false)
+        self.guard(|log| log.do_truncate_to_latest_snapshot())
     }
 
     fn delete_before_snapshot(&mut self, id: OffsetAndEpoch) -> Result<bool> {
-        let latest = self.snapshots.last().copied();
-        if self.snapshots.binary_search(&id).is_err()
-            || id.offset <= self.log_start_offset
-            || latest.is_none_or(|l| id.offset > l.offset)
-            || id.offset > self.end()
-        {
-            return Ok(false);
-        }
-        // Older snapshots first, then the segments: a crash in between
-        // leaves the earliest snapshot at or above the first segment.
-        self.forget_snapshots_before(id.offset)?;
-        self.log_start_offset = id.offset;
-        let mut deleted = false;
-        while self.segments.len() > 1 && self.segments[0].next_offset() <= id.offset {
-            self.segments.remove(0).delete()?;
-            deleted = true;
-        }
-        if deleted {
-            fsync_dir(&self.dir)?;
-        }
-        tracing::info!(
-            log_start_offset = id.offset,
-            "log cleaned below snapshot {id}"
-        );
-        Ok(true)
-    }
-
-    fn size_in_bytes(&self) -> u64 {
-        self.segments.iter().map(Segment::size).sum()
+        self.guard(|log| log.do_delete_before_snapshot(id))
     }
 }

@@ -37,12 +37,23 @@
 //!   ([`ReplicatedLog::install_fetched_snapshot`]): frozen, then the log is
 //!   truncated fully and restarts at the snapshot's end offset.
 //!
+//! - A failed file operation stops [`FileLog`] (fail-stop, never retried):
+//!   the failing call returns [`LogError::Io`] naming the operation and the
+//!   file, every later call [`LogError::Stopped`]; the flushed end offset
+//!   and the recovery point never pass what was durably fsynced. The node
+//!   must exit; the next open recovers from what is on disk.
+//!
 //! Implementations: [`MemoryLog`] (simulation) and [`FileLog`] (Kafka's
 //! on-disk layout). Beside the log: [`snapshot`] files, the [`quorum_state`]
 //! file, [`meta_properties`] and [`bootstrap`] (`bootstrap.checkpoint`).
+//! Every file operation of the partition directory goes through
+//! [`fs::LogFs`] ([`fs::RealFs`] in production; [`fault_fs::MemoryFs`], an
+//! in-memory file system with page-cache semantics and injected faults, in
+//! tests and the simulation).
 
 pub mod bootstrap;
 pub mod epoch_cache;
+pub mod fault_fs;
 mod file;
 pub mod fs;
 pub mod integrity;
@@ -151,6 +162,19 @@ pub enum LogError {
         /// The version found.
         version: i64,
     },
+    /// Every call after a file operation failed in [`FileLog`]: the log
+    /// stopped at the first failure (fail-stop, never retried; see
+    /// `docs/log.md`, "Disk faults"). The node must exit; the next start
+    /// recovers from what is on disk.
+    #[error(
+        "metadata log in {dir} stopped after a failed {failure}; a failed write or fsync is never retried: restart the node to recover from what is on disk"
+    )]
+    Stopped {
+        /// The partition directory.
+        dir: std::path::PathBuf,
+        /// The first failure.
+        failure: IoFailure,
+    },
     /// An I/O failure on a named file.
     #[error("{action} {path}: {source}")]
     Io {
@@ -161,6 +185,32 @@ pub enum LogError {
         /// The OS error.
         source: std::io::Error,
     },
+}
+
+/// The first failed file operation of a [`FileLog`], kept to name it in
+/// every later [`LogError::Stopped`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IoFailure {
+    /// What was being done ("fsync of", "appending to", ...).
+    pub action: &'static str,
+    /// The file or directory.
+    pub path: std::path::PathBuf,
+    /// The OS error number (5 EIO, 28 ENOSPC), if the error had one.
+    pub errno: Option<i32>,
+    /// The OS error's text.
+    pub message: String,
+}
+
+impl std::fmt::Display for IoFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} {}: {}",
+            self.action,
+            self.path.display(),
+            self.message
+        )
+    }
 }
 
 /// Checks that `offset` lies in `[start_offset, end_offset]` (a read position

@@ -23,7 +23,7 @@ use uuid::Uuid;
 
 use super::{
     LogError, Result,
-    fs::{io_err, write_atomically},
+    fs::{Fs, read_text, real_fs, write_atomically_on},
 };
 
 /// File name inside the partition directory.
@@ -64,13 +64,20 @@ struct QuorumStateData {
 #[derive(Debug, Clone)]
 pub struct QuorumStateStore {
     path: PathBuf,
+    fs: Fs,
 }
 
 impl QuorumStateStore {
     /// A store for `<partition_dir>/quorum-state`.
     pub fn new(partition_dir: &Path) -> Self {
+        Self::new_on(&real_fs(), partition_dir)
+    }
+
+    /// [`Self::new`] with the file on `fs`.
+    pub fn new_on(fs: &Fs, partition_dir: &Path) -> Self {
         Self {
             path: partition_dir.join(QUORUM_STATE_FILE),
+            fs: fs.clone(),
         }
     }
 
@@ -86,10 +93,8 @@ impl QuorumStateStore {
     /// data_version other than 0 or 1; [`LogError::Corrupt`] for text that is
     /// not the expected JSON; [`LogError::Io`].
     pub fn read(&self) -> Result<Option<ElectionState>> {
-        let text = match std::fs::read_to_string(&self.path) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io_err("reading", &self.path)(e)),
+        let Some(text) = read_text(&self.fs, &self.path)? else {
+            return Ok(None);
         };
         let corrupt = |reason: String| LogError::Corrupt {
             path: self.path.clone(),
@@ -144,7 +149,7 @@ impl QuorumStateStore {
     ///
     /// Errors: [`LogError::Io`].
     pub fn write(&self, state: &ElectionState) -> Result<()> {
-        write_atomically(&self.path, Self::encode(state).as_bytes())
+        write_atomically_on(&self.fs, &self.path, Self::encode(state).as_bytes())
     }
 }
 

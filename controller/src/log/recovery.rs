@@ -37,12 +37,12 @@
 //! snapshots nor write the recovery point (the caller does, once every
 //! segment is fsynced).
 
-use std::{fs, path::Path};
+use std::path::Path;
 
 use super::{
     LogError, Result,
     epoch_cache::EpochEntry,
-    fs::{fsync_dir, io_err},
+    fs::{Fs, fsync_dir_on, io_err},
     segment::{self, Segment},
 };
 
@@ -58,12 +58,14 @@ pub(super) struct Recovered {
 /// Base offsets of the `%020d.log` files in `dir`, ascending.
 ///
 /// Errors: [`LogError::Io`].
-pub(super) fn segment_bases(dir: &Path) -> Result<Vec<i64>> {
+pub(super) fn segment_bases(fs: &Fs, dir: &Path) -> Result<Vec<i64>> {
     let mut bases = Vec::new();
-    for entry in fs::read_dir(dir).map_err(io_err("listing", dir))? {
-        let entry = entry.map_err(io_err("listing", dir))?;
-        let name = entry.file_name();
-        let Some(stem) = name.to_str().and_then(|n| n.strip_suffix(".log")) else {
+    for path in fs.list_dir(dir).map_err(io_err("listing", dir))? {
+        let Some(stem) = path
+            .file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_suffix(".log"))
+        else {
             continue;
         };
         if stem.len() == 20
@@ -83,11 +85,12 @@ pub(super) fn segment_bases(dir: &Path) -> Result<Vec<i64>> {
 /// Errors: [`LogError::DamagedBelowRecoveryPoint`], [`LogError::Corrupt`] (a
 /// hole between segments), [`LogError::Io`].
 pub(super) fn recover_segments(
+    fs: &Fs,
     dir: &Path,
     index_interval_bytes: u64,
     recovery_point: Option<i64>,
 ) -> Result<Recovered> {
-    let bases = segment_bases(dir)?;
+    let bases = segment_bases(fs, dir)?;
     let mut segments: Vec<Segment> = Vec::new();
     let mut entries: Vec<EpochEntry> = Vec::new();
     let mut damaged = false;
@@ -95,9 +98,9 @@ pub(super) fn recover_segments(
         if damaged {
             let path = dir.join(segment::log_file_name(base));
             tracing::warn!(file = %path.display(), "deleting a segment after a damaged one");
-            fs::remove_file(&path).map_err(io_err("deleting", &path))?;
+            fs.remove_file(&path).map_err(io_err("deleting", &path))?;
             let index = dir.join(segment::index_file_name(base));
-            let _ = fs::remove_file(index);
+            let _ = fs.remove_file(&index);
             continue;
         }
         if let Some(previous) = segments.last()
@@ -111,25 +114,26 @@ pub(super) fn recover_segments(
                 ),
             });
         }
-        let (mut segment, damage) = Segment::open_and_scan(dir, base, index_interval_bytes, |h| {
-            let epoch = h.partition_leader_epoch;
-            match entries.last() {
-                // The partition leader epoch sits outside the CRC: a lower
-                // one than the batch before it is damage too.
-                Some(last) if epoch < last.epoch => {
-                    return Some(format!(
-                        "partition leader epoch {epoch} below the previous batch's {}",
-                        last.epoch
-                    ));
+        let (mut segment, damage) =
+            Segment::open_and_scan(fs, dir, base, index_interval_bytes, |h| {
+                let epoch = h.partition_leader_epoch;
+                match entries.last() {
+                    // The partition leader epoch sits outside the CRC: a lower
+                    // one than the batch before it is damage too.
+                    Some(last) if epoch < last.epoch => {
+                        return Some(format!(
+                            "partition leader epoch {epoch} below the previous batch's {}",
+                            last.epoch
+                        ));
+                    }
+                    Some(last) if epoch == last.epoch => {}
+                    _ => entries.push(EpochEntry {
+                        epoch,
+                        start_offset: h.base_offset,
+                    }),
                 }
-                Some(last) if epoch == last.epoch => {}
-                _ => entries.push(EpochEntry {
-                    epoch,
-                    start_offset: h.base_offset,
-                }),
-            }
-            None
-        })?;
+                None
+            })?;
         if let Some(damage) = damage {
             if let Some(point) = recovery_point
                 && damage.offset < point
@@ -155,7 +159,7 @@ pub(super) fn recover_segments(
         segments.push(segment);
     }
     if damaged {
-        fsync_dir(dir)?;
+        fsync_dir_on(fs, dir)?;
     }
     Ok(Recovered { segments, entries })
 }

@@ -38,13 +38,20 @@ const CHECKPOINT_VERSION: i32 = 0;
 #[derive(Debug, Clone)]
 pub struct RecoveryPointFile {
     path: PathBuf,
+    fs: fs::Fs,
 }
 
 impl RecoveryPointFile {
     /// The file `<dir>/recovery-point-offset-checkpoint`.
     pub fn new(dir: &Path) -> Self {
+        Self::new_on(&fs::real_fs(), dir)
+    }
+
+    /// [`Self::new`] on `fs`.
+    pub fn new_on(fs: &fs::Fs, dir: &Path) -> Self {
         Self {
             path: dir.join(RECOVERY_POINT_CHECKPOINT_FILE),
+            fs: fs.clone(),
         }
     }
 
@@ -114,10 +121,9 @@ impl RecoveryPointFile {
     ///
     /// Errors: [`LogError::Corrupt`], [`LogError::Io`].
     pub fn read(&self) -> Result<Option<i64>> {
-        match std::fs::read_to_string(&self.path) {
-            Ok(text) => Self::decode(&self.path, &text),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(fs::io_err("reading", &self.path)(e)),
+        match fs::read_text(&self.fs, &self.path)? {
+            Some(text) => Self::decode(&self.path, &text),
+            None => Ok(None),
         }
     }
 
@@ -127,7 +133,7 @@ impl RecoveryPointFile {
     ///
     /// Errors: [`LogError::Io`].
     pub fn write(&self, offset: i64) -> Result<()> {
-        fs::write_atomically(&self.path, Self::encode(offset).as_bytes())
+        fs::write_atomically_on(&self.fs, &self.path, Self::encode(offset).as_bytes())
     }
 }
 

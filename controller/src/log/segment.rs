@@ -10,15 +10,14 @@
 //! Owns the bytes of one segment; it must not decide what to append or
 //! truncate, nor know about epochs beyond reporting each batch it scans.
 
-use std::{
-    fs::{File, OpenOptions},
-    os::unix::fs::FileExt,
-    path::{Path, PathBuf},
-};
+use std::path::{Path, PathBuf};
 
 use bytes::{Bytes, BytesMut};
 
-use super::{Result, fs::io_err};
+use super::{
+    Result,
+    fs::{Fs, LogFile, OpenMode, io_err, read_exact_at, write_all_at},
+};
 use crate::record::{BATCH_OVERHEAD_BYTES, BatchHeader, RecordError};
 
 const INDEX_ENTRY_BYTES: usize = 8;
@@ -50,8 +49,9 @@ pub struct Segment {
     base_offset: i64,
     log_path: PathBuf,
     index_path: PathBuf,
-    file: File,
-    index_file: File,
+    fs: Fs,
+    file: Box<dyn LogFile>,
+    index_file: Box<dyn LogFile>,
     size: u64,
     next_offset: i64,
     index: Vec<(i32, u32)>,
@@ -62,29 +62,29 @@ pub struct Segment {
     index_dirty: bool,
 }
 
-fn open_rw(path: &Path, truncate: bool) -> Result<File> {
-    OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(truncate)
-        .open(path)
-        .map_err(io_err("opening", path))
+fn open_rw(fs: &Fs, path: &Path, truncate: bool) -> Result<Box<dyn LogFile>> {
+    let mode = if truncate {
+        OpenMode::Truncate
+    } else {
+        OpenMode::ReadWrite
+    };
+    super::fs::open(fs, path, mode)
 }
 
 impl Segment {
     /// Creates an empty segment at `base_offset` (replacing any leftover files).
     ///
     /// Errors: [`super::LogError::Io`].
-    pub fn create(dir: &Path, base_offset: i64) -> Result<Self> {
+    pub fn create(fs: &Fs, dir: &Path, base_offset: i64) -> Result<Self> {
         let log_path = dir.join(log_file_name(base_offset));
         let index_path = dir.join(index_file_name(base_offset));
-        let file = open_rw(&log_path, true)?;
-        let index_file = open_rw(&index_path, true)?;
+        let file = open_rw(fs, &log_path, true)?;
+        let index_file = open_rw(fs, &index_path, true)?;
         Ok(Self {
             base_offset,
             log_path,
             index_path,
+            fs: fs.clone(),
             file,
             index_file,
             size: 0,
@@ -105,6 +105,7 @@ impl Segment {
     ///
     /// Errors: [`super::LogError::Io`].
     pub fn open_and_scan(
+        fs: &Fs,
         dir: &Path,
         base_offset: i64,
         index_interval_bytes: u64,
@@ -112,16 +113,16 @@ impl Segment {
     ) -> Result<(Self, Option<Damage>)> {
         let log_path = dir.join(log_file_name(base_offset));
         let index_path = dir.join(index_file_name(base_offset));
-        let file = open_rw(&log_path, false)?;
+        let file = open_rw(fs, &log_path, false)?;
         let file_len = file
-            .metadata()
-            .map_err(io_err("reading the size of", &log_path))?
-            .len();
-        let index_file = open_rw(&index_path, false)?;
+            .size()
+            .map_err(io_err("reading the size of", &log_path))?;
+        let index_file = open_rw(fs, &index_path, false)?;
         let mut segment = Self {
             base_offset,
             log_path,
             index_path,
+            fs: fs.clone(),
             file,
             index_file,
             size: 0,
@@ -182,8 +183,7 @@ impl Segment {
         let remaining = file_len - position;
         let head_len = remaining.min(BATCH_OVERHEAD_BYTES as u64) as usize;
         buf.resize(head_len, 0);
-        self.file
-            .read_exact_at(buf, position)
+        read_exact_at(self.file.as_ref(), buf, position)
             .map_err(io_err("reading", &self.log_path))?;
         if buf.iter().all(|b| *b == 0) && self.is_zero_from(position, file_len)? {
             return Ok(Err(format!("{remaining} zero bytes")));
@@ -202,8 +202,7 @@ impl Segment {
             )));
         }
         buf.resize(size as usize, 0);
-        self.file
-            .read_exact_at(buf, position)
+        read_exact_at(self.file.as_ref(), buf, position)
             .map_err(io_err("reading", &self.log_path))?;
         Ok(header
             .verify_crc(buf)
@@ -216,8 +215,7 @@ impl Segment {
         let mut at = position;
         while at < file_len {
             let n = ((file_len - at) as usize).min(chunk.len());
-            self.file
-                .read_exact_at(&mut chunk[..n], at)
+            read_exact_at(self.file.as_ref(), &mut chunk[..n], at)
                 .map_err(io_err("reading", &self.log_path))?;
             if chunk[..n].iter().any(|b| *b != 0) {
                 return Ok(false);
@@ -250,13 +248,15 @@ impl Segment {
 
     fn write_index_if_changed(&mut self) -> Result<()> {
         let want = Self::encode_index(&self.index);
-        let have = std::fs::read(&self.index_path).map_err(io_err("reading", &self.index_path))?;
+        let have = self
+            .fs
+            .read(&self.index_path)
+            .map_err(io_err("reading", &self.index_path))?;
         if have != want {
             self.index_file
                 .set_len(0)
                 .map_err(io_err("truncating", &self.index_path))?;
-            self.index_file
-                .write_all_at(&want, 0)
+            write_all_at(self.index_file.as_ref(), &want, 0)
                 .map_err(io_err("writing", &self.index_path))?;
             self.index_file
                 .sync_all()
@@ -296,8 +296,7 @@ impl Segment {
         headers: &[BatchHeader],
         index_interval_bytes: u64,
     ) -> Result<()> {
-        self.file
-            .write_all_at(bytes, self.size)
+        write_all_at(self.file.as_ref(), bytes, self.size)
             .map_err(io_err("appending to", &self.log_path))?;
         let first_new_entry = self.index.len();
         let mut position = self.size;
@@ -308,8 +307,7 @@ impl Segment {
         if self.index.len() > first_new_entry {
             let bytes = Self::encode_index(&self.index[first_new_entry..]);
             let at = (first_new_entry * INDEX_ENTRY_BYTES) as u64;
-            self.index_file
-                .write_all_at(&bytes, at)
+            write_all_at(self.index_file.as_ref(), &bytes, at)
                 .map_err(io_err("appending to", &self.index_path))?;
             self.index_dirty = true;
         }
@@ -322,8 +320,7 @@ impl Segment {
     /// Errors: [`super::LogError::Io`] or a header that does not parse.
     pub fn header_at(&self, position: u64) -> Result<BatchHeader> {
         let mut buf = [0u8; BATCH_OVERHEAD_BYTES];
-        self.file
-            .read_exact_at(&mut buf, position)
+        read_exact_at(self.file.as_ref(), &mut buf, position)
             .map_err(io_err("reading", &self.log_path))?;
         Ok(BatchHeader::parse(&buf)?)
     }
@@ -366,8 +363,7 @@ impl Segment {
             end += size;
         }
         let mut out = BytesMut::zeroed((end - position) as usize);
-        self.file
-            .read_exact_at(&mut out, position)
+        read_exact_at(self.file.as_ref(), &mut out, position)
             .map_err(io_err("reading", &self.log_path))?;
         Ok(out.freeze())
     }
@@ -430,8 +426,10 @@ impl Segment {
     ///
     /// Errors: [`super::LogError::Io`].
     pub fn delete(self) -> Result<()> {
-        std::fs::remove_file(&self.log_path).map_err(io_err("deleting", &self.log_path))?;
-        match std::fs::remove_file(&self.index_path) {
+        self.fs
+            .remove_file(&self.log_path)
+            .map_err(io_err("deleting", &self.log_path))?;
+        match self.fs.remove_file(&self.index_path) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 Err(io_err("deleting", &self.index_path)(e))
             }

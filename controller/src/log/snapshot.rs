@@ -8,16 +8,14 @@
 //! data batches, and a last control batch with SnapshotFooter; every batch
 //! carries the snapshot's epoch. It must not interpret the metadata records.
 
-use std::{
-    fs::{self, File, OpenOptions},
-    io::Write,
-    os::unix::fs::FileExt,
-    path::{Path, PathBuf},
-};
+use std::path::{Path, PathBuf};
 
 use bytes::{Bytes, BytesMut};
 
-use super::{OffsetAndEpoch, Result, fs::io_err};
+use super::{
+    OffsetAndEpoch, Result,
+    fs::{Fs, LogFile, OpenMode, io_err, read_exact_at, real_fs, write_all_at},
+};
 use crate::record::{
     self, ControlRecord, KRaftVersionRecord, SnapshotFooterRecord, SnapshotHeaderRecord,
     VotersRecord,
@@ -54,12 +52,18 @@ pub fn parse_snapshot_file_name(name: &str) -> Option<OffsetAndEpoch> {
 ///
 /// Errors: [`super::LogError::Io`].
 pub fn list_snapshots(dir: &Path) -> Result<Vec<OffsetAndEpoch>> {
+    list_snapshots_on(&real_fs(), dir)
+}
+
+/// [`list_snapshots`] on `fs`.
+///
+/// Errors: [`super::LogError::Io`].
+pub fn list_snapshots_on(fs: &Fs, dir: &Path) -> Result<Vec<OffsetAndEpoch>> {
     let mut ids = Vec::new();
-    for entry in fs::read_dir(dir).map_err(io_err("listing", dir))? {
-        let entry = entry.map_err(io_err("listing", dir))?;
-        if let Some(id) = entry
+    for path in fs.list_dir(dir).map_err(io_err("listing", dir))? {
+        if let Some(id) = path
             .file_name()
-            .to_str()
+            .and_then(|n| n.to_str())
             .and_then(parse_snapshot_file_name)
         {
             ids.push(id);
@@ -75,16 +79,21 @@ pub fn list_snapshots(dir: &Path) -> Result<Vec<OffsetAndEpoch>> {
 ///
 /// Errors: [`super::LogError::Io`].
 pub fn delete_partial_snapshots(dir: &Path) -> Result<()> {
-    for entry in fs::read_dir(dir).map_err(io_err("listing", dir))? {
-        let entry = entry.map_err(io_err("listing", dir))?;
-        if entry
+    delete_partial_snapshots_on(&real_fs(), dir)
+}
+
+/// [`delete_partial_snapshots`] on `fs`.
+///
+/// Errors: [`super::LogError::Io`].
+pub fn delete_partial_snapshots_on(fs: &Fs, dir: &Path) -> Result<()> {
+    for path in fs.list_dir(dir).map_err(io_err("listing", dir))? {
+        if path
             .file_name()
-            .to_str()
+            .and_then(|n| n.to_str())
             .is_some_and(|n| n.ends_with(PARTIAL_SUFFIX))
         {
-            let path = entry.path();
             tracing::warn!(file = %path.display(), "deleting a partial snapshot left by a crash");
-            fs::remove_file(&path).map_err(io_err("deleting", &path))?;
+            fs.remove_file(&path).map_err(io_err("deleting", &path))?;
         }
     }
     Ok(())
@@ -103,9 +112,16 @@ pub fn partial_snapshot_path(dir: &Path, id: OffsetAndEpoch) -> PathBuf {
 ///
 /// Errors: [`super::LogError::Io`] (a missing file included).
 pub fn delete_snapshot(dir: &Path, id: OffsetAndEpoch) -> Result<()> {
+    delete_snapshot_on(&real_fs(), dir, id)
+}
+
+/// [`delete_snapshot`] on `fs`.
+///
+/// Errors: [`super::LogError::Io`] (a missing file included).
+pub fn delete_snapshot_on(fs: &Fs, dir: &Path, id: OffsetAndEpoch) -> Result<()> {
     let path = dir.join(snapshot_file_name(id));
-    fs::remove_file(&path).map_err(io_err("deleting", &path))?;
-    super::fs::fsync_dir(dir)
+    fs.remove_file(&path).map_err(io_err("deleting", &path))?;
+    super::fs::fsync_dir_on(fs, dir)
 }
 
 /// Writes one snapshot: bytes go to `<id>.checkpoint.part`; [`Self::freeze`]
@@ -116,7 +132,8 @@ pub struct SnapshotWriter {
     id: OffsetAndEpoch,
     part_path: PathBuf,
     final_path: PathBuf,
-    file: File,
+    fs: Fs,
+    file: Box<dyn LogFile>,
     size: u64,
 }
 
@@ -126,17 +143,23 @@ impl SnapshotWriter {
     /// Errors: [`super::LogError::Io`], including when the `.part` file
     /// already exists (another writer).
     pub fn create(dir: &Path, id: OffsetAndEpoch) -> Result<Self> {
+        Self::create_on(&real_fs(), dir, id)
+    }
+
+    /// [`Self::create`] on `fs`.
+    ///
+    /// Errors: [`super::LogError::Io`].
+    pub fn create_on(fs: &Fs, dir: &Path, id: OffsetAndEpoch) -> Result<Self> {
         let final_name = snapshot_file_name(id);
         let part_path = partial_snapshot_path(dir, id);
-        let file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&part_path)
+        let file = fs
+            .open(&part_path, OpenMode::CreateNew)
             .map_err(io_err("creating", &part_path))?;
         Ok(Self {
             id,
             part_path,
             final_path: dir.join(final_name),
+            fs: fs.clone(),
             file,
             size: 0,
         })
@@ -156,8 +179,7 @@ impl SnapshotWriter {
     ///
     /// Errors: [`super::LogError::Io`].
     pub fn append(&mut self, bytes: &[u8]) -> Result<()> {
-        self.file
-            .write_all(bytes)
+        write_all_at(self.file.as_ref(), bytes, self.size)
             .map_err(io_err("writing", &self.part_path))?;
         self.size += bytes.len() as u64;
         Ok(())
@@ -171,7 +193,10 @@ impl SnapshotWriter {
     /// Errors: [`super::LogError::Corrupt`] naming the `.part` file and the
     /// first bad batch; I/O errors.
     pub fn verify(&self) -> Result<()> {
-        let bytes = fs::read(&self.part_path).map_err(io_err("reading", &self.part_path))?;
+        let bytes = self
+            .fs
+            .read(&self.part_path)
+            .map_err(io_err("reading", &self.part_path))?;
         verify_batches(&bytes).map_err(|reason| super::LogError::Corrupt {
             path: self.part_path.clone(),
             reason,
@@ -183,7 +208,7 @@ impl SnapshotWriter {
     /// Errors: [`super::LogError::Io`].
     pub fn abort(self) -> Result<()> {
         drop(self.file);
-        match fs::remove_file(&self.part_path) {
+        match self.fs.remove_file(&self.part_path) {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(io_err("deleting", &self.part_path)(e)),
@@ -199,9 +224,10 @@ impl SnapshotWriter {
             .sync_all()
             .map_err(io_err("fsync of", &self.part_path))?;
         drop(self.file);
-        fs::rename(&self.part_path, &self.final_path)
+        self.fs
+            .rename(&self.part_path, &self.final_path)
             .map_err(io_err("renaming into place", &self.final_path))?;
-        super::fs::fsync_dir(super::fs::parent_of(&self.final_path))?;
+        super::fs::fsync_dir_on(&self.fs, super::fs::parent_of(&self.final_path))?;
         Ok(self.final_path)
     }
 }
@@ -228,7 +254,7 @@ pub(crate) fn verify_batches(bytes: &[u8]) -> std::result::Result<(), String> {
 pub struct SnapshotReader {
     id: OffsetAndEpoch,
     path: PathBuf,
-    file: File,
+    file: Box<dyn LogFile>,
     size: u64,
 }
 
@@ -237,12 +263,16 @@ impl SnapshotReader {
     ///
     /// Errors: [`super::LogError::Io`] (a missing snapshot included).
     pub fn open(dir: &Path, id: OffsetAndEpoch) -> Result<Self> {
+        Self::open_on(&real_fs(), dir, id)
+    }
+
+    /// [`Self::open`] on `fs`.
+    ///
+    /// Errors: [`super::LogError::Io`] (a missing snapshot included).
+    pub fn open_on(fs: &Fs, dir: &Path, id: OffsetAndEpoch) -> Result<Self> {
         let path = dir.join(snapshot_file_name(id));
-        let file = File::open(&path).map_err(io_err("opening", &path))?;
-        let size = file
-            .metadata()
-            .map_err(io_err("reading the size of", &path))?
-            .len();
+        let file = super::fs::open(fs, &path, OpenMode::Read)?;
+        let size = file.size().map_err(io_err("reading the size of", &path))?;
         Ok(Self {
             id,
             path,
@@ -272,8 +302,7 @@ impl SnapshotReader {
             return Ok(Bytes::new());
         }
         let mut out = BytesMut::zeroed((end - position) as usize);
-        self.file
-            .read_exact_at(&mut out, position)
+        read_exact_at(self.file.as_ref(), &mut out, position)
             .map_err(io_err("reading", &self.path))?;
         Ok(out.freeze())
     }

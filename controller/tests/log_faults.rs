@@ -1,0 +1,346 @@
+//! Disk faults under [`FileLog`], on the in-memory file system [`MemoryFs`]
+//! (page-cache semantics: only fsynced bytes and fsynced directory entries
+//! survive a crash; after a failed fsync, later fsyncs of that file report
+//! success and persist nothing, as Linux does).
+//!
+//! The policy under test (`docs/log.md`, "Disk faults"): fail-stop. After
+//! any failed write, fsync, rename or other file operation in a mutating
+//! call, the log refuses every later call with [`LogError::Stopped`] naming
+//! the first failure; `flushed_end_offset` never moves past what was durably
+//! fsynced and the recovery point is never written above it; the next open
+//! recovers from what is on disk.
+
+use std::{
+    path::{Path, PathBuf},
+    sync::Arc,
+};
+
+use bytes::Bytes;
+use kraft_controller::{
+    log::{
+        FileLog, FileLogConfig, LogError, ReplicatedLog,
+        fault_fs::{Errno, Fault, FsOp, MemoryFs},
+        recovery_point::{RECOVERY_POINT_CHECKPOINT_FILE, RecoveryPointFile},
+    },
+    record,
+};
+
+const DIR: &str = "/data/__cluster_metadata-0";
+
+/// The recovery point after every flush, small segments.
+fn config() -> FileLogConfig {
+    FileLogConfig {
+        segment_bytes: 4096,
+        index_interval_bytes: 128,
+        recovery_point_interval_ms: 0,
+    }
+}
+
+fn open(fs: &MemoryFs) -> Result<FileLog, LogError> {
+    FileLog::open_on(Arc::new(fs.clone()), Path::new(DIR), config())
+}
+
+fn batch(base: i64, epoch: i32, count: usize) -> Bytes {
+    let values: Vec<Bytes> = (0..count).map(|_| Bytes::from(vec![7u8; 100])).collect();
+    record::encode_data_batch(base, epoch, 1_700_000_000_000, &values).expect("encodes")
+}
+
+fn recovery_point_file() -> PathBuf {
+    Path::new(DIR).join(RECOVERY_POINT_CHECKPOINT_FILE)
+}
+
+/// The recovery point a crash now would leave.
+fn durable_recovery_point(fs: &MemoryFs) -> Option<i64> {
+    let bytes = fs.durable_file(&recovery_point_file())?;
+    let text = String::from_utf8(bytes).expect("utf-8");
+    RecoveryPointFile::decode(&recovery_point_file(), &text).expect("parses")
+}
+
+fn assert_stopped_naming(err: &LogError, action: &str, errno: i32) {
+    match err {
+        LogError::Stopped { dir, failure } => {
+            assert_eq!(dir, Path::new(DIR));
+            assert_eq!(failure.action, action, "{err}");
+            assert_eq!(failure.errno, Some(errno), "{err}");
+        }
+        other => panic!("expected the log to be stopped, got {other}"),
+    }
+}
+
+#[test]
+fn a_failed_fsync_is_never_reported_as_flushed_nor_retried() {
+    let fs = MemoryFs::new();
+    let mut log = open(&fs).expect("open");
+    log.append_as_follower(batch(0, 1, 2)).expect("append");
+    log.flush().expect("flush");
+    log.append_as_follower(batch(2, 1, 2)).expect("append");
+    fs.inject(Fault::next(FsOp::Sync, Errno::Eio).on_path(".log"));
+
+    let err = log.flush().expect_err("the fsync fails");
+    assert!(
+        matches!(&err, LogError::Io { action: "fsync of", source, .. } if source.raw_os_error() == Some(5)),
+        "{err}"
+    );
+    assert_eq!(
+        log.flushed_end_offset(),
+        2,
+        "the failed fsync is not flushed"
+    );
+    assert_eq!(log.recovery_point(), 2);
+
+    // A retry would now succeed (the kernel marked the pages clean) and
+    // claim offsets 2..4 durable: the log refuses it instead.
+    let err = log.flush().expect_err("no retry");
+    assert_stopped_naming(&err, "fsync of", 5);
+    assert_eq!(log.flushed_end_offset(), 2);
+    assert_eq!(durable_recovery_point(&fs), Some(2));
+    let err = log
+        .append_as_follower(batch(4, 1, 2))
+        .expect_err("no more appends");
+    assert_stopped_naming(&err, "fsync of", 5);
+    assert!(err.to_string().contains(DIR), "{err}");
+    assert!(err.to_string().contains("os error 5"), "{err}");
+    log.read(0, 1 << 20).expect_err("no reads either");
+
+    drop(log);
+    fs.crash();
+    let log = open(&fs).expect("reopen recovers from disk");
+    assert_eq!(
+        log.end_offset().offset,
+        2,
+        "only the flushed batch survived"
+    );
+    assert_eq!(log.flushed_end_offset(), 2);
+}
+
+#[test]
+fn enospc_on_append_stops_the_log_and_a_restart_with_space_appends_again() {
+    let fs = MemoryFs::new();
+    let mut log = open(&fs).expect("open");
+    log.append_as_follower(batch(0, 1, 2)).expect("append");
+    log.flush().expect("flush");
+    let used: u64 = 400;
+    fs.set_capacity(Some(used + 300));
+
+    let mut next = 2;
+    let err = loop {
+        match log.append_as_follower(batch(next, 1, 2)) {
+            Ok(_) => next += 2,
+            Err(e) => break e,
+        }
+        assert!(next < 100, "the volume never filled");
+    };
+    assert!(
+        matches!(&err, LogError::Io { source, .. } if source.raw_os_error() == Some(28)),
+        "{err}"
+    );
+    assert!(err.to_string().contains(DIR), "{err}");
+    let err = log.flush().expect_err("stopped");
+    assert_stopped_naming(&err, "appending to", 28);
+    assert_eq!(log.flushed_end_offset(), 2);
+
+    drop(log);
+    fs.crash();
+    fs.clear_faults();
+    let mut log = open(&fs).expect("reopen once space is free");
+    assert_eq!(log.end_offset().offset, 2);
+    log.append_as_follower(batch(2, 1, 2))
+        .expect("append after the restart");
+    log.flush().expect("flush");
+    assert_eq!(log.flushed_end_offset(), 4);
+}
+
+#[test]
+fn a_short_write_cut_by_a_failure_leaves_a_torn_tail_that_reopen_truncates() {
+    let fs = MemoryFs::new();
+    let mut log = open(&fs).expect("open");
+    log.append_as_follower(batch(0, 1, 2)).expect("append");
+    log.flush().expect("flush");
+    fs.set_short_writes(Some(10));
+    fs.inject(Fault::next(FsOp::Write, Errno::Eio).on_path(".log").nth(2));
+
+    let err = log
+        .append_as_follower(batch(2, 1, 2))
+        .expect_err("the second piece of the write fails");
+    assert!(
+        matches!(
+            &err,
+            LogError::Io {
+                action: "appending to",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let segment = Path::new(DIR).join(format!("{:020}.log", 0));
+    let flushed_len = batch(0, 1, 2).len();
+    assert_eq!(
+        fs.cached_file(&segment).map(|b| b.len()),
+        Some(flushed_len + 10),
+        "10 bytes of the second batch are in the page cache"
+    );
+
+    // The process dies, the kernel keeps the torn bytes: recovery finds
+    // them above the recovery point and cuts them.
+    drop(log);
+    fs.restart_process();
+    fs.clear_faults();
+    let log = open(&fs).expect("reopen");
+    assert_eq!(log.end_offset().offset, 2);
+    assert_eq!(
+        fs.cached_file(&segment).map(|b| b.len()),
+        Some(flushed_len),
+        "the torn tail is truncated"
+    );
+    let read = log.read(0, 1 << 20).expect("read");
+    assert_eq!(read.records, batch(0, 1, 2));
+}
+
+#[test]
+fn a_failed_rename_of_the_recovery_point_leaves_the_old_one() {
+    let fs = MemoryFs::new();
+    let mut log = open(&fs).expect("open");
+    log.append_as_follower(batch(0, 1, 2)).expect("append");
+    log.flush().expect("flush");
+    assert_eq!(durable_recovery_point(&fs), Some(2));
+    log.append_as_follower(batch(2, 1, 2)).expect("append");
+    fs.inject(Fault::next(FsOp::Rename, Errno::Eio).on_path(RECOVERY_POINT_CHECKPOINT_FILE));
+
+    let err = log.flush().expect_err("the rename fails");
+    assert!(
+        matches!(
+            &err,
+            LogError::Io {
+                action: "renaming into place",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(log.recovery_point(), 2);
+    assert_eq!(
+        fs.cached_file(&recovery_point_file()),
+        Some(RecoveryPointFile::encode(2).into_bytes())
+    );
+    assert_eq!(durable_recovery_point(&fs), Some(2));
+    let err = log.flush().expect_err("stopped");
+    assert_stopped_naming(&err, "renaming into place", 5);
+
+    drop(log);
+    fs.crash();
+    let log = open(&fs).expect("reopen");
+    // The segment was fsynced before the rename failed: its batches are
+    // durable, above the old recovery point, and checked again on open.
+    assert_eq!(log.end_offset().offset, 4);
+}
+
+#[test]
+fn a_failed_directory_fsync_at_a_segment_roll_stops_the_log() {
+    let fs = MemoryFs::new();
+    let mut log = open(&fs).expect("open");
+    // The first append writes the epoch checkpoint (a directory fsync too).
+    log.append_as_follower(batch(0, 1, 2)).expect("append");
+    fs.inject(Fault::next(FsOp::SyncDir, Errno::Eio));
+    let mut next = 2;
+    let err = loop {
+        match log.append_as_follower(batch(next, 1, 2)) {
+            Ok(_) => next += 2,
+            Err(e) => break e,
+        }
+        assert!(next < 1000, "no segment rolled");
+    };
+    assert!(
+        matches!(
+            &err,
+            LogError::Io {
+                action: "fsync of directory",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(log.segment_count(), 2, "the roll created the new segment");
+    let err = log
+        .append_as_follower(batch(next, 1, 2))
+        .expect_err("stopped");
+    assert_stopped_naming(&err, "fsync of directory", 5);
+
+    drop(log);
+    fs.crash();
+    let log = open(&fs).expect("reopen");
+    // The closed segment was fsynced before the roll: everything in it
+    // survived; the new segment's name never reached the disk.
+    assert_eq!(log.end_offset().offset, next);
+    assert_eq!(log.segment_count(), 1);
+}
+
+#[test]
+fn the_message_the_node_exits_with_is_one_line_naming_the_directory_the_operation_and_the_errno() {
+    use kraft_controller::{raft::RaftError, server::event_loop::LoopError};
+    let fs = MemoryFs::new();
+    let mut log = open(&fs).expect("open");
+    log.append_as_follower(batch(0, 1, 2)).expect("append");
+    fs.inject(Fault::next(FsOp::Sync, Errno::Enospc).on_path(".log"));
+    let err = log.flush().expect_err("the fsync fails");
+    // `kraft-controller run` prints "kraft-controller run: {error}" and
+    // exits with status 1 when the event loop stops on this error.
+    let line = format!(
+        "kraft-controller run: {}",
+        LoopError::Engine(RaftError::Log(err))
+    );
+    assert_eq!(
+        line,
+        "kraft-controller run: raft engine: metadata log: fsync of \
+         /data/__cluster_metadata-0/00000000000000000000.log: \
+         No space left on device (os error 28)"
+    );
+    let later = log.flush().expect_err("stopped");
+    assert_eq!(
+        later.to_string(),
+        "metadata log in /data/__cluster_metadata-0 stopped after a failed fsync of \
+         /data/__cluster_metadata-0/00000000000000000000.log: No space left on device \
+         (os error 28); a failed write or fsync is never retried: restart the node to \
+         recover from what is on disk"
+    );
+}
+
+/// The limit of fail-stop (docs/log.md, "Disk faults"): a process restart
+/// without a reboot reads, from the page cache, bytes a failed fsync never
+/// wrote, and the reopen's fsync may report success without writing them.
+/// If the disk then loses them, the recovery point catches it: the next
+/// open refuses the volume instead of truncating records it acknowledged.
+#[test]
+fn bytes_a_failed_fsync_lost_behind_a_restart_are_refused_below_the_recovery_point_after_a_crash() {
+    let fs = MemoryFs::new();
+    let mut log = open(&fs).expect("open");
+    log.append_as_follower(batch(0, 1, 2)).expect("append");
+    log.flush().expect("flush");
+    log.append_as_follower(batch(2, 1, 2)).expect("append");
+    fs.inject(Fault::next(FsOp::Sync, Errno::Eio).on_path(".log"));
+    log.flush().expect_err("the fsync fails");
+    drop(log);
+
+    fs.restart_process();
+    let log = open(&fs).expect("the page cache still holds offsets 2..4");
+    assert_eq!(log.end_offset().offset, 4);
+    assert_eq!(
+        log.recovery_point(),
+        4,
+        "the reopen's fsync reported success"
+    );
+    drop(log);
+
+    fs.crash();
+    let err = open(&fs).expect_err("the disk never got offsets 2..4");
+    assert!(
+        matches!(
+            err,
+            LogError::DamagedBelowRecoveryPoint {
+                offset: 2,
+                recovery_point: 4,
+                ..
+            }
+        ),
+        "{err}"
+    );
+}
