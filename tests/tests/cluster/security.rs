@@ -26,7 +26,10 @@ use super::*;
 /// (from the operator identity Secret, as security.sh's `openssl_to`) and
 /// checked for the pod's DNS name; the operator's identity is offered as
 /// client certificate.
-async fn served_by(ns: &TestNamespace, pod: &str) -> kraft_e2e::Result<ServedCertificate> {
+pub(super) async fn served_by(
+    ns: &TestNamespace,
+    pod: &str,
+) -> kraft_e2e::Result<ServedCertificate> {
     let (ca, keystore) = describe::operator_identity(ns, Q)
         .await?
         .ok_or_else(|| kraft_e2e::Error::Invalid("no operator identity Secret".into()))?;
@@ -78,7 +81,7 @@ async fn assert_no_restarts(ns: &TestNamespace, n: usize) {
 /// (DESCRIBE) refused CLUSTER_AUTHORIZATION_FAILED: the brokers are no super
 /// user, the operator's ACL grants them CLUSTER_ACTION only (review O1,
 /// docs/operations.md). security.sh's `in_cluster_describe`.
-async fn in_cluster_describe_is_refused(ns: &TestNamespace, name: &str) {
+pub(super) async fn in_cluster_describe_is_refused(ns: &TestNamespace, name: &str) {
     let bootstrap = format!(
         "{}:{DEFAULT_LISTENER_PORT}",
         tls::pod_dns_name(ns, "q-0", Q)
