@@ -75,8 +75,9 @@ pub struct QuorumTls {
     pub ca_hash: String,
     /// The operator's admin client: its certificate, the CA as truststore.
     pub admin: Arc<TlsClient>,
-    /// The CA rotation step taken in this pass, for an Event (`None`: none).
-    pub rotation: Option<String>,
+    /// The CA rotation step taken in this pass, for an Event: its action
+    /// ([`rotation::Step::action`]) and note (`None`: none).
+    pub rotation: Option<(&'static str, String)>,
 }
 
 impl std::fmt::Debug for QuorumTls {
@@ -360,7 +361,7 @@ pub async fn ensure(
                     apply_object(client, ns, &ca_secret(q, &next)).await?;
                     let note = format!("secret {}: {}", q.ca_secret(), step.note());
                     tracing::info!(message = %note, "CA rotation");
-                    rotation = Some(note);
+                    rotation = Some((step.action(), note));
                     next
                 }
                 None => record,

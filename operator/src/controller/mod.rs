@@ -443,13 +443,8 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
                 &rollout,
             )
             .await?;
-            if let Some(note) = &tls.rotation {
-                let event = EventSpec::new(
-                    EventType::Normal,
-                    "CaRotation",
-                    "Certificates",
-                    note.clone(),
-                );
+            if let Some((action, note)) = &tls.rotation {
+                let event = EventSpec::new(EventType::Normal, "CaRotation", action, note.clone());
                 publish(&ctx.recorder, &kq, event).await;
             }
             q.ca_hash = Some(tls.ca_hash.clone());

@@ -103,6 +103,17 @@ pub enum Step {
 }
 
 impl Step {
+    /// The step's name, an Event's `action` (one per step, so kube-rs does
+    /// not fold the steps into one event series).
+    pub fn action(&self) -> &'static str {
+        match self {
+            Step::Keep => "KeepCa",
+            Step::Start(_) => "TrustNextCa",
+            Step::Reissue => "ReissueLeaves",
+            Step::Finish => "DropPreviousCa",
+        }
+    }
+
     /// What the step does, for an Event.
     pub fn note(&self) -> String {
         match self {
@@ -368,6 +379,14 @@ mod tests {
             let start = Step::Start(Trigger::Expiring);
             assert_eq!(advance(&rotating(phase), &start, never), Ok(None));
         }
+    }
+
+    #[test]
+    fn each_step_has_its_own_event_action() {
+        // kube-rs folds Events of one (reason, action) into one series.
+        let steps = [Step::Start(Trigger::Expiring), Step::Reissue, Step::Finish];
+        let actions: std::collections::BTreeSet<_> = steps.iter().map(Step::action).collect();
+        assert_eq!(actions.len(), steps.len());
     }
 
     #[test]
