@@ -4,13 +4,13 @@
 //! then leaves of the new CA), never fewer than a majority ready, one quorum
 //! only; at the end every controller serves a leaf of the new CA, the trust
 //! bundle holds the new CA alone, and the brokers' client Secret
-//! authenticates with it.
+//! authenticates with it; also with the operator killed mid-rotation.
 
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Secret;
 use kraft_e2e::{
-    Must, quorum,
+    Must, TestNamespace, client, operator, quorum,
     samples::{self, Sampler},
     tls, wait,
 };
@@ -19,6 +19,8 @@ use kraft_operator::{
     crd::{ANNOTATION_ROTATE_CA, TLS_CA_KEY},
 };
 use serde_json::json;
+
+use kube::Client;
 
 use super::{security::in_cluster_describe_is_refused, security::served_by, *};
 
@@ -31,20 +33,63 @@ const ROTATION_TIMEOUT: Duration = Duration::from_secs(600);
 async fn a_requested_ca_rotation_keeps_a_majority_and_ends_on_the_new_ca() {
     let (client, ns, _operator) = setup("e2e-rs-rotate").await;
     ready_three(&ns).await;
-    let old_ca = tls::secret_text(&ns, "q-ca", TLS_CA_KEY)
+    rotate(&client, &ns, false).await;
+}
+
+/// (20g) the operator killed as soon as the rotation is recorded (the CA
+/// Secret in its `trust` phase): the new operator pod finishes it from the
+/// record, with the same guarantees.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_operator_killed_mid_ca_rotation_finishes_it() {
+    // No other case may run while the operator is down.
+    let _operator = operator_exclusive().await;
+    let client = client().await.must("a client of the local cluster");
+    let ns = TestNamespace::create(&client, "e2e-rs-rotate-kill")
+        .await
+        .must("create the test namespace");
+    ready_three(&ns).await;
+    rotate(&client, &ns, true).await;
+    operator::wait_rolled_out(&client, Duration::from_secs(120))
+        .await
+        .must("the operator's Deployment rolled out");
+}
+
+/// Asks q's operator for a CA rotation (killing the operator once the CA
+/// Secret records it, with `kill`), waits until it is done, and checks:
+/// two rolls with a ready majority throughout and one quorum, the bundle
+/// gone from every leaf Secret, each controller serving a leaf of the new
+/// CA, the brokers' client Secret authenticated, Ready.
+async fn rotate(client: &Client, ns: &TestNamespace, kill: bool) {
+    let old_ca = tls::secret_text(ns, "q-ca", TLS_CA_KEY)
         .await
         .must("the CA before the rotation");
-    let sampler = Sampler::start(&client, ns.name(), Q)
+    let sampler = Sampler::start(client, ns.name(), Q)
         .await
         .must("the first sample of q");
     let start = Instant::now();
     quorum::patch_merge(
-        &ns,
+        ns,
         Q,
         json!({"metadata": {"annotations": {ANNOTATION_ROTATE_CA: "e2e-1"}}}),
     )
     .await
     .must("annotate kq/q to rotate its CA");
+    if kill {
+        wait::until(
+            &ns.api::<Secret>(),
+            "q-ca",
+            "the CA Secret records the trust phase",
+            Duration::from_secs(60),
+            |s: Option<&Secret>| {
+                s.and_then(|s| s.metadata.annotations.as_ref()?.get(ANNOTATION_CA_ROTATION))
+                    .is_some_and(|p| p == "trust")
+            },
+            |s| format!("annotations {:?}", s.metadata.annotations),
+        )
+        .await
+        .must("the rotation recorded");
+        operator::kill(client).await.must("kill the operator");
+    }
 
     // The CA Secret records the rotation; it is done when it says no phase
     // any more, for this request, with another CA.
@@ -84,7 +129,7 @@ async fn a_requested_ca_rotation_keeps_a_majority_and_ends_on_the_new_ca() {
     for secret in ["q-tls", "q-operator-tls", "q-client-tls"] {
         let what = format!("{secret} trusts the new CA alone");
         wait::poll(&what, Duration::from_secs(60), || async {
-            let ca = tls::secret_text(&ns, secret, TLS_CA_KEY).await?;
+            let ca = tls::secret_text(ns, secret, TLS_CA_KEY).await?;
             Ok((ca == new_ca).then_some(()))
         })
         .await
@@ -93,22 +138,22 @@ async fn a_requested_ca_rotation_keeps_a_majority_and_ends_on_the_new_ca() {
     // Every controller serves a leaf that verifies against the new CA
     // alone (served_by trusts the operator Secret's ca.crt, now the new CA).
     for pod in ["q-0", "q-1", "q-2"] {
-        let served = served_by(&ns, pod)
+        let served = served_by(ns, pod)
             .await
             .unwrap_or_else(|e| panic!("{pod} serves no leaf of the new CA: {e}"));
         println!("{pod} serves serial {} of the new CA", served.serial);
     }
     // The brokers' client Secret authenticates with the new CA: the
     // controller knows who it is (and refuses it DESCRIBE, as before).
-    in_cluster_describe_is_refused(&ns, "describe-after-rotation").await;
-    wait::ready(&ns, Q, 3, Duration::from_secs(120))
+    in_cluster_describe_is_refused(ns, "describe-after-rotation").await;
+    wait::ready(ns, Q, 3, Duration::from_secs(120))
         .await
         .must("Ready after the rotation");
 
     let recording = sampler.stop();
     let path = samples::recording_path(ns.name());
     samples::save(&recording, &path).must("keep the recording");
-    let cluster_id = quorum::status(&ns, Q)
+    let cluster_id = quorum::status(ns, Q)
         .await
         .must("the status")
         .cluster_id
@@ -122,11 +167,13 @@ async fn a_requested_ca_rotation_keeps_a_majority_and_ends_on_the_new_ca() {
             Err(reason) => panic!("{}: {reason} (recording: {})", ns.name(), path.display()),
         }
     }
-    assert_eq!(
-        events::count(&ns, Q, "CaRotation")
-            .await
-            .must("count the CaRotation events"),
-        3,
-        "CaRotation events: started, re-issued, done"
+    // An Event may be lost with a killed operator; the three steps are
+    // one each otherwise.
+    let steps = events::count(ns, Q, "CaRotation")
+        .await
+        .must("count the CaRotation events");
+    assert!(
+        steps == 3 || (kill && steps == 2),
+        "CaRotation events: {steps}, want 3 (started, re-issued, done)"
     );
 }
