@@ -219,6 +219,19 @@ async fn the_operator_and_a_controller_complete_an_mtls_handshake_and_a_stranger
     assert!(!handshake(&stranger, &ca, &server, &ca).await);
 }
 
+#[test]
+fn a_quorum_that_never_rotated_keeps_its_ca_crt_and_ca_hash() {
+    // Leaf Secrets and pod templates written before rotation existed hold
+    // the CA's PEM and its fingerprint: nothing is reissued or restarted.
+    let ca = new_ca("ns", "kq", now_real(), CA_LIFETIME_SECS).expect("ca");
+    let record = rotation::CaRecord::steady(ca.clone());
+    assert_eq!(record.trust_bundle(), ca.cert_pem);
+    assert_eq!(
+        record.template_hash(),
+        crate::build::fnv1a_hex(ca.cert_pem.as_bytes())
+    );
+}
+
 #[tokio::test]
 async fn during_a_ca_rotation_controllers_on_either_ca_complete_an_mtls_handshake() {
     // pki::rotation's trust and reissue phases: every party trusts the
