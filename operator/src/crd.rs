@@ -79,10 +79,17 @@ pub const LABEL_POD_INDEX: &str = "apps.kubernetes.io/pod-index";
 /// Pod template annotation: hash of `server.properties`, so a config change is
 /// a template change (and a new StatefulSet revision).
 pub const ANNOTATION_CONFIG_HASH: &str = "kraft.krabka.io/config-hash";
-/// Pod template annotation: fingerprint of the quorum's CA certificate, so a
-/// new CA is a template change (a quorum-aware rolling restart), while a
-/// renewed leaf certificate is not (the controllers reload it from disk).
+/// Pod template annotation: fingerprint of the CA that signs the quorum's
+/// leaves (with the next CA's after a `+` while a rotation trusts both,
+/// `pki::rotation`), so each CA step is a template change (a quorum-aware
+/// rolling restart), while a renewed leaf certificate is not (the
+/// controllers reload it from disk).
 pub const ANNOTATION_CA_HASH: &str = "kraft.krabka.io/ca-hash";
+/// KraftQuorum annotation: asks for a rotation of the operator's CA
+/// (`pki::rotation`); any value the CA Secret has not rotated for yet
+/// starts one (set a new value, e.g. a date, for the next). Ignored with
+/// `spec.tls.issuerRef` (cert-manager owns that CA).
+pub const ANNOTATION_ROTATE_CA: &str = "kraft.krabka.io/rotate-ca";
 /// KraftQuorum annotation: `"true"` freezes reconciliation (Strimzi's
 /// `strimzi.io/pause-reconciliation`): no child, membership or certificate
 /// is changed; the condition `Paused` says so. Removing it resumes.

@@ -5,8 +5,8 @@
 //!
 //! Lifetimes follow cert-manager's defaults for a `Certificate`: 90 days, renewed
 //! when two thirds of the lifetime have passed (`renewBefore` = 1/3). The CA
-//! lives [`CA_LIFETIME_SECS`]; it is not renewed automatically (a new CA needs
-//! a trust bundle holding both CAs during the rolling restart, not written yet).
+//! lives [`CA_LIFETIME_SECS`] and is replaced by a rotation ([`rotation`]) once
+//! two thirds of it have passed or when a user asks for one.
 //!
 //! Owns generating certificates and deciding when one is due; it must not
 //! read or write the cluster (the reconciler's `controller::certs` does) and
@@ -267,6 +267,8 @@ pub fn issue(
         renew_after: renew_after(now, not_after),
     })
 }
+
+pub mod rotation;
 
 #[cfg(test)]
 mod tests;

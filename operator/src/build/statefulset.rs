@@ -192,8 +192,9 @@ fn container_security_context() -> SecurityContext {
 /// Name of the volume of the controllers' certificate Secret (`spec.tls`).
 pub const TLS_VOLUME: &str = "tls";
 
-/// Requests of the controller container when `spec.resources` is unset:
-/// enough for a small quorum's metadata log, so the scheduler counts it.
+/// Requests of the controller and `format` containers when
+/// `spec.resources` is unset: enough for a small quorum's metadata log, so
+/// the scheduler counts it.
 pub fn default_resources() -> ResourceRequirements {
     ResourceRequirements {
         requests: Some(BTreeMap::from([
@@ -311,6 +312,10 @@ pub fn build_statefulset(q: &ValidatedQuorum) -> StatefulSet {
         env: Some(format_env(q)),
         volume_mounts: Some(mounts(q)),
         security_context: Some(container_security_context()),
+        // The controller's requests: an init container's count only while it
+        // runs (the pod's request is the larger of the two), and a namespace
+        // with a ResourceQuota or LimitRange admits it as it admits the pod.
+        resources: Some(q.resources.clone().unwrap_or_else(default_resources)),
         // The last log lines become the termination message, so the operator
         // can tell a cluster id mismatch (never reformatted) from other failures.
         termination_message_policy: Some("FallbackToLogsOnError".into()),

@@ -485,6 +485,9 @@ fn the_pods_mount_the_certificate_secret_have_no_token_and_request_resources() {
         .and_then(|r| r.requests.as_ref())
         .expect("requests");
     assert!(requests.contains_key("cpu") && requests.contains_key("memory"));
+    // The format init container requests the same (a quota admits it).
+    let format = container(&sts, FORMAT_CONTAINER, true);
+    assert_eq!(format.resources, c.resources);
     // The CA is in the template (a new CA rolls the pods); the leaf is not.
     let ann = tmpl
         .metadata

@@ -184,5 +184,6 @@ pub async fn ensure(client: &Client, q: &ValidatedQuorum) -> Result<Outcome, Err
     Ok(Outcome::Ready(QuorumTls {
         ca_hash: fnv1a_hex(ca.as_bytes()),
         admin: std::sync::Arc::new(admin),
+        rotation: None,
     }))
 }

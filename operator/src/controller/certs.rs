@@ -4,10 +4,12 @@
 //! admin client Secret `<name>-operator-tls` and the brokers' client Secret
 //! `<name>-client-tls`. A leaf is reissued in place when it is two thirds
 //! through its life, when what it must say changed (service name, domain) or
-//! when its CA changed; the controllers reload a replaced file without a
-//! restart (`wire::tls::Reloading`). The CA is made once, only when its
-//! Secret does not exist: a CA Secret that does not load is an error, never
-//! replaced (that would cut the quorum off from its own certificates).
+//! when its CA or trust bundle changed; the controllers reload a replaced
+//! file without a restart (`wire::tls::Reloading`). The CA is made only when
+//! its Secret does not exist, and replaced only by a rotation
+//! (`pki::rotation`) recorded on the CA Secret before any leaf changes: a
+//! CA Secret that does not load is an error, never replaced (that would cut
+//! the quorum off from its own certificates).
 //!
 //! Owns reading and writing those Secrets and the operator's admin TLS
 //! client; it never logs key material (errors name the Secret, not its data).
@@ -21,14 +23,17 @@ use kraft_controller::{
 };
 use kube::{Api, Client};
 
-use super::{Error, apply::apply_object, kube_err};
+use super::{Error, apply::apply_object, kube_err, observe::Rollout};
 use crate::{
-    build::{child_meta, fnv1a_hex},
+    build::child_meta,
     crd::{
         CLIENT_TLS_DIR, TLS_CA_KEY, TLS_CERT_KEY, TLS_CLIENT_PROPERTIES_KEY, TLS_KEYSTORE_KEY,
         TLS_PRIVATE_KEY,
     },
-    pki::{self, BROKER_CN, CA_LIFETIME_SECS, Issued, Leaf, OPERATOR_CN},
+    pki::{
+        self, BROKER_CN, CA_LIFETIME_SECS, Issued, Leaf, OPERATOR_CN,
+        rotation::{self, CaRecord, Phase},
+    },
     validate::ValidatedQuorum,
 };
 
@@ -47,6 +52,21 @@ pub const ANNOTATION_SIGNED_BY: &str = "kraft.krabka.io/signed-by";
 pub const ANNOTATION_TEST_LEAF_LIFETIME: &str = "kraft.krabka.io/test-leaf-lifetime-seconds";
 /// CA Secret key: the CA's private key.
 pub const CA_PRIVATE_KEY: &str = "ca.key";
+/// CA Secret key: the next CA's certificate during a rotation's `trust` phase.
+pub const NEXT_CA_CERT: &str = "next-ca.crt";
+/// CA Secret key: the next CA's private key during a rotation's `trust` phase.
+pub const NEXT_CA_KEY: &str = "next-ca.key";
+/// CA Secret key: the previous CA's certificate during a rotation's
+/// `reissue` phase (still trusted, signs nothing).
+pub const PREVIOUS_CA_CERT: &str = "previous-ca.crt";
+/// CA Secret annotation: the phase of a CA rotation (`trust`, `reissue`),
+/// absent when none runs ([`Phase`]).
+pub const ANNOTATION_CA_ROTATION: &str = "kraft.krabka.io/ca-rotation";
+/// CA Secret annotation: the `kraft.krabka.io/rotate-ca` value the last
+/// requested rotation was started for.
+pub const ANNOTATION_ROTATED_FOR: &str = "kraft.krabka.io/rotated-for";
+/// CA Secret annotation prefix of the next CA's validity (`next-not-before`…).
+const NEXT_PREFIX: &str = "next-";
 
 /// What the reconciler needs from the certificates once they exist.
 #[derive(Clone)]
@@ -55,6 +75,9 @@ pub struct QuorumTls {
     pub ca_hash: String,
     /// The operator's admin client: its certificate, the CA as truststore.
     pub admin: Arc<TlsClient>,
+    /// The CA rotation step taken in this pass, for an Event: its action
+    /// ([`rotation::Step::action`]) and note (`None`: none).
+    pub rotation: Option<(&'static str, String)>,
 }
 
 impl std::fmt::Debug for QuorumTls {
@@ -74,6 +97,16 @@ fn annotation_i64(secret: &Secret, key: &str) -> Option<i64> {
     secret.metadata.annotations.as_ref()?.get(key)?.parse().ok()
 }
 
+/// The annotation key of the next CA's validity field `key`
+/// (`kraft.krabka.io/next-not-after` for [`ANNOTATION_NOT_AFTER`]).
+fn next_key(key: &str) -> String {
+    key.replacen(
+        "kraft.krabka.io/",
+        &format!("kraft.krabka.io/{NEXT_PREFIX}"),
+        1,
+    )
+}
+
 /// The certificate and key stored in `secret` under `cert_key`/`key_key`,
 /// with the validity its annotations record; `None` when anything is missing.
 pub fn stored(secret: &Secret, cert_key: &str, key_key: &str) -> Option<Issued> {
@@ -86,12 +119,45 @@ pub fn stored(secret: &Secret, cert_key: &str, key_key: &str) -> Option<Issued> 
     })
 }
 
+/// The CA record of the CA Secret `secret` (`pki::rotation`), or `None`
+/// when it lacks the signing CA, its validity, or what its rotation phase
+/// needs (the next CA in `trust`, the previous one in `reissue`), or names
+/// an unknown phase.
+pub fn ca_record(secret: &Secret) -> Option<CaRecord> {
+    let ann = secret.metadata.annotations.clone().unwrap_or_default();
+    let phase = Phase::parse(
+        ann.get(ANNOTATION_CA_ROTATION)
+            .map(String::as_str)
+            .unwrap_or(""),
+    )?;
+    let mut record = CaRecord::steady(stored(secret, TLS_CA_KEY, CA_PRIVATE_KEY)?);
+    record.phase = phase;
+    record.rotated_for = ann.get(ANNOTATION_ROTATED_FOR).cloned();
+    match phase {
+        Phase::Steady => {}
+        Phase::Trust => {
+            record.next = Some(Issued {
+                cert_pem: text(secret, NEXT_CA_CERT)?,
+                key_pem: text(secret, NEXT_CA_KEY)?,
+                not_before: annotation_i64(secret, &next_key(ANNOTATION_NOT_BEFORE))?,
+                not_after: annotation_i64(secret, &next_key(ANNOTATION_NOT_AFTER))?,
+                renew_after: annotation_i64(secret, &next_key(ANNOTATION_RENEW_AFTER))?,
+            });
+        }
+        Phase::Reissue => record.previous_pem = Some(text(secret, PREVIOUS_CA_CERT)?),
+    }
+    Some(record)
+}
+
 /// Whether the leaf Secret `secret` must be (re)issued at `now` (unix
 /// seconds): missing or incomplete, due ([`ANNOTATION_RENEW_AFTER`] passed),
-/// saying something else than `leaf`, or signed by another CA than `ca_hash`.
-pub fn due(secret: Option<&Secret>, leaf: &Leaf, ca_hash: &str, now: i64) -> bool {
+/// saying something else than `leaf`, signed by another CA than `ca_hash`,
+/// or holding another trust bundle (`ca.crt`) than `trust_pem`.
+pub fn due(secret: Option<&Secret>, leaf: &Leaf, ca_hash: &str, trust_pem: &str, now: i64) -> bool {
     let Some(s) = secret else { return true };
-    if stored(s, TLS_CERT_KEY, TLS_PRIVATE_KEY).is_none() || text(s, TLS_CA_KEY).is_none() {
+    if stored(s, TLS_CERT_KEY, TLS_PRIVATE_KEY).is_none()
+        || text(s, TLS_CA_KEY).as_deref() != Some(trust_pem)
+    {
         return true;
     }
     let ann = s.metadata.annotations.clone().unwrap_or_default();
@@ -124,17 +190,42 @@ fn bytes(s: &str) -> ByteString {
     ByteString(s.as_bytes().to_vec())
 }
 
-/// The CA Secret of `q` holding `ca`.
-pub fn ca_secret(q: &ValidatedQuorum, ca: &Issued) -> Secret {
+/// The CA Secret of `q` holding `record`: the signing CA (`ca.crt`,
+/// `ca.key`, its validity), and during a rotation its phase with the next
+/// CA ([`NEXT_CA_CERT`], [`NEXT_CA_KEY`], `next-` validity) or the previous
+/// CA's certificate ([`PREVIOUS_CA_CERT`]). Applied whole: what a phase no
+/// longer needs goes (server-side apply drops the fields it stopped naming).
+pub fn ca_secret(q: &ValidatedQuorum, record: &CaRecord) -> Secret {
     let mut metadata = child_meta(q, &q.ca_secret());
-    metadata.annotations = Some(validity_annotations(ca));
+    let mut ann = validity_annotations(&record.signer);
+    let mut data = BTreeMap::from([
+        (TLS_CA_KEY.to_string(), bytes(&record.signer.cert_pem)),
+        (CA_PRIVATE_KEY.to_string(), bytes(&record.signer.key_pem)),
+    ]);
+    if record.phase != Phase::Steady {
+        ann.insert(
+            ANNOTATION_CA_ROTATION.to_string(),
+            record.phase.as_str().to_string(),
+        );
+    }
+    if let Some(r) = &record.rotated_for {
+        ann.insert(ANNOTATION_ROTATED_FOR.to_string(), r.clone());
+    }
+    if let Some(next) = &record.next {
+        for (k, v) in validity_annotations(next) {
+            ann.insert(next_key(&k), v);
+        }
+        data.insert(NEXT_CA_CERT.to_string(), bytes(&next.cert_pem));
+        data.insert(NEXT_CA_KEY.to_string(), bytes(&next.key_pem));
+    }
+    if let Some(previous) = &record.previous_pem {
+        data.insert(PREVIOUS_CA_CERT.to_string(), bytes(previous));
+    }
+    metadata.annotations = Some(ann);
     Secret {
         metadata,
         type_: Some("Opaque".into()),
-        data: Some(BTreeMap::from([
-            (TLS_CA_KEY.to_string(), bytes(&ca.cert_pem)),
-            (CA_PRIVATE_KEY.to_string(), bytes(&ca.key_pem)),
-        ])),
+        data: Some(data),
         ..Secret::default()
     }
 }
@@ -216,9 +307,14 @@ fn tls_err(q: &ValidatedQuorum, message: impl Into<String>) -> Error {
 }
 
 /// Makes sure the CA and the three leaf Secrets of `q` exist and are not
-/// due at `now` (unix seconds), issuing what is missing; returns the CA
-/// fingerprint and the operator's admin client. `leaf_lifetime` is the
-/// lifetime of new leaves, seconds.
+/// due at `now` (unix seconds), issuing what is missing, and moves a CA
+/// rotation on (`pki::rotation`: started by expiry or by `rotate_ca`, the
+/// KraftQuorum's [`ANNOTATION_ROTATE_CA`](crate::crd::ANNOTATION_ROTATE_CA)
+/// value; a phase ends once `rollout` shows its template rolled out).
+/// The CA Secret is written before any leaf, so a crash resumes the
+/// rotation. Returns the pod template's `ca-hash` and the operator's admin
+/// client (trusting the bundle). `leaf_lifetime` is the lifetime of new
+/// leaves, seconds.
 ///
 /// # Errors
 /// [`Error::Kube`] for API calls; [`Error::Tls`] for a CA Secret that does
@@ -228,6 +324,8 @@ pub async fn ensure(
     q: &ValidatedQuorum,
     now: i64,
     leaf_lifetime: i64,
+    rotate_ca: Option<&str>,
+    rollout: &Rollout,
 ) -> Result<QuorumTls, Error> {
     let ns = &q.namespace;
     let api: Api<Secret> = Api::namespaced(client.clone(), ns);
@@ -239,31 +337,51 @@ pub async fn ensure(
                 .map_err(kube_err(format!("get secret {ns}/{name}")))
         }
     };
-    let ca = match get(q.ca_secret()).await? {
-        Some(s) => stored(&s, TLS_CA_KEY, CA_PRIVATE_KEY).ok_or_else(|| {
-            tls_err(
-                q,
-                format!(
-                    "secret {} lacks {TLS_CA_KEY}, {CA_PRIVATE_KEY} or its validity annotations; restore it (a new CA would need every certificate replaced)",
-                    q.ca_secret()
-                ),
-            )
-        })?,
+    let new_ca = || pki::new_ca(ns, &q.name, now, CA_LIFETIME_SECS);
+    let mut rotation = None;
+    let record = match get(q.ca_secret()).await? {
+        Some(s) => {
+            let record = ca_record(&s).ok_or_else(|| {
+                tls_err(
+                    q,
+                    format!(
+                        "secret {} lacks {TLS_CA_KEY}, {CA_PRIVATE_KEY}, its validity annotations or what its {ANNOTATION_CA_ROTATION} phase needs; restore it (a new CA would need every certificate replaced)",
+                        q.ca_secret()
+                    ),
+                )
+            })?;
+            let rolled = rollout.settled
+                && rollout.template_ca_hash.as_deref() == Some(record.template_hash().as_str());
+            let step = rotation::step(&record, now, rotate_ca, rolled);
+            match rotation::advance(&record, &step, new_ca)
+                .map_err(|e| tls_err(q, e.to_string()))?
+            {
+                Some(next) => {
+                    // Recorded before any leaf changes.
+                    apply_object(client, ns, &ca_secret(q, &next)).await?;
+                    let note = format!("secret {}: {}", q.ca_secret(), step.note());
+                    tracing::info!(message = %note, "CA rotation");
+                    rotation = Some((step.action(), note));
+                    next
+                }
+                None => record,
+            }
+        }
         None => {
-            let ca = pki::new_ca(ns, &q.name, now, CA_LIFETIME_SECS)
-                .map_err(|e| tls_err(q, e.to_string()))?;
-            apply_object(client, ns, &ca_secret(q, &ca)).await?;
+            let record = CaRecord::steady(new_ca().map_err(|e| tls_err(q, e.to_string()))?);
+            apply_object(client, ns, &ca_secret(q, &record)).await?;
             tracing::info!(secret = %q.ca_secret(), "created the quorum's CA");
-            ca
+            record
         }
     };
-    let ca_hash = fnv1a_hex(ca.cert_pem.as_bytes());
+    let signer_hash = record.signer_hash();
+    let trust = record.trust_bundle();
     let leaves = [
         (q.server_secret(), pki::controller_leaf(q), BTreeMap::new()),
         (
             q.operator_secret(),
             pki::client_leaf(OPERATOR_CN),
-            BTreeMap::new(),
+            BTreeMap::from([(TLS_CLIENT_PROPERTIES_KEY.to_string(), client_properties())]),
         ),
         (
             q.client_secret(),
@@ -274,10 +392,10 @@ pub async fn ensure(
     let mut operator = None;
     for (name, leaf, extra) in leaves {
         let existing = get(name.clone()).await?;
-        let issued = if due(existing.as_ref(), &leaf, &ca_hash, now) {
-            let issued = pki::issue(&ca, ns, &q.name, &leaf, now, leaf_lifetime)
+        let issued = if due(existing.as_ref(), &leaf, &signer_hash, &trust, now) {
+            let issued = pki::issue(&record.signer, ns, &q.name, &leaf, now, leaf_lifetime)
                 .map_err(|e| tls_err(q, e.to_string()))?;
-            let secret = leaf_secret(q, &name, &issued, &ca.cert_pem, &leaf, &ca_hash, extra);
+            let secret = leaf_secret(q, &name, &issued, &trust, &leaf, &signer_hash, extra);
             apply_object(client, ns, &secret).await?;
             tracing::info!(secret = %name, not_after = issued.not_after, "issued certificate");
             issued
@@ -292,10 +410,11 @@ pub async fn ensure(
         }
     }
     let operator = operator.ok_or_else(|| tls_err(q, "no operator certificate"))?;
-    let admin = admin_client(&ca.cert_pem, &operator).map_err(|e| tls_err(q, e))?;
+    let admin = admin_client(&trust, &operator).map_err(|e| tls_err(q, e))?;
     Ok(QuorumTls {
-        ca_hash,
+        ca_hash: record.template_hash(),
         admin: Arc::new(admin),
+        rotation,
     })
 }
 
@@ -326,14 +445,80 @@ mod tests {
     fn a_leaf_is_reissued_when_missing_due_changed_or_signed_by_another_ca() {
         let leaf = pki::client_leaf("kraft-broker");
         let s = issued_secret(&leaf, "ca1", 200);
-        assert!(due(None, &leaf, "ca1", 0));
-        assert!(!due(Some(&s), &leaf, "ca1", 199));
-        assert!(due(Some(&s), &leaf, "ca1", 200));
-        assert!(due(Some(&s), &leaf, "ca2", 0));
-        assert!(due(Some(&s), &pki::client_leaf("other"), "ca1", 0));
+        assert!(due(None, &leaf, "ca1", "ca", 0));
+        assert!(!due(Some(&s), &leaf, "ca1", "ca", 199));
+        assert!(due(Some(&s), &leaf, "ca1", "ca", 200));
+        assert!(due(Some(&s), &leaf, "ca2", "ca", 0));
+        assert!(due(Some(&s), &pki::client_leaf("other"), "ca1", "ca", 0));
         let mut broken = s.clone();
         broken.data.as_mut().map(|d| d.remove(TLS_PRIVATE_KEY));
-        assert!(due(Some(&broken), &leaf, "ca1", 0));
+        assert!(due(Some(&broken), &leaf, "ca1", "ca", 0));
+    }
+
+    #[test]
+    fn a_leaf_is_reissued_when_the_trust_bundle_changes() {
+        // A CA rotation's first phase: same signer, a bundle of two CAs.
+        let leaf = pki::client_leaf("kraft-broker");
+        let s = issued_secret(&leaf, "ca1", 200);
+        assert!(due(Some(&s), &leaf, "ca1", "ca\nnext", 0));
+    }
+
+    fn validated() -> ValidatedQuorum {
+        let yaml = "apiVersion: kraft.krabka.io/v1alpha1\nkind: KraftQuorum\nmetadata:\n  name: kq\n  namespace: ns\n  uid: 7e5b6f5e-0000-4000-8000-000000000001\nspec:\n  replicas: 3\n  image: kraft:1\n  storage:\n    size: 1Gi\nstatus:\n  clusterId: MkU3OEVBNTcwNTJENDM2Qg\n  initialVoters:\n  - nodeId: 0\n    directoryId: AAAAAAAAAAAAAAAAAAAAAQ\n";
+        let kq: crate::crd::KraftQuorum = serde_yaml::from_str(yaml).expect("yaml");
+        crate::validate::validate(&kq, None, "cluster.local").expect("valid")
+    }
+
+    #[test]
+    fn every_phase_of_a_rotation_reads_back_from_the_ca_secret() {
+        // The CA Secret is the record of a rotation: what an operator
+        // restarted mid-rotation reads is what it wrote.
+        let q = validated();
+        let a = pki::new_ca("ns", "kq", 1_800_000_000, 3600).expect("ca a");
+        let b = pki::new_ca("ns", "kq", 1_800_000_100, 3600).expect("ca b");
+        let steady = CaRecord::steady(a);
+        let start = rotation::Step::Start(rotation::Trigger::Requested("r1".into()));
+        let trust = rotation::advance(&steady, &start, || Ok::<_, ()>(b))
+            .expect("made")
+            .expect("applies");
+        let reissue = rotation::advance(&trust, &rotation::Step::Reissue, || Err(()))
+            .expect("made")
+            .expect("applies");
+        let done = rotation::advance(&reissue, &rotation::Step::Finish, || Err(()))
+            .expect("made")
+            .expect("applies");
+        for record in [&steady, &trust, &reissue, &done] {
+            let secret = ca_secret(&q, record);
+            assert_eq!(
+                ca_record(&secret).as_ref(),
+                Some(record),
+                "{:?}",
+                record.phase
+            );
+        }
+        let keys = |r: &CaRecord| -> Vec<String> {
+            ca_secret(&q, r)
+                .data
+                .unwrap_or_default()
+                .into_keys()
+                .collect()
+        };
+        assert_eq!(
+            keys(&trust),
+            ["ca.crt", "ca.key", "next-ca.crt", "next-ca.key"]
+        );
+        assert_eq!(keys(&reissue), ["ca.crt", "ca.key", "previous-ca.crt"]);
+        assert_eq!(keys(&done), ["ca.crt", "ca.key"]);
+        // A phase without what it needs, or an unknown one, does not load.
+        let mut broken = ca_secret(&q, &trust);
+        broken.data.as_mut().map(|d| d.remove(NEXT_CA_KEY));
+        assert_eq!(ca_record(&broken), None);
+        let mut odd = ca_secret(&q, &steady);
+        odd.metadata
+            .annotations
+            .as_mut()
+            .map(|a| a.insert(ANNOTATION_CA_ROTATION.to_string(), "later".to_string()));
+        assert_eq!(ca_record(&odd), None);
     }
 
     #[test]

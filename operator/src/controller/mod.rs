@@ -59,8 +59,8 @@ use uuid::Uuid;
 
 use crate::{
     crd::{
-        ANNOTATION_BOOTSTRAPPED, ANNOTATION_PAUSE, FINALIZER, KraftQuorum, LABEL_INSTANCE,
-        LABEL_MANAGED_BY,
+        ANNOTATION_BOOTSTRAPPED, ANNOTATION_PAUSE, ANNOTATION_ROTATE_CA, FINALIZER, KraftQuorum,
+        LABEL_INSTANCE, LABEL_MANAGED_BY,
     },
     metrics::Metrics,
     planner,
@@ -432,7 +432,21 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
             }
         } else {
             let lifetime = test_leaf_lifetime(&kq).unwrap_or(crate::pki::LEAF_LIFETIME_SECS);
-            let tls = certs::ensure(client, &q, now.as_second(), lifetime).await?;
+            let rollout = observe::rollout(existing.as_ref(), &pods);
+            let rotate_ca = kq.annotations().get(ANNOTATION_ROTATE_CA).cloned();
+            let tls = certs::ensure(
+                client,
+                &q,
+                now.as_second(),
+                lifetime,
+                rotate_ca.as_deref(),
+                &rollout,
+            )
+            .await?;
+            if let Some((action, note)) = &tls.rotation {
+                let event = EventSpec::new(EventType::Normal, "CaRotation", action, note.clone());
+                publish(&ctx.recorder, &kq, event).await;
+            }
             q.ca_hash = Some(tls.ca_hash.clone());
             Some(tls.admin)
         }

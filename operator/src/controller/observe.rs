@@ -11,7 +11,7 @@ use k8s_openapi::api::{apps::v1::StatefulSet, core::v1::Pod};
 use tracing::debug;
 
 use crate::{
-    crd::{KraftQuorumStatus, LABEL_POD_INDEX},
+    crd::{ANNOTATION_CA_HASH, KraftQuorumStatus, LABEL_POD_INDEX},
     kafka_uuid,
     planner::{Input, Member, Observed, Pending, PodState},
     quorum::{QuorumDescription, QuorumSession, ReplicaState},
@@ -80,6 +80,50 @@ pub fn pod_states(pods: &[Pod], sts: Option<&StatefulSet>) -> Vec<PodState> {
         .collect();
     out.sort_by_key(|p| p.ordinal);
     out
+}
+
+/// How far the StatefulSet's template has rolled out, for the CA rotation
+/// (`pki::rotation`): the template's `ca-hash`, and whether the rollout
+/// is settled.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Rollout {
+    /// The pod template's [`ANNOTATION_CA_HASH`] value.
+    pub template_ca_hash: Option<String>,
+    /// The StatefulSet controller has seen the StatefulSet's latest
+    /// generation, and each of its `spec.replicas` pods runs the update
+    /// revision and is ready.
+    pub settled: bool,
+}
+
+/// The [`Rollout`] of `sts` (none yet: not settled) with its `pods`.
+pub fn rollout(sts: Option<&StatefulSet>, pods: &[Pod]) -> Rollout {
+    let Some(sts) = sts else {
+        return Rollout::default();
+    };
+    let spec = sts.spec.as_ref();
+    let template_ca_hash = spec
+        .and_then(|s| s.template.metadata.as_ref()?.annotations.as_ref())
+        .and_then(|a| a.get(ANNOTATION_CA_HASH))
+        .cloned();
+    let want = spec.and_then(|s| s.replicas).unwrap_or(1);
+    let status = sts.status.as_ref();
+    let observed = match (
+        status.and_then(|s| s.observed_generation),
+        sts.metadata.generation,
+    ) {
+        (Some(seen), Some(generation)) => seen >= generation,
+        _ => false,
+    };
+    let has_revision = status.and_then(|s| s.update_revision.as_ref()).is_some();
+    let states = pod_states(pods, Some(sts));
+    let settled = observed
+        && has_revision
+        && usize::try_from(want).is_ok_and(|n| states.len() == n)
+        && states.iter().all(|p| p.ready && p.up_to_date);
+    Rollout {
+        template_ca_hash,
+        settled,
+    }
 }
 
 /// The planner's view of a DescribeQuorum answer.
@@ -223,6 +267,49 @@ mod tests {
                 },
             ]
         );
+    }
+
+    #[test]
+    fn a_rollout_is_settled_once_the_latest_template_runs_on_every_ready_pod() {
+        let sts = |generation: i64, seen: i64, replicas: i32| -> StatefulSet {
+            serde_yaml::from_str(&format!(
+                "metadata: {{name: kq, generation: {generation}}}\nspec:\n  replicas: {replicas}\n  selector: {{}}\n  serviceName: kq\n  template:\n    metadata: {{annotations: {{kraft.krabka.io/ca-hash: h1}}}}\nstatus: {{replicas: {replicas}, observedGeneration: {seen}, updateRevision: kq-new}}"
+            ))
+            .expect("sts")
+        };
+        let p = |i: i32, rev: &str, ready: bool| {
+            pod(&format!(
+                "metadata: {{name: kq-{i}, labels: {{controller-revision-hash: {rev}}}}}\nstatus: {{conditions: [{{type: Ready, status: '{}'}}]}}",
+                if ready { "True" } else { "False" }
+            ))
+        };
+        let current = [p(0, "kq-new", true), p(1, "kq-new", true)];
+        // (statefulset, pods) -> settled
+        let table = [
+            (Some(sts(2, 2, 2)), current.to_vec(), true),
+            // The StatefulSet controller has not seen the new template yet.
+            (Some(sts(3, 2, 2)), current.to_vec(), false),
+            // A pod on the old revision, a pod not ready, a pod missing.
+            (
+                Some(sts(2, 2, 2)),
+                vec![p(0, "kq-new", true), p(1, "kq-old", true)],
+                false,
+            ),
+            (
+                Some(sts(2, 2, 2)),
+                vec![p(0, "kq-new", true), p(1, "kq-new", false)],
+                false,
+            ),
+            (Some(sts(2, 2, 2)), vec![p(0, "kq-new", true)], false),
+            (None, current.to_vec(), false),
+        ];
+        for (i, (s, pods, want)) in table.into_iter().enumerate() {
+            let r = rollout(s.as_ref(), &pods);
+            assert_eq!(r.settled, want, "row {i}");
+            if s.is_some() {
+                assert_eq!(r.template_ca_hash.as_deref(), Some("h1"), "row {i}");
+            }
+        }
     }
 
     #[test]

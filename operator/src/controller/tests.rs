@@ -756,3 +756,6 @@ mod pause;
 
 #[path = "restart_tests.rs"]
 mod restart;
+
+#[path = "rotation_tests.rs"]
+mod rotation_tests;

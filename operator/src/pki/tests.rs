@@ -219,6 +219,46 @@ async fn the_operator_and_a_controller_complete_an_mtls_handshake_and_a_stranger
     assert!(!handshake(&stranger, &ca, &server, &ca).await);
 }
 
+#[test]
+fn a_quorum_that_never_rotated_keeps_its_ca_crt_and_ca_hash() {
+    // Leaf Secrets and pod templates written before rotation existed hold
+    // the CA's PEM and its fingerprint: nothing is reissued or restarted.
+    let ca = new_ca("ns", "kq", now_real(), CA_LIFETIME_SECS).expect("ca");
+    let record = rotation::CaRecord::steady(ca.clone());
+    assert_eq!(record.trust_bundle(), ca.cert_pem);
+    assert_eq!(
+        record.template_hash(),
+        crate::build::fnv1a_hex(ca.cert_pem.as_bytes())
+    );
+}
+
+#[tokio::test]
+async fn during_a_ca_rotation_controllers_on_either_ca_complete_an_mtls_handshake() {
+    // pki::rotation's trust and reissue phases: every party trusts the
+    // bundle of both CAs (same subject), leaves of either CA are served.
+    let q = quorum();
+    let now = now_real();
+    let a = new_ca("ns", "kq", now, CA_LIFETIME_SECS).expect("ca a");
+    let b = new_ca("ns", "kq", now, CA_LIFETIME_SECS).expect("ca b");
+    let mut record = rotation::CaRecord::steady(a.clone());
+    record.next = Some(b.clone());
+    record.phase = rotation::Phase::Trust;
+    let bundle = Issued {
+        cert_pem: record.trust_bundle(),
+        ..a.clone()
+    };
+    let leaf = |ca: &Issued, l: &Leaf| issue(ca, "ns", "kq", l, now, 3600).expect("leaf");
+    let controller = controller_leaf(&q);
+    let (server_a, server_b) = (leaf(&a, &controller), leaf(&b, &controller));
+    let peer_a = leaf(&a, &controller);
+    let peer_b = leaf(&b, &controller);
+    // A peer with B's leaf dials one still on A's, and the other way round.
+    assert!(handshake(&peer_b, &bundle, &server_a, &bundle).await);
+    assert!(handshake(&peer_a, &bundle, &server_b, &bundle).await);
+    // Without the bundle, a controller trusting A alone refuses B's leaf.
+    assert!(!handshake(&peer_b, &bundle, &server_a, &a).await);
+}
+
 fn now_real() -> i64 {
     i64::try_from(
         std::time::SystemTime::now()

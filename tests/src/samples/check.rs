@@ -275,3 +275,72 @@ pub fn check_roll(samples: &[Sample], replicas: usize) -> Result<String, String>
         order.join(", ")
     ))
 }
+
+/// `rolls` quorum-aware rolling restarts of `replicas` pods in a row (a CA
+/// rotation's two, `pki::rotation`): the first sample has pods
+/// `0..replicas` all ready; in no sample is more than one pod down (absent,
+/// deleting or not ready) nor fewer than a majority ready; every pod ran as
+/// exactly `rolls + 1` pods (uids); the last sample has every pod ready.
+/// The order within each roll is [`check_roll`]'s to judge (here the rolls
+/// follow each other without a sample between them in which to tell them
+/// apart). `Ok` with a summary, `Err` with the reason.
+pub fn check_rolls(samples: &[Sample], replicas: usize, rolls: usize) -> Result<String, String> {
+    let majority = replicas / 2 + 1;
+    let ordinals: Vec<i64> = (0..replicas as i64).collect();
+    let all_ready = |s: &Sample| {
+        ordinals
+            .iter()
+            .all(|o| s.pods.get(o).is_some_and(|p| p.ready && !p.deleting))
+    };
+    match samples.first() {
+        Some(s) if all_ready(s) => {}
+        first => {
+            return Err(format!(
+                "the rolls did not start from {replicas} ready pods: {:?}",
+                first.map(|s| &s.pods)
+            ));
+        }
+    }
+    let mut uids: BTreeMap<i64, BTreeSet<&str>> = BTreeMap::new();
+    for (i, s) in samples.iter().enumerate() {
+        let mut down = Vec::new();
+        for o in &ordinals {
+            match s.pods.get(o) {
+                Some(p) => {
+                    uids.entry(*o).or_default().insert(p.uid.as_str());
+                    if !p.ready || p.deleting {
+                        down.push(*o);
+                    }
+                }
+                None => down.push(*o),
+            }
+        }
+        if down.len() > 1 {
+            return Err(format!(
+                "sample {i}: pods {down:?} down at once (one at a time expected)"
+            ));
+        }
+        if replicas - down.len() < majority {
+            return Err(format!(
+                "sample {i}: only {} ready, majority is {majority}",
+                replicas - down.len()
+            ));
+        }
+    }
+    for o in &ordinals {
+        let runs = uids.get(o).map_or(0, BTreeSet::len);
+        if runs != rolls + 1 {
+            return Err(format!(
+                "pod {o} ran as {runs} pods, want {} ({rolls} restarts)",
+                rolls + 1
+            ));
+        }
+    }
+    if !samples.last().is_some_and(all_ready) {
+        return Err("the last sample does not have every pod ready".into());
+    }
+    Ok(format!(
+        "{} samples; {rolls} restarts of each of {replicas} pods; never more than one pod down, always >= {majority} ready",
+        samples.len()
+    ))
+}

@@ -7,7 +7,7 @@
 //! `/metrics` (Kafka's raft-metrics: current leader, epoch, state, number of
 //! voters), and the cluster id in each volume's `meta.properties` (the PVs
 //! are hostPath directories of the local cluster, read from the host).
-//! [`check_one_quorum`] and [`check_roll`] ([`check`]) judge the samples;
+//! [`check_one_quorum`], [`check_roll`] and [`check_rolls`] ([`check`]) judge the samples;
 //! they are pure, and their unit tests feed them made-up recordings, good
 //! and bad. Must not change the quorum.
 
@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-pub use check::{check_one_quorum, check_roll, leader_of};
+pub use check::{check_one_quorum, check_roll, check_rolls, leader_of};
 pub use record::{INTERVAL, SCRAPE_TIMEOUT, Sampler, parse_view, recording_path, save};
 
 /// A pod as one sample saw it.

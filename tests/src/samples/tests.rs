@@ -552,3 +552,47 @@ fn the_leader_of_a_view_in_state_leader_is_itself() {
     assert_eq!(v.leader_for(2), 2);
     assert_eq!(view(2, 7, "follower").leader_for(1), 2);
 }
+
+// --- check_rolls (a CA rotation's two rolls) ---------------------------------
+
+/// Two made-up rolls in a row; the second keeps the first's end.
+fn two_rolls(twist: Twist) -> Vec<Sample> {
+    let first = roll(&[1, 2, 0], 0, Twist::default());
+    let mut second = roll(&[2, 1, 0], 0, twist);
+    // The second roll's pods are the first's replacements (b0…), restarted
+    // again (c0…).
+    for s in &mut second {
+        for p in s.pods.values_mut() {
+            let (run, ordinal) = p.uid.split_at(1);
+            let next = if run == "a" { "b" } else { "c" };
+            p.uid = format!("{next}{ordinal}");
+        }
+    }
+    timed(first.into_iter().chain(second).collect())
+}
+
+#[test]
+fn two_rolls_one_pod_at_a_time_pass() {
+    let summary = passes(check_rolls(&two_rolls(Twist::default()), 3, 2));
+    assert!(
+        summary.contains("2 restarts of each of 3 pods"),
+        "{summary}"
+    );
+}
+
+#[test]
+fn two_rolls_with_two_pods_down_at_once_fail() {
+    let overlap = Twist {
+        overlap: true,
+        ..Twist::default()
+    };
+    fails(check_rolls(&two_rolls(overlap), 3, 2), "down at once");
+}
+
+#[test]
+fn a_single_roll_is_not_two() {
+    fails(
+        check_rolls(&roll(&[1, 2, 0], 0, Twist::default()), 3, 2),
+        "ran as 2 pods, want 3",
+    );
+}

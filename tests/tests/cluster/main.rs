@@ -23,12 +23,14 @@
 //!   the controllers' own views (scaling 1 → 3 → 1, a rolling restart);
 //! - [`security`]: the cases of security.sh (issue 20: mTLS, certificate
 //!   renewal, pause, a wiped status, the NetworkPolicy, cert-manager);
+//! - [`rotation`]: the CA rotation of issue 20 (two quorum-aware rolls);
 //! - [`load`]: the new cases with Apache Kafka brokers under an `acks=all`
 //!   load (issue 18).
 
 mod load;
 mod membership;
 mod one_voter;
+mod rotation;
 mod sampled;
 mod security;
 

@@ -313,3 +313,64 @@ async fn an_operator_killed_mid_scale_up_finishes_the_change() {
         .await
         .must("the operator's Deployment rolled out");
 }
+
+/// (20h) `spec.tls.enabled: false` (tests only): a PLAINTEXT quorum comes
+/// up without any certificate Secret, DescribeQuorum answers without TLS,
+/// and it scales 3 → 4 (voter 3 added over the plaintext admin client).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plaintext_quorum_comes_up_and_scales_three_to_four() {
+    use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+    let (_client, ns, _operator) = setup("e2e-rs-plain").await;
+    let kq = quorum::minimal_with(
+        Q,
+        3,
+        serde_json::json!({"spec": {"tls": {"enabled": false}}}),
+    )
+    .must("the manifest");
+    quorum::create(&ns, &kq).await.must("create kq/q");
+    wait::ready(&ns, Q, 3, READY_TIMEOUT)
+        .await
+        .must("3 plaintext voters Ready");
+    voters_match(&ns, 3).await;
+    let secrets = ns
+        .api::<Secret>()
+        .list(&Default::default())
+        .await
+        .unwrap_or_else(|e| panic!("list the Secrets: {e}"));
+    let names: Vec<_> = secrets
+        .items
+        .iter()
+        .filter_map(|s| s.metadata.name.clone())
+        .filter(|n| n.starts_with("q-"))
+        .collect();
+    assert!(
+        names.is_empty(),
+        "certificate Secrets of a plaintext quorum: {names:?}"
+    );
+    let cm = ns
+        .api::<ConfigMap>()
+        .get(Q)
+        .await
+        .unwrap_or_else(|e| panic!("get configmap q: {e}"));
+    let props = cm
+        .data
+        .as_ref()
+        .and_then(|d| d.get("server.properties"))
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        props.contains("listener.security.protocol.map=CONTROLLER:PLAINTEXT"),
+        "server.properties of a plaintext quorum: {props}"
+    );
+
+    quorum::scale(&ns, Q, 4).await.must("scale kq/q to 4");
+    wait::ready(&ns, Q, 4, SCALE_TIMEOUT)
+        .await
+        .must("4 plaintext voters Ready");
+    voters_match(&ns, 4).await;
+    assert_eq!(
+        voter_events(&ns, "VoterAdded").await,
+        [3],
+        "VoterAdded events"
+    );
+}

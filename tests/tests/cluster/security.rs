@@ -26,7 +26,10 @@ use super::*;
 /// (from the operator identity Secret, as security.sh's `openssl_to`) and
 /// checked for the pod's DNS name; the operator's identity is offered as
 /// client certificate.
-async fn served_by(ns: &TestNamespace, pod: &str) -> kraft_e2e::Result<ServedCertificate> {
+pub(super) async fn served_by(
+    ns: &TestNamespace,
+    pod: &str,
+) -> kraft_e2e::Result<ServedCertificate> {
     let (ca, keystore) = describe::operator_identity(ns, Q)
         .await?
         .ok_or_else(|| kraft_e2e::Error::Invalid("no operator identity Secret".into()))?;
@@ -78,7 +81,7 @@ async fn assert_no_restarts(ns: &TestNamespace, n: usize) {
 /// (DESCRIBE) refused CLUSTER_AUTHORIZATION_FAILED: the brokers are no super
 /// user, the operator's ACL grants them CLUSTER_ACTION only (review O1,
 /// docs/operations.md). security.sh's `in_cluster_describe`.
-async fn in_cluster_describe_is_refused(ns: &TestNamespace, name: &str) {
+pub(super) async fn in_cluster_describe_is_refused(ns: &TestNamespace, name: &str) {
     let bootstrap = format!(
         "{}:{DEFAULT_LISTENER_PORT}",
         tls::pod_dns_name(ns, "q-0", Q)
@@ -399,13 +402,49 @@ async fn pause_freezes_the_quorum_until_the_annotation_goes() {
 async fn a_wiped_status_gets_the_same_identity_back() {
     let (client, ns, _operator) = setup("e2e-rs-wiped").await;
     ready_three(&ns).await;
-    let status = quorum::status(&ns, Q).await.must("the status");
+    wipe_status_and_recover(client, &ns, 3).await;
+}
+
+/// (20d) the same after a scale-up to 5: voters 3 and 4, added after
+/// bootstrap (formatted with `--no-initial-controllers`, their directory
+/// ids made by `format` and kept on their volumes, not in any record of the
+/// operator's), are the same voters, with the same directory ids, after the
+/// status is wiped.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_wiped_status_after_a_scale_up_to_five_keeps_every_voters_directory_id() {
+    let (client, ns, _operator) = setup("e2e-rs-wiped5").await;
+    ready_three(&ns).await;
+    quorum::scale(&ns, Q, 5).await.must("scale kq/q to 5");
+    wait::ready(&ns, Q, 5, SCALE_TIMEOUT)
+        .await
+        .must("5 voters Ready");
+    voters_match(&ns, 5).await;
+    wipe_status_and_recover(client, &ns, 5).await;
+}
+
+/// Wipes the status of the Ready quorum q of `n` voters and checks that it
+/// comes back with the same identity: cluster id, initial voters, every
+/// voter's (node id, directory id), no pod replaced or restarted, no
+/// ClusterIdMismatch.
+async fn wipe_status_and_recover(client: Client, ns: &TestNamespace, n: usize) {
+    let status = quorum::status(ns, Q).await.must("the status");
+    let voter_keys = |s: &kraft_operator::crd::KraftQuorumStatus| {
+        let mut keys: Vec<(i32, String)> = s
+            .voters
+            .iter()
+            .map(|v| (v.node_id, v.directory_id.clone()))
+            .collect();
+        keys.sort();
+        keys
+    };
+    let keys = voter_keys(&status);
+    assert_eq!(keys.len(), n, "voters before the wipe: {keys:?}");
     let id = status
         .cluster_id
         .clone()
         .expect("a Ready quorum has a cluster id in its status");
     let voters = status.initial_voters.clone();
-    let before = pod_uids(&ns).await;
+    let before = pod_uids(ns).await;
 
     let res = ApiResource::erase::<KraftQuorum>(&());
     let raw: kube::Api<DynamicObject> = kube::Api::namespaced_with(client, ns.name(), &res);
@@ -442,23 +481,28 @@ async fn a_wiped_status_gets_the_same_identity_back() {
 
     let want = id.clone();
     wait::quorum(
-        &ns,
+        ns,
         Q,
         "status has its identity back and is Ready",
         Duration::from_secs(120),
         move |kq| {
             kq.status.as_ref().and_then(|s| s.cluster_id.as_deref()) == Some(want.as_str())
-                && wait::is_ready_with(kq, 3)
+                && wait::is_ready_with(kq, n)
         },
     )
     .await
     .must("status has its identity back and is Ready");
-    let now = quorum::status(&ns, Q).await.must("the status");
+    let now = quorum::status(ns, Q).await.must("the status");
     assert_eq!(now.initial_voters, voters, "initial voters changed");
-    voters_match(&ns, 3).await;
-    assert_eq!(pod_uids(&ns).await, before, "pods were replaced");
-    assert_no_restarts(&ns, 3).await;
-    let now = quorum::status(&ns, Q).await.must("the status");
+    assert_eq!(
+        voter_keys(&now),
+        keys,
+        "voters (node id, directory id) changed"
+    );
+    voters_match(ns, n).await;
+    assert_eq!(pod_uids(ns).await, before, "pods were replaced");
+    assert_no_restarts(ns, n).await;
+    let now = quorum::status(ns, Q).await.must("the status");
     let mismatch: Vec<_> = now
         .conditions
         .iter()
