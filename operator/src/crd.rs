@@ -343,6 +343,12 @@ pub struct VoterStatus {
     /// Whether the replica is caught up with the leader.
     #[serde(default)]
     pub caught_up: bool,
+    /// While this voter's controller is not running: the last line of its
+    /// termination message (the `kraft-controller run` stop line, e.g. a full
+    /// volume naming its free space, or a disk refused at start), from the
+    /// pod's `lastState.terminated.message`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub termination_message: Option<String>,
 }
 
 /// A voter of the initial voter set, with the directory id generated before

@@ -468,6 +468,16 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
     let described = observe::describe(&mut session).await;
     let was_bootstrapped = status.bootstrapped;
     status::observe_into(&mut status, described.as_ref());
+    // A controller that stopped on an error (a full volume, a disk refused
+    // at start: issue 21) is named in its voter's status and in a Warning
+    // Event, not left as a silent crash loop.
+    let stopped = observe::stopped_controllers(&pods);
+    status::note_stopped(&mut status, &stopped);
+    for (ordinal, line) in &stopped {
+        let note = format!("controller {ordinal} is not running: {line}");
+        let event = EventSpec::new(EventType::Warning, CONTROLLER_STOPPED, "Observe", note);
+        publish(&ctx.recorder, &kq, event).await;
+    }
     let pod_states = observe::pod_states(&pods, Some(&sts).or(existing.as_ref()));
     status.replicas = q.statefulset_replicas;
     status.ready_replicas =
@@ -552,6 +562,10 @@ fn test_leaf_lifetime(kq: &KraftQuorum) -> Option<i64> {
         .ok()
         .map(|s| s.max(60))
 }
+
+/// Event reason for a controller container that stopped on an error (its
+/// termination message is the note).
+pub const CONTROLLER_STOPPED: &str = "ControllerStopped";
 
 /// Condition and Event reason of [`planner::Action::RestartOnlyVoter`]: the declared
 /// outage of restarting a one-voter quorum.

@@ -11,6 +11,7 @@ use k8s_openapi::api::{apps::v1::StatefulSet, core::v1::Pod};
 use tracing::debug;
 
 use crate::{
+    build::statefulset::CONTROLLER_CONTAINER,
     crd::{ANNOTATION_CA_HASH, KraftQuorumStatus, LABEL_POD_INDEX},
     kafka_uuid,
     planner::{Input, Member, Observed, Pending, PodState},
@@ -202,6 +203,55 @@ pub fn cluster_id_mismatch(pods: &[Pod]) -> Option<(String, String)> {
     })
 }
 
+/// Longest termination message kept for status and Events (bytes).
+pub const MAX_TERMINATION_MESSAGE_BYTES: usize = 512;
+
+/// Controller containers that are not running because their last run ended
+/// in an error: `(ordinal, last non-empty line of the termination message)`,
+/// by ordinal. The controller writes its one stop line to
+/// `/dev/termination-log` (issue 21: a full volume, a disk refused at start),
+/// and with `FallbackToLogsOnError` the log's tail stands in for it. A
+/// container that runs again (even after a failed run) is not listed.
+pub fn stopped_controllers(pods: &[Pod]) -> Vec<(i32, String)> {
+    let mut out: Vec<(i32, String)> = pods
+        .iter()
+        .filter_map(|p| {
+            let ordinal = ordinal(p)?;
+            let statuses = p.status.as_ref()?.container_statuses.as_ref()?;
+            let s = statuses.iter().find(|s| s.name == CONTROLLER_CONTAINER)?;
+            let state = s.state.as_ref();
+            if state.is_some_and(|st| st.running.is_some()) {
+                return None;
+            }
+            let terminated = state
+                .and_then(|st| st.terminated.as_ref())
+                .or_else(|| s.last_state.as_ref().and_then(|st| st.terminated.as_ref()))?;
+            if terminated.exit_code == 0 {
+                return None;
+            }
+            let line = terminated
+                .message
+                .as_deref()?
+                .lines()
+                .rev()
+                .map(str::trim)
+                .find(|l| !l.is_empty())?;
+            Some((ordinal, truncate(line, MAX_TERMINATION_MESSAGE_BYTES)))
+        })
+        .collect();
+    out.sort_by_key(|(ordinal, _)| *ordinal);
+    out
+}
+
+/// `text` cut to at most `max` bytes at a character boundary.
+fn truncate(text: &str, max: usize) -> String {
+    let mut end = text.len().min(max);
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    text[..end].to_string()
+}
+
 /// The pods' controller addresses `ip:port` as bootstrap controllers, in
 /// the order to try them: the last known leader first, then ready pods, then
 /// the rest (by ordinal). Pods without an IP (or being deleted, or whose IP
@@ -334,6 +384,35 @@ mod tests {
             addrs,
             ["[fd00::12]:9093", "10.0.0.11:9093", "10.0.0.10:9093"]
         );
+    }
+
+    #[test]
+    fn a_controller_that_stopped_on_a_full_volume_is_reported_with_its_stop_line() {
+        // Issue 21: the controller's stop line, in its termination message.
+        let crashing = pod(
+            "metadata: {name: kq-2}\nstatus:\n  containerStatuses:\n  - name: controller\n    image: x\n    imageID: ''\n    ready: false\n    restartCount: 4\n    state: {waiting: {reason: CrashLoopBackOff}}\n    lastState: {terminated: {exitCode: 1, message: \"starting\\nkraft-controller run: /data: 0 bytes free of 1048576; stopping\\n\"}}",
+        );
+        let recovered = pod(
+            "metadata: {name: kq-1}\nstatus:\n  containerStatuses:\n  - name: controller\n    image: x\n    imageID: ''\n    ready: true\n    restartCount: 1\n    state: {running: {}}\n    lastState: {terminated: {exitCode: 1, message: 'kraft-controller run: old'}}",
+        );
+        let clean_exit = pod(
+            "metadata: {name: kq-0}\nstatus:\n  containerStatuses:\n  - name: controller\n    image: x\n    imageID: ''\n    ready: false\n    restartCount: 0\n    state: {terminated: {exitCode: 0, message: 'bye'}}",
+        );
+        assert_eq!(
+            stopped_controllers(&[crashing, recovered, clean_exit]),
+            vec![(
+                2,
+                "kraft-controller run: /data: 0 bytes free of 1048576; stopping".to_string()
+            )]
+        );
+    }
+
+    #[test]
+    fn a_long_termination_message_is_cut_at_a_character_boundary() {
+        let long = "é".repeat(MAX_TERMINATION_MESSAGE_BYTES);
+        let cut = truncate(&long, MAX_TERMINATION_MESSAGE_BYTES - 1);
+        assert!(cut.len() < MAX_TERMINATION_MESSAGE_BYTES);
+        assert!(cut.chars().all(|c| c == 'é'));
     }
 
     #[test]

@@ -121,6 +121,18 @@ fn replica_status(d: &QuorumDescription, r: &ReplicaState) -> VoterStatus {
         endpoint: d.endpoints.get(&r.node_id).cloned(),
         lag: d.lag(r),
         caught_up: d.is_caught_up(r),
+        termination_message: None,
+    }
+}
+
+/// Sets each voter's `terminationMessage` from `stopped` (see
+/// [`super::observe::stopped_controllers`]) and clears it for the others.
+pub fn note_stopped(status: &mut KraftQuorumStatus, stopped: &[(i32, String)]) {
+    for voter in &mut status.voters {
+        voter.termination_message = stopped
+            .iter()
+            .find(|(id, _)| *id == voter.node_id)
+            .map(|(_, line)| line.clone());
     }
 }
 
@@ -174,5 +186,29 @@ mod tests {
             ]
         );
         assert_eq!(flipped[2].reason, "QuorumUnavailable");
+    }
+
+    #[test]
+    fn a_stopped_voter_carries_its_stop_line_until_it_runs_again() {
+        let voter = |node_id| VoterStatus {
+            node_id,
+            directory_id: String::new(),
+            endpoint: None,
+            lag: 0,
+            caught_up: true,
+            termination_message: None,
+        };
+        let mut status = KraftQuorumStatus {
+            voters: vec![voter(0), voter(1)],
+            ..KraftQuorumStatus::default()
+        };
+        note_stopped(&mut status, &[(1, "kraft-controller run: full".into())]);
+        assert_eq!(status.voters[0].termination_message, None);
+        assert_eq!(
+            status.voters[1].termination_message.as_deref(),
+            Some("kraft-controller run: full")
+        );
+        note_stopped(&mut status, &[]);
+        assert_eq!(status.voters[1].termination_message, None);
     }
 }
