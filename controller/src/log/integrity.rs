@@ -232,18 +232,27 @@ fn check_log_epochs(log: &FileLog, quorum_state: &Path, quorum_epoch: i32) -> Re
         log.dir().join(segment::log_file_name(base))
     };
     // Epochs never go down along the log (recovery checks the segments
-    // among themselves), from the snapshot below it on.
+    // among themselves), from the snapshot below it on: the first batch at
+    // or after the log start has an epoch no lower than that snapshot's.
+    // Batches below the log start (a cleaned log keeps the segment that
+    // holds its start, older batches included) are not the log's and are
+    // not compared: an old epoch there is no damage.
+    let start = log.start_offset();
+    let at_start = log
+        .epoch_entries()
+        .iter()
+        .take_while(|e| e.start_offset <= start)
+        .last()
+        .or_else(|| log.epoch_entries().first());
     if let (Some(first), Some(snapshot)) = (
-        log.epoch_entries().first(),
-        log.snapshots()
-            .iter()
-            .rev()
-            .find(|s| s.offset <= log.start_offset()),
+        at_start.filter(|_| ReplicatedLog::end_offset(log).offset > start),
+        log.snapshots().iter().rev().find(|s| s.offset <= start),
     ) && first.epoch < snapshot.epoch
     {
+        let offset = first.start_offset.max(start);
         return Err(IntegrityError::BatchEpochBelowSnapshot {
-            segment: segment_of(first.start_offset),
-            offset: first.start_offset,
+            segment: segment_of(offset),
+            offset,
             epoch: first.epoch,
             snapshot: log.dir().join(snapshot::snapshot_file_name(*snapshot)),
             snapshot_epoch: snapshot.epoch,

@@ -212,3 +212,49 @@ fn a_log_whose_first_epoch_is_below_the_snapshot_it_starts_at_is_refused() {
         "{err}"
     );
 }
+
+#[test]
+fn a_cleaned_log_whose_segment_keeps_older_epochs_below_its_start_is_consistent() {
+    // Review finding: cleaning keeps the segment that holds the new log
+    // start, older batches included, and a reopened log's epoch cache still
+    // begins with their epochs. A healthy node restarted after a leader
+    // change and a clean was refused as "below the snapshot's epoch".
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = || FileLogConfig {
+        segment_bytes: 280,
+        ..FileLogConfig::default()
+    };
+    let mut log = FileLog::open(dir.path(), config()).expect("opens");
+    for (offset, epoch) in [
+        (0, 1),
+        (1, 1),
+        (2, 1),
+        (3, 1),
+        (4, 3),
+        (5, 5),
+        (6, 5),
+        (7, 5),
+    ] {
+        let batch =
+            encode_data_batch(offset, epoch, 0, &[Bytes::from_static(b"x")]).expect("encodes");
+        log.append_as_follower(batch).expect("appends");
+    }
+    log.flush().expect("flushes");
+    assert_eq!(log.segment_base_offsets(), vec![0, 4], "two segments");
+    // Offsets 0..=6 in the snapshot: a start inside the second segment.
+    let id = OffsetAndEpoch::new(7, 5);
+    let bytes = encode_snapshot(5, 0, 0, &[], &[]).expect("encodes");
+    log.write_snapshot(id, &bytes).expect("writes");
+    assert!(log.delete_before_snapshot(id).expect("cleans"));
+    drop(log);
+    let log = FileLog::open(dir.path(), config()).expect("reopens");
+    assert_eq!(log.start_offset(), 7);
+    assert_eq!(
+        log.epoch_entries().first().map(|e| e.epoch),
+        Some(3),
+        "the kept segment's older epoch is still in the cache"
+    );
+    let qs = dir.path().join("quorum-state");
+    check_at_start(&log, &qs, Some(&state(5, None)), local(dir.path()))
+        .expect("a healthy cleaned log starts");
+}

@@ -14,9 +14,10 @@ use std::{path::Path, sync::Arc};
 
 use bytes::Bytes;
 use kraft_controller::log::{
-    FileLog, FileLogConfig, LogAppendInfo, LogFetchInfo, MemoryLog, OffsetAndEpoch, ReplicatedLog,
-    Result, SnapshotChunk,
+    ElectionState, FileLog, FileLogConfig, LogAppendInfo, LogFetchInfo, MemoryLog, OffsetAndEpoch,
+    ReplicatedLog, Result, SnapshotChunk,
     fault_fs::{Fault, MemoryFs},
+    integrity,
 };
 
 /// The partition directory on every simulated `MemoryFs`.
@@ -91,6 +92,36 @@ impl SimLog {
                 Ok(())
             }
         }
+    }
+
+    /// The start-up checks the real node runs before its engine
+    /// (`log::integrity::check_at_start`), on a `FileLog` with the node's
+    /// persisted election state: a healthy disk after any crash, clean or
+    /// truncation must pass them (a refusal would make the node's volume
+    /// "lost"). `Ok` for a `MemoryLog`.
+    ///
+    /// Errors: the refusal, as text.
+    pub fn check_at_start(
+        &self,
+        node_id: i32,
+        directory_id: uuid::Uuid,
+        persisted: Option<&ElectionState>,
+    ) -> std::result::Result<(), String> {
+        let SimLog::File { log, .. } = self else {
+            return Ok(());
+        };
+        let dir = Path::new(SIM_LOG_DIR);
+        integrity::check_at_start(
+            log,
+            &dir.join("quorum-state"),
+            persisted,
+            integrity::LocalIdentity {
+                log_dir: dir.parent().unwrap_or(dir),
+                node_id,
+                directory_id,
+            },
+        )
+        .map_err(|e| e.to_string())
     }
 
     /// Whether the log stopped on a failed file operation (and the first

@@ -459,6 +459,23 @@ impl Sim {
         let node = self.nodes.get_mut(&id).expect("node exists");
         let kind = self.cfg.disk;
         let log = node.disk.take().unwrap_or_else(|| SimLog::new(kind));
+        // The real node's start-up checks: a healthy disk always passes.
+        let stored = node
+            .persisted
+            .as_ref()
+            .map(|p| kraft_controller::log::ElectionState {
+                epoch: p.epoch,
+                leader_id: p.leader_id,
+                voted_key: p.voted_key.map(|k| (k.id, k.directory_id)),
+            });
+        if let Err(refusal) =
+            log.check_at_start(id, config.directory_id.unwrap_or_default(), stored.as_ref())
+        {
+            panic!(
+                "node {id} refused to start on a healthy disk (seed {}): {refusal}",
+                self.cfg.seed
+            );
+        }
         let (engine, commands) = RaftEngine::new(
             config,
             log,
