@@ -358,10 +358,33 @@ fn inspect(args: &InspectArgs) -> ExitCode {
             Err(e) => eprintln!("{}: unreadable, not a candidate: {e}", dir.display()),
         }
     }
+    // Only volumes `recover` accepts are candidates (KIP-853 voter sets:
+    // kraft.version 1 with a Voters record); the others are named.
+    let (surveys, refused): (Vec<LogSurvey>, Vec<LogSurvey>) = surveys
+        .into_iter()
+        .partition(|s| s.kraft_version >= 1 && s.voters.is_some());
+    for s in &refused {
+        eprintln!(
+            "{}: not a candidate: kraft.version {} without a KIP-853 voter set, which recover refuses",
+            s.log_dir.display(),
+            s.kraft_version
+        );
+    }
     let Some(best) = choose(&surveys) else {
-        eprintln!("error: no readable metadata log directory among the ones given");
+        eprintln!("error: no metadata log directory among the ones given can be recovered");
         return ExitCode::FAILURE;
     };
+    if let Some(ahead) = refused
+        .iter()
+        .find(|s| (s.end.epoch, s.end.offset) > (best.end.epoch, best.end.offset))
+    {
+        eprintln!(
+            "warning: {} holds more (last epoch {}, end offset {}) but cannot be recovered by this tool",
+            ahead.log_dir.display(),
+            ahead.end.epoch,
+            ahead.end.offset
+        );
+    }
     let clusters: std::collections::BTreeSet<&str> =
         surveys.iter().map(|s| s.meta.cluster_id.as_str()).collect();
     if clusters.len() > 1 {
