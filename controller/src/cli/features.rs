@@ -113,7 +113,8 @@ fn level_name(feature: &str, level: i16) -> String {
     }
 }
 
-/// `describe`'s lines, one per supported feature, sorted by name.
+/// `describe`'s lines, one per supported feature, sorted by name, in
+/// Kafka 4.4.0's `FeatureCommand` columns (4.1 separated them with tabs).
 fn format_describe(v: &kafka_protocol::messages::ApiVersionsResponse) -> String {
     let mut supported: Vec<_> = v.supported_features.iter().collect();
     supported.sort_by(|a, b| a.name.as_str().cmp(b.name.as_str()));
@@ -126,7 +127,7 @@ fn format_describe(v: &kafka_protocol::messages::ApiVersionsResponse) -> String 
             .find(|x| x.name.as_str() == name)
             .map_or(0, |x| x.max_version_level);
         out.push_str(&format!(
-            "Feature: {name}\tSupportedMinVersion: {}\tSupportedMaxVersion: {}\tFinalizedVersionLevel: {}\tEpoch: {}\n",
+            "Feature: {name:<40}  SupportedMinVersion: {:<15}  SupportedMaxVersion: {:<15}  FinalizedVersionLevel: {:<15}  Epoch: {}\n",
             level_name(name, f.min_version),
             level_name(name, f.max_version),
             level_name(name, finalized),
