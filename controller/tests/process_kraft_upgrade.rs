@@ -5,7 +5,9 @@
 //! then reports kraft.version 1, a fourth node formatted
 //! `--no-initial-controllers` is added with `quorum add-voter`, and the
 //! records committed before the upgrade are still in the log, byte for byte
-//! as `dump-log` prints them.
+//! as `dump-log` prints them. UpdateFeatures forwarded in an Envelope is
+//! answered by the active controller; another sends NOT_CONTROLLER back as
+//! the envelope's error.
 
 mod support;
 
@@ -176,4 +178,101 @@ fn a_static_quorum_upgraded_to_kraft_version_1_by_the_cli_adds_a_voter_and_keeps
     stop(&mut quorum, follower);
     let after = batches_below(&quorum.dump_log(follower), before_hw);
     assert_eq!(after, before);
+}
+
+/// Sends `inner` (an UpdateFeatures v1 frame, correlation id 77) in an
+/// Envelope to `address`; the envelope's error code and the inner answer.
+fn forwarded_update_features(
+    address: &str,
+    inner: bytes::Bytes,
+) -> (
+    i16,
+    Option<kafka_protocol::messages::UpdateFeaturesResponse>,
+) {
+    use kafka_protocol::messages::{ApiKey, RequestKind};
+    use kraft_controller::{
+        server::envelope,
+        wire::{self, client::Connection},
+    };
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    runtime.block_on(async move {
+        let connection = Connection::connect(address, ClientConfig::default())
+            .await
+            .expect("a connection");
+        let request =
+            envelope::wrap_request(inner, "User:ANONYMOUS", [192, 0, 2, 7].into()).expect("wraps");
+        let answer = connection
+            .call(0, RequestKind::Envelope(request))
+            .await
+            .expect("an envelope answer");
+        let ResponseKind::Envelope(r) = answer else {
+            panic!("not an envelope answer: {answer:?}");
+        };
+        let inner = r.response_data.map(|data| {
+            let (correlation_id, inner) =
+                wire::decode_response(ApiKey::UpdateFeatures, 1, data).expect("inner decodes");
+            assert_eq!(correlation_id, 77);
+            let ResponseKind::UpdateFeatures(inner) = inner else {
+                panic!("not an UpdateFeatures answer: {inner:?}");
+            };
+            inner
+        });
+        (r.error_code, inner)
+    })
+}
+
+#[test]
+fn a_forwarded_update_features_is_answered_by_the_active_controller_and_sent_back_by_the_others() {
+    use kafka_protocol::{
+        ResponseError,
+        messages::{ApiKey, RequestKind, UpdateFeaturesRequest, update_features_request},
+        protocol::StrBytes,
+    };
+    let mut quorum = QuorumBuilder::new(3, Mode::Static).format();
+    quorum.start_all();
+    let ids = quorum.ids();
+    let (leader, _) = quorum.wait_for_leader(&ids, ELECTION);
+    let follower = *ids.iter().find(|id| **id != leader).expect("a follower");
+    quorum.wait_for_follower(follower, leader, ELECTION);
+    let inner = kraft_controller::wire::encode_request(
+        ApiKey::UpdateFeatures,
+        1,
+        77,
+        Some("adminclient-7"),
+        &RequestKind::UpdateFeatures(
+            UpdateFeaturesRequest::default()
+                .with_timeout_ms(30_000)
+                .with_validate_only(true)
+                .with_feature_updates(vec![
+                    update_features_request::FeatureUpdateKey::default()
+                        .with_feature(StrBytes::from_static_str("kraft.version"))
+                        .with_max_version_level(1)
+                        .with_upgrade_type(1),
+                ]),
+        ),
+    )
+    .expect("encodes");
+    // The active controller (once it has heard every voter's directory id).
+    let answer = wait_for(CATCH_UP, "a validated forwarded upgrade", || {
+        let (code, inner) =
+            forwarded_update_features(&quorum.node(leader).address(), inner.clone());
+        assert_eq!(code, 0, "the envelope itself is served");
+        let inner = inner.expect("an inner answer");
+        (inner.error_code == 0).then_some(inner)
+    });
+    assert_eq!(answer.results.len(), 1);
+    assert_eq!(answer.results[0].feature.as_str(), "kraft.version");
+    assert_eq!(
+        finalized_kraft_version(&quorum, leader),
+        Some(0),
+        "validate only"
+    );
+    // Another controller: NOT_CONTROLLER as the envelope's own error, so that
+    // the broker looks for the active controller (KIP-590).
+    let (code, inner) = forwarded_update_features(&quorum.node(follower).address(), inner);
+    assert_eq!(code, ResponseError::NotController.code());
+    assert!(inner.is_none());
 }
