@@ -18,11 +18,11 @@ use super::{Pending, QuorumController};
 use crate::{
     log::ReplicatedLog,
     metadata::image::MetadataImage,
-    raft::{KRaftUpgrade, KRaftUpgradeError, RaftError, ReplyHandle, listener::RaftClient},
+    raft::{
+        KRaftUpgrade, KRaftUpgradeError, RaftError, ReplyHandle, listener::RaftClient,
+        membership::KRAFT_VERSION_FEATURE,
+    },
 };
-
-/// The feature this module updates (Kafka's `KRaftVersion.FEATURE_NAME`).
-pub const KRAFT_VERSION_FEATURE: &str = "kraft.version";
 
 /// Kafka's `FeatureUpdate.UpgradeType.UPGRADE` (1), the only type of a
 /// kraft.version update.
@@ -135,45 +135,32 @@ impl QuorumController {
             refuse(client, not_controller);
             return Ok(());
         }
-        let mut levels = Vec::new();
+        // Every update passes the checks first; kraft.version is the only
+        // feature left then, and as in Kafka's map of updates the last
+        // level given for it wins (one request, one outcome).
+        let mut level = None;
         for update in &request.feature_updates {
             match precheck(update, api_version) {
-                Ok(level) => levels.push(level),
+                Ok(l) => level = Some(l),
                 Err(e) => {
                     refuse(client, e);
                     return Ok(());
                 }
             }
         }
-        let validate_only = request.validate_only;
-        // Validate every update before appending any (one request, one outcome).
-        for level in &levels {
-            if let Err(e) = client.upgrade_kraft_version(*level, true) {
-                if let KRaftUpgradeError::Raft(e) = e {
-                    return Err(e);
-                }
-                refuse(client, engine_refusal(*level, &e));
-                return Ok(());
-            }
-        }
         let answer =
             kafka_protocol::messages::ResponseKind::UpdateFeatures(accepted_response(&request));
-        let mut appended_at = None;
-        if !validate_only {
-            for level in levels {
-                match client.upgrade_kraft_version(level, false) {
-                    Ok(KRaftUpgrade::Appended { last_offset, .. }) => {
-                        appended_at = Some(last_offset)
-                    }
-                    Ok(_) => {}
-                    Err(KRaftUpgradeError::Raft(e)) => return Err(e),
-                    Err(e) => {
-                        refuse(client, engine_refusal(level, &e));
-                        return Ok(());
-                    }
+        let appended_at =
+            match level.map(|l| (l, client.upgrade_kraft_version(l, request.validate_only))) {
+                None => None,
+                Some((_, Ok(KRaftUpgrade::Appended { last_offset, .. }))) => Some(last_offset),
+                Some((_, Ok(_))) => None,
+                Some((_, Err(KRaftUpgradeError::Raft(e)))) => return Err(e),
+                Some((l, Err(e))) => {
+                    refuse(client, engine_refusal(l, &e));
+                    return Ok(());
                 }
-            }
-        }
+            };
         match appended_at {
             Some(last_offset) if client.high_watermark().is_none_or(|hw| hw <= last_offset) => {
                 self.pending.push(Pending {

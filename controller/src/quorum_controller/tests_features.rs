@@ -161,3 +161,19 @@ fn a_node_that_is_not_the_active_controller_answers_not_controller() {
     let (code, _, _) = node.features_answer(handle);
     assert_eq!(code, ResponseError::NotController.code());
 }
+
+#[test]
+fn kraft_version_given_twice_in_one_request_is_appended_once_and_answered_once() {
+    let mut node = static_active();
+    let before = node.end_offset();
+    let mut request = update("kraft.version", 1, false);
+    request
+        .feature_updates
+        .push(request.feature_updates[0].clone());
+    let handle = node.update_features(request, 1);
+    assert_eq!(node.end_offset(), before + 2, "one batch of two records");
+    node.commit_all();
+    let (code, message, results) = node.features_answer(handle);
+    assert_eq!((code, message), (0, None));
+    assert_eq!(results.len(), 2);
+}
