@@ -178,6 +178,8 @@ fn every_supported_request_round_trips_at_every_version_of_the_table() {
             // DescribeConfigs, AssignReplicasToDirs, CreateTopics, DeleteTopics,
             // CreatePartitions, AlterPartition, ElectLeaders
             + 1 + 2 + 3 + 4 + 1 + 6 + 6 + 4 + 2 + 3
+            // UpdateFeatures
+            + 2
     );
 }
 
@@ -241,6 +243,7 @@ fn api_versions_lists_our_table_and_kafka_4_1_controller_features() {
             (54, 0, 1),
             (55, 0, 2),
             (56, 2, 3),
+            (57, 0, 1),
             (58, 0, 0),
             (59, 0, 1),
             (60, 0, 2),

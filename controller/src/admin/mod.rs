@@ -1,6 +1,7 @@
 //! A small Kafka admin client for controller quorums, shared by the
 //! `kraft-controller quorum` CLI and the operator: DescribeQuorum,
-//! AddRaftVoter, RemoveRaftVoter, DescribeCluster, ApiVersions and one
+//! AddRaftVoter, RemoveRaftVoter, DescribeCluster, ApiVersions, UpdateFeatures
+//! (`features.rs`) and one
 //! CLUSTER ACL (DescribeAcls, CreateAcls: `acls.rs`), over one
 //! pipelined [`crate::wire::client::Connection`].
 //!
@@ -18,6 +19,7 @@
 
 mod acls;
 mod bootstrap;
+mod features;
 
 use std::{net::SocketAddr, time::Duration};
 

@@ -1,4 +1,4 @@
-//! The `kraft-controller` command line: `format`, `run`, `quorum`, `dump-log`,
+//! The `kraft-controller` command line: `format`, `run`, `quorum`, `features`, `dump-log`,
 //! `recover`, `snapshot export`.
 //!
 //! Owns argument parsing and exit codes only; each subcommand lives in its own
@@ -8,6 +8,7 @@ pub mod command_config;
 pub mod dir_lock;
 pub mod dump_log;
 pub mod dump_topics;
+pub mod features;
 pub mod format;
 pub mod log_survey;
 pub mod quorum;
@@ -36,6 +37,8 @@ enum Command {
     Run(run::RunArgs),
     /// Describe the metadata quorum, add or remove voters (like `kafka-metadata-quorum`).
     Quorum(quorum::QuorumArgs),
+    /// Describe features, upgrade kraft.version (like `kafka-features`).
+    Features(features::FeaturesArgs),
     /// Print the batches and records of log segments and snapshot files.
     DumpLog(dump_log::DumpLogArgs),
     /// Offline, on a stopped node: rewrite the voter set to this survivor
@@ -56,6 +59,7 @@ pub fn main() -> ExitCode {
             run::run(args)
         }
         Command::Quorum(args) => quorum::run(args),
+        Command::Features(args) => features::run(args),
         Command::DumpLog(args) => dump_log::run(&args),
         Command::Recover(args) => recover::run(&args),
         Command::Snapshot(args) => snapshot::run(&args),

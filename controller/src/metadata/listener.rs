@@ -152,6 +152,7 @@ const API_KEYS: &[ApiKey] = &[
     ApiKey::CreatePartitions,
     ApiKey::AlterPartition,
     ApiKey::ElectLeaders,
+    ApiKey::UpdateFeatures,
 ];
 
 impl MetadataListener {
@@ -380,6 +381,10 @@ impl Listener<FileLog> for MetadataListener {
             | RequestKind::ElectLeaders(_)) => {
                 self.quorum
                     .on_request(client, &self.image, request, handle)?;
+            }
+            RequestKind::UpdateFeatures(request) => {
+                self.quorum
+                    .update_features(client, &self.image, request, api_version, handle)?;
             }
             request @ (RequestKind::DescribeAcls(_)
             | RequestKind::CreateAcls(_)

@@ -74,9 +74,8 @@ impl Node {
         let mut c = RaftConfig::new(1, voters);
         c.cluster_id = Some("test".into());
         c.kraft_version = kraft_version;
-        if kraft_version >= 1 {
-            c.directory_id = Some(dir(1));
-        }
+        // Every node has a directory id (meta.properties), static quorum or not.
+        c.directory_id = Some(dir(1));
         let (engine, commands) = RaftEngine::new(
             c,
             MemoryLog::new(),
@@ -698,3 +697,7 @@ fn a_broker_fenced_by_session_expiry_loses_leadership_in_the_fence_batch_and_reg
 /// AllocateProducerIds and the configs over the same [`Node`] harness.
 #[path = "tests_pids.rs"]
 mod pids;
+
+/// UpdateFeatures (kraft.version 0 -> 1) over the same [`Node`] harness.
+#[path = "tests_features.rs"]
+mod features;

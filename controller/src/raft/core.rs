@@ -267,6 +267,11 @@ impl<L: ReplicatedLog> Core<L> {
         }
         self.log.truncate_to(offset)?;
         self.voter_history.truncate(offset);
+        if self.voter_history.latest_offset().is_none() {
+            // A truncated kraft.version upgrade (its KRaftVersion and Voters
+            // records share one batch): back to the configured level.
+            self.kraft_version = self.config.kraft_version;
+        }
         Ok(())
     }
 

@@ -29,6 +29,9 @@ use super::{
 use crate::log::{LogFetchInfo, ReplicatedLog};
 
 mod dispatch;
+mod kraft_upgrade;
+
+pub use kraft_upgrade::{KRAFT_VERSION_MAX, KRaftUpgrade, KRaftUpgradeError};
 
 /// The state of the current epoch: one variant per role file.
 #[derive(Debug)]

@@ -21,7 +21,10 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 
-use super::{Command, Proposed, RaftEngine, RaftError, RaftStatus, ReplyHandle, Role, VoterSet};
+use super::{
+    Command, KRaftUpgrade, KRaftUpgradeError, Proposed, RaftEngine, RaftError, RaftStatus,
+    ReplyHandle, Role, VoterSet,
+};
 use crate::log::{OffsetAndEpoch, ReplicatedLog};
 
 /// A change of this node's role or of the known leader, as
@@ -330,6 +333,27 @@ impl<'a, L: ReplicatedLog> RaftClient<'a, L> {
             Err(RaftError::NotLeader { .. }) => Ok(None),
             Err(e) => Err(e),
         }
+    }
+
+    /// Finalizes `kraft.version` at `level` as the leader (see
+    /// [`RaftEngine::upgrade_kraft_version`]); the commands go with this
+    /// callback's output. An appended upgrade resets [`Self::last_append_ms`].
+    ///
+    /// Errors: [`KRaftUpgradeError`]; its `Raft` variant (the log failed) is
+    /// fatal.
+    pub fn upgrade_kraft_version(
+        &mut self,
+        level: i16,
+        validate_only: bool,
+    ) -> Result<KRaftUpgrade, KRaftUpgradeError> {
+        let (outcome, commands) =
+            self.engine
+                .upgrade_kraft_version(level, validate_only, self.now_ms)?;
+        if matches!(outcome, KRaftUpgrade::Appended { .. }) {
+            self.last_append_ms = self.now_ms;
+        }
+        self.output.commands.extend(commands);
+        Ok(outcome)
     }
 
     /// Tells the engine about snapshot `id`, written and frozen off the

@@ -66,7 +66,7 @@ pub mod voters;
 
 use bytes::Bytes;
 pub use config::RaftConfig;
-pub use engine::RaftEngine;
+pub use engine::{KRAFT_VERSION_MAX, KRaftUpgrade, KRaftUpgradeError, RaftEngine};
 use kafka_protocol::messages::{
     AddRaftVoterRequest, AddRaftVoterResponse, ApiVersionsRequest, ApiVersionsResponse,
     BeginQuorumEpochRequest, BeginQuorumEpochResponse, DescribeQuorumRequest,

@@ -7,7 +7,7 @@
 //! | api | operation |
 //! |---|---|
 //! | Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot, UpdateRaftVoter, ControllerRegistration, BrokerRegistration, BrokerHeartbeat, AllocateProducerIds, AssignReplicasToDirs, AlterPartition, Envelope (the broker's own principal; the inner request is checked with the client's) | CLUSTER_ACTION |
-//! | AddRaftVoter, RemoveRaftVoter, DescribeCluster (ALTER on a controller, not DESCRIBE as on a broker), UnregisterBroker, ElectLeaders, CreateAcls, DeleteAcls | ALTER |
+//! | AddRaftVoter, RemoveRaftVoter, DescribeCluster (ALTER on a controller, not DESCRIBE as on a broker), UnregisterBroker, ElectLeaders, UpdateFeatures, CreateAcls, DeleteAcls | ALTER |
 //! | DescribeQuorum, DescribeAcls | DESCRIBE |
 //! | CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs, AlterConfigs, DescribeConfigs | each item on its own resource ([`super::resource_authz`]); the operation listed by [`required_operation`] (CREATE, DELETE, ALTER, ALTER_CONFIGS, DESCRIBE_CONFIGS on CLUSTER) only decides whether the connection counts as authorized |
 //! | ApiVersions | none |
@@ -112,7 +112,8 @@ pub fn required_operation(api: ApiKey) -> Option<Operation> {
         | ApiKey::UnregisterBroker
         | ApiKey::CreateAcls
         | ApiKey::DeleteAcls
-        | ApiKey::ElectLeaders => Some(Operation::Alter),
+        | ApiKey::ElectLeaders
+        | ApiKey::UpdateFeatures => Some(Operation::Alter),
         ApiKey::DescribeAcls => Some(Operation::Describe),
         // Checked item by item (`resource_authz`); the cluster operation
         // here only lifts the connection's pre-authentication frame limit.
@@ -266,6 +267,11 @@ pub fn denied_response(api: ApiKey, api_version: i16, principal: &str) -> Option
         ),
         ApiKey::ElectLeaders => ResponseKind::ElectLeaders(
             kafka_protocol::messages::ElectLeadersResponse::default().with_error_code(code),
+        ),
+        ApiKey::UpdateFeatures => ResponseKind::UpdateFeatures(
+            kafka_protocol::messages::UpdateFeaturesResponse::default()
+                .with_error_code(code)
+                .with_error_message(message),
         ),
         // The per-resource apis (`resource_authz`) are never refused whole.
         _ => return None,

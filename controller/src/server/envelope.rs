@@ -262,6 +262,7 @@ fn names_another_controller(body: &ResponseKind) -> bool {
                     .flat_map(|t| t.partition_result.iter().map(|p| p.error_code))
                     .collect())
         }
+        ResponseKind::UpdateFeatures(r) => r.error_code == not_controller,
         ResponseKind::DescribeQuorum(r) => {
             let not_leader = ResponseError::NotLeaderOrFollower.code();
             r.error_code == not_leader

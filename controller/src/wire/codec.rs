@@ -269,6 +269,7 @@ pub fn request_api_key(body: &RequestKind) -> Option<ApiKey> {
         RequestKind::CreatePartitions(_) => ApiKey::CreatePartitions,
         RequestKind::AlterPartition(_) => ApiKey::AlterPartition,
         RequestKind::ElectLeaders(_) => ApiKey::ElectLeaders,
+        RequestKind::UpdateFeatures(_) => ApiKey::UpdateFeatures,
         _ => return None,
     })
 }
@@ -306,6 +307,7 @@ fn response_api_key(body: &ResponseKind) -> ApiKey {
         ResponseKind::CreatePartitions(_) => ApiKey::CreatePartitions,
         ResponseKind::AlterPartition(_) => ApiKey::AlterPartition,
         ResponseKind::ElectLeaders(_) => ApiKey::ElectLeaders,
+        ResponseKind::UpdateFeatures(_) => ApiKey::UpdateFeatures,
         _ => ApiKey::Produce,
     }
 }

@@ -458,6 +458,7 @@ fn schema(api_key: ApiKey) -> Option<&'static Schema> {
         ApiKey::CreatePartitions => &CREATE_PARTITIONS,
         ApiKey::AlterPartition => &ALTER_PARTITION,
         ApiKey::ElectLeaders => &ELECT_LEADERS,
+        ApiKey::UpdateFeatures => &UPDATE_FEATURES,
         _ => return None,
     })
 }

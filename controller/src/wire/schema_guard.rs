@@ -6,7 +6,7 @@
 //! BrokerRegistration, BrokerHeartbeat, UnregisterBroker,
 //! AllocateProducerIds, AlterConfigs, IncrementalAlterConfigs,
 //! DescribeConfigs, AssignReplicasToDirs and the topic APIs (CreateTopics,
-//! DeleteTopics, CreatePartitions, AlterPartition, ElectLeaders), Envelope and
+//! DeleteTopics, CreatePartitions, AlterPartition, ElectLeaders), UpdateFeatures, Envelope and
 //! the ACL apis, whose response
 //! bodies are the same in both (4.4's ApiVersions response is 0-5, harmless
 //! while we advertise 0-4).
@@ -53,6 +53,7 @@ const SCHEMAS: &[&str] = &[
     include_str!("schemas/RemoveRaftVoterResponse.json"),
     include_str!("schemas/UnregisterBrokerResponse.json"),
     include_str!("schemas/UpdateRaftVoterResponse.json"),
+    include_str!("schemas/UpdateFeaturesResponse.json"),
     include_str!("schemas/VoteResponse.json"),
     include_str!("schemas/CreateTopicsResponse.json"),
     include_str!("schemas/DeleteTopicsResponse.json"),

@@ -78,6 +78,8 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::CreatePartitions, 0, 3),
     api(ApiKey::ElectLeaders, 0, 2),
     api(ApiKey::AlterPartition, 2, 3),
+    // kraft.version 0 -> 1 (KAFKA-16538); v2 drops the per-feature results.
+    api(ApiKey::UpdateFeatures, 0, 1),
 ];
 
 /// The supported row for `key`, or `None` when we do not answer that api.

@@ -215,6 +215,18 @@ impl Quorum {
         bootstrap: &str,
         static_voters: &str,
     ) -> PathBuf {
+        self.write_config_as(id, ports, bootstrap, static_voters, self.mode)
+    }
+
+    /// [`Quorum::write_config`] in `mode` rather than the quorum's.
+    fn write_config_as(
+        &self,
+        id: i32,
+        ports: NodePorts,
+        bootstrap: &str,
+        static_voters: &str,
+        mode: Mode,
+    ) -> PathBuf {
         let node_dir = self.dir.path().join(format!("node-{id}"));
         std::fs::create_dir_all(&node_dir).expect("node dir");
         let log_dir = node_dir.join("metadata");
@@ -240,7 +252,7 @@ impl Quorum {
                 ports.http
             ));
         }
-        match self.mode {
+        match mode {
             Mode::Dynamic => text.push_str(&format!(
                 "controller.quorum.bootstrap.servers={bootstrap}\n"
             )),
@@ -284,9 +296,10 @@ impl Quorum {
     /// Formats a new node (the next id) with `--no-initial-controllers`
     /// and a fresh directory id, its `controller.quorum.bootstrap.servers`
     /// naming every node so far (KIP-853: it fetches as an observer until a
-    /// voter change adds it). Starts nothing; returns its id. Dynamic mode.
+    /// voter change adds it). Starts nothing; returns its id. In a static
+    /// quorum (upgraded to kraft.version 1 first) the new node is configured
+    /// with bootstrap servers too, as Kafka's docs say for the upgrade.
     pub fn add_observer(&mut self) -> i32 {
-        assert_eq!(self.mode, Mode::Dynamic, "observers join dynamic quorums");
         let id = self.nodes.iter().map(|n| n.id).max().unwrap_or(0) + 1;
         let ports = NodePorts::allocate(1)[0];
         let bootstrap = self
@@ -295,7 +308,7 @@ impl Quorum {
             .map(Node::address)
             .collect::<Vec<_>>()
             .join(",");
-        let config = self.write_config(id, ports, &bootstrap, "");
+        let config = self.write_config_as(id, ports, &bootstrap, "", Mode::Dynamic);
         let directory_id = self.fresh_directory_id(id);
         format_node(
             id,

@@ -380,6 +380,18 @@ pub fn request(key: ApiKey, v: i16) -> RequestKind {
         }
         ApiKey::AlterPartition => RequestKind::AlterPartition(AlterPartitionRequest::default()),
         ApiKey::ElectLeaders => RequestKind::ElectLeaders(ElectLeadersRequest::default()),
+        ApiKey::UpdateFeatures => RequestKind::UpdateFeatures(
+            UpdateFeaturesRequest::default()
+                .with_timeout_ms(60_000)
+                .with_feature_updates(vec![
+                    update_features_request::FeatureUpdateKey::default()
+                        .with_feature(StrBytes::from_static_str("kraft.version"))
+                        .with_max_version_level(1)
+                        .with_allow_downgrade(v == 0)
+                        .with_upgrade_type(1),
+                ])
+                .with_validate_only(v >= 1),
+        ),
         other => panic!("no sample request for {other:?}"),
     }
 }
@@ -729,6 +741,18 @@ pub fn response(key: ApiKey, v: i16) -> ResponseKind {
         }
         ApiKey::AlterPartition => ResponseKind::AlterPartition(AlterPartitionResponse::default()),
         ApiKey::ElectLeaders => ResponseKind::ElectLeaders(ElectLeadersResponse::default()),
+        ApiKey::UpdateFeatures => ResponseKind::UpdateFeatures(
+            UpdateFeaturesResponse::default()
+                .with_throttle_time_ms(5)
+                .with_error_code(95)
+                .with_error_message(Some(StrBytes::from_static_str("refused")))
+                .with_results(vec![
+                    update_features_response::UpdatableFeatureResult::default()
+                        .with_feature(StrBytes::from_static_str("kraft.version"))
+                        .with_error_code(95)
+                        .with_error_message(Some(StrBytes::from_static_str("refused"))),
+                ]),
+        ),
         other => panic!("no sample response for {other:?}"),
     }
 }

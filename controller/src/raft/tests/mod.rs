@@ -20,6 +20,7 @@ mod caught_up;
 mod election;
 mod imports;
 mod integrity;
+mod kraft_upgrade;
 mod max_epoch;
 mod membership;
 mod replication;

@@ -280,3 +280,24 @@ pub(super) static DELETE_ACLS: Schema = Schema {
     tagged: NO_TAGS,
     flexible_from: 2,
 };
+
+// ---- UpdateFeatures (57) v0-1, flexible (Kafka 4.4's schema; issue 22).
+pub(super) static FEATURE_UPDATE_KEY: Schema = Schema {
+    fields: &[
+        f(Ty::Str, 0, ALL), // feature
+        f(Ty::I16, 0, ALL), // max_version_level
+        f(Ty::Bool, 0, 0),  // allow_downgrade
+        f(Ty::I8, 1, ALL),  // upgrade_type
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 0,
+};
+pub(super) static UPDATE_FEATURES: Schema = Schema {
+    fields: &[
+        f(Ty::I32, 0, ALL),                      // timeout_ms
+        f(Ty::Arr(&FEATURE_UPDATE_KEY), 0, ALL), // feature_updates
+        f(Ty::Bool, 1, ALL),                     // validate_only
+    ],
+    tagged: NO_TAGS,
+    flexible_from: 0,
+};

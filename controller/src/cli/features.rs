@@ -1,0 +1,189 @@
+//! `kraft-controller features`: describe the finalized features of the
+//! metadata quorum and upgrade `kraft.version`, in the shape of Kafka's
+//! `kafka-features --bootstrap-controller` (its `FeatureCommand` output),
+//! on top of [`crate::admin`].
+//!
+//! Owns argument parsing, output formatting and exit codes: 0 success, 1 an
+//! error, 3 a retriable error (see [`super::quorum::EXIT_RETRIABLE`]);
+//! errors are one line on stderr. It must not speak the protocol itself.
+
+use std::{path::PathBuf, process::ExitCode, time::Duration};
+
+use clap::{Args, Subcommand};
+
+use super::quorum::EXIT_RETRIABLE;
+use crate::{
+    admin::{AdminClient, AdminError},
+    metadata::version::MetadataVersion,
+};
+
+/// `kraft-controller features`.
+#[derive(Debug, Args)]
+pub struct FeaturesArgs {
+    /// The controllers to start from, HOST:PORT or a comma-separated list
+    /// (Kafka's `--bootstrap-controller`); updates go to the active one.
+    #[arg(long, value_name = "HOST:PORT[,HOST:PORT...]")]
+    bootstrap_controller: String,
+    /// Timeout of the connect and of each request, ms (Kafka admin's
+    /// request.timeout.ms); also UpdateFeatures' `timeout_ms`.
+    #[arg(long, value_name = "MS", default_value_t = 30_000)]
+    timeout_ms: u32,
+    /// A client properties file, as Kafka's tools take it (see `quorum`).
+    #[arg(long, value_name = "FILE")]
+    command_config: Option<PathBuf>,
+    #[command(subcommand)]
+    command: FeaturesCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum FeaturesCommand {
+    /// The supported and finalized level of every feature (ApiVersions).
+    Describe,
+    /// Upgrade features (UpdateFeatures); this controller implements
+    /// `kraft.version=1` (the static -> dynamic quorum upgrade, KIP-853).
+    Upgrade {
+        /// FEATURE=LEVEL, e.g. `kraft.version=1`; repeat for several.
+        #[arg(long, value_name = "FEATURE=LEVEL", required = true)]
+        feature: Vec<String>,
+        /// Validate only (UpdateFeatures' `validate_only`): nothing changes.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+/// Errors of the features command.
+#[derive(Debug, thiserror::Error)]
+enum FeaturesCliError {
+    #[error("{0}")]
+    Admin(#[from] AdminError),
+    #[error("{0}")]
+    Usage(String),
+    #[error("cannot start the async runtime: {0}")]
+    Runtime(std::io::Error),
+}
+
+/// Runs `features` and maps the outcome to an exit code (0, 1, or
+/// [`EXIT_RETRIABLE`]).
+pub fn run(args: FeaturesArgs) -> ExitCode {
+    let result = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(FeaturesCliError::Runtime)
+        .and_then(|rt| rt.block_on(execute(args)));
+    match result {
+        Ok(out) => {
+            print!("{out}");
+            ExitCode::SUCCESS
+        }
+        Err(FeaturesCliError::Admin(e)) if e.is_retriable() => {
+            eprintln!("error (retriable): {e}");
+            ExitCode::from(EXIT_RETRIABLE)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Parses `FEATURE=LEVEL` (Kafka's `--feature` syntax).
+fn parse_feature(s: &str) -> Result<(String, i16), String> {
+    let (name, level) = s
+        .split_once('=')
+        .ok_or_else(|| format!("invalid --feature {s:?}: expected FEATURE=LEVEL"))?;
+    let name = name.trim();
+    if name.is_empty() {
+        return Err(format!("invalid --feature {s:?}: empty feature name"));
+    }
+    let level = level
+        .trim()
+        .parse::<i16>()
+        .map_err(|e| format!("invalid --feature {s:?}: level {level:?}: {e}"))?;
+    Ok((name.to_owned(), level))
+}
+
+/// A level as `kafka-features` prints it: metadata.version by its release
+/// name (e.g. `4.1-IV1`), others as numbers.
+fn level_name(feature: &str, level: i16) -> String {
+    if feature == "metadata.version" {
+        MetadataVersion::from_feature_level(level)
+            .map_or_else(|| level.to_string(), |v| v.to_string())
+    } else {
+        level.to_string()
+    }
+}
+
+/// `describe`'s lines, one per supported feature, sorted by name, in
+/// Kafka 4.4.0's `FeatureCommand` columns (4.1 separated them with tabs).
+fn format_describe(v: &kafka_protocol::messages::ApiVersionsResponse) -> String {
+    let mut supported: Vec<_> = v.supported_features.iter().collect();
+    supported.sort_by(|a, b| a.name.as_str().cmp(b.name.as_str()));
+    let mut out = String::new();
+    for f in supported {
+        let name = f.name.as_str();
+        let finalized = v
+            .finalized_features
+            .iter()
+            .find(|x| x.name.as_str() == name)
+            .map_or(0, |x| x.max_version_level);
+        out.push_str(&format!(
+            "Feature: {name:<40}  SupportedMinVersion: {:<15}  SupportedMaxVersion: {:<15}  FinalizedVersionLevel: {:<15}  Epoch: {}\n",
+            level_name(name, f.min_version),
+            level_name(name, f.max_version),
+            level_name(name, finalized),
+            v.finalized_features_epoch,
+        ));
+    }
+    out
+}
+
+async fn execute(args: FeaturesArgs) -> Result<String, FeaturesCliError> {
+    let timeout = Duration::from_millis(u64::from(args.timeout_ms));
+    let tls = match &args.command_config {
+        Some(path) => super::command_config::load(path).map_err(FeaturesCliError::Usage)?,
+        None => None,
+    };
+    match args.command {
+        FeaturesCommand::Describe => {
+            let admin =
+                AdminClient::connect_with_tls(&args.bootstrap_controller, timeout, tls).await?;
+            Ok(format_describe(admin.api_versions()))
+        }
+        FeaturesCommand::Upgrade { feature, dry_run } => {
+            let updates = feature
+                .iter()
+                .map(|s| parse_feature(s))
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(FeaturesCliError::Usage)?;
+            let mut admin =
+                AdminClient::connect_with_tls(&args.bootstrap_controller, timeout, tls).await?;
+            let timeout_ms = i32::try_from(args.timeout_ms).unwrap_or(i32::MAX);
+            admin.update_features(&updates, dry_run, timeout_ms).await?;
+            let verb = if dry_run {
+                "can be upgraded"
+            } else {
+                "was upgraded"
+            };
+            Ok(updates
+                .iter()
+                .map(|(name, level)| format!("{name} {verb} to {}.\n", level_name(name, *level)))
+                .collect())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_feature_argument_is_name_equals_level() {
+        assert_eq!(
+            parse_feature("kraft.version=1"),
+            Ok(("kraft.version".into(), 1))
+        );
+        assert!(parse_feature("kraft.version").is_err());
+        assert!(parse_feature("=1").is_err());
+        assert!(parse_feature("kraft.version=one").is_err_and(|e| e.contains("\"one\"")));
+    }
+}
