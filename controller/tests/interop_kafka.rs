@@ -329,6 +329,23 @@ fn files_of(dir: &Path) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8
     out
 }
 
+/// Formats `node` with Kafka 4.4.0's StorageTool `--standalone` and `extra`
+/// flags, and checks it wrote the KIP-1170 layout (no bootstrap.checkpoint).
+fn format_kafka_4_4_standalone(node: &Node, extra: &[&str]) {
+    let config = node.config.display().to_string();
+    let mut args = vec![
+        "format",
+        "--config",
+        &config,
+        "--cluster-id",
+        CLUSTER_ID,
+        "--standalone",
+    ];
+    args.extend_from_slice(extra);
+    kafka_at(Some("4.4.0"), STORAGE_TOOL, &args);
+    assert!(!node.dir.join(BOOTSTRAP).exists(), "KIP-1170 layout");
+}
+
 /// Waits up to 30 s for `node`'s process to exit.
 fn wait_for_exit(node: &mut Node) {
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
@@ -351,20 +368,7 @@ fn our_controller_refuses_a_directory_kafka_4_4_formatted_at_a_level_it_does_not
  {
     let root = tempdir();
     let mut nodes = nodes(root.path(), 1);
-    let config = nodes[0].config.display().to_string();
-    kafka_at(
-        Some("4.4.0"),
-        STORAGE_TOOL,
-        &[
-            "format",
-            "--config",
-            &config,
-            "--cluster-id",
-            CLUSTER_ID,
-            "--standalone",
-        ],
-    );
-    assert!(!nodes[0].dir.join(BOOTSTRAP).exists(), "KIP-1170 layout");
+    format_kafka_4_4_standalone(&nodes[0], &[]);
     let before = files_of(&nodes[0].dir);
     nodes[0].start();
     wait_for_exit(&mut nodes[0]);
@@ -391,22 +395,7 @@ fn our_controller_refuses_a_directory_kafka_4_4_formatted_at_a_level_it_does_not
 fn our_controller_runs_on_a_directory_kafka_4_4_formatted_at_4_1_iv1() {
     let root = tempdir();
     let mut nodes = nodes(root.path(), 1);
-    let config = nodes[0].config.display().to_string();
-    kafka_at(
-        Some("4.4.0"),
-        STORAGE_TOOL,
-        &[
-            "format",
-            "--config",
-            &config,
-            "--cluster-id",
-            CLUSTER_ID,
-            "--standalone",
-            "--release-version",
-            "4.1-IV1",
-        ],
-    );
-    assert!(!nodes[0].dir.join(BOOTSTRAP).exists(), "KIP-1170 layout");
+    format_kafka_4_4_standalone(&nodes[0], &["--release-version", "4.1-IV1"]);
     nodes[0].start();
     let status = wait_for_leader(&nodes[0].address());
     assert_eq!(status["LeaderId"], "1", "{status:?}");

@@ -249,7 +249,10 @@ fn find_listener(list: &str, listener: &str) -> Option<(String, u16)> {
     })
 }
 
-fn voter_record(listener: &str, voters: &[InitialVoter]) -> VotersRecord {
+/// The Voters record (KIP-853) of `voters` on listener `listener`, each
+/// with the kraft.version range this controller supports (0 to 1): what
+/// `format` writes in the 0-0 checkpoint and `recover` appends.
+pub(super) fn voter_record(listener: &str, voters: &[InitialVoter]) -> VotersRecord {
     VotersRecord::default().with_version(0).with_voters(
         voters
             .iter()

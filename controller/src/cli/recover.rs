@@ -32,18 +32,11 @@ use std::{
     process::ExitCode,
 };
 
-use kafka_protocol::{
-    messages::{
-        BrokerId,
-        voters_record::{Endpoint, KRaftVersionFeature, Voter},
-    },
-    protocol::StrBytes,
-};
 use kraft_common::kafka_uuid;
 
 use super::{
     dir_lock::{self, DirLockError},
-    format::{FormatError, parse_initial_controllers},
+    format::{FormatError, parse_initial_controllers, voter_record},
     log_survey::{LogSurvey, SurveyError, survey, voters_text},
 };
 use crate::{
@@ -195,27 +188,7 @@ pub fn plan(survey: &LogSurvey, voters_flag: Option<&str>) -> Result<RecoverPlan
                 .as_ref()
                 .and_then(|v| v.endpoints.first())
                 .map_or_else(|| "CONTROLLER".to_owned(), |e| e.name.to_string());
-            VotersRecord::default().with_version(0).with_voters(
-                given
-                    .iter()
-                    .map(|v| {
-                        Voter::default()
-                            .with_voter_id(BrokerId(v.id))
-                            .with_voter_directory_id(v.directory_id)
-                            .with_endpoints(vec![
-                                Endpoint::default()
-                                    .with_name(StrBytes::from_string(listener.clone()))
-                                    .with_host(StrBytes::from_string(v.host.clone()))
-                                    .with_port(v.port),
-                            ])
-                            .with_k_raft_version_feature(
-                                KRaftVersionFeature::default()
-                                    .with_min_supported_version(0)
-                                    .with_max_supported_version(1),
-                            )
-                    })
-                    .collect(),
-            )
+            voter_record(&listener, &given)
         }
     };
     Ok(RecoverPlan {
