@@ -441,19 +441,10 @@ fn random_run(seed: u64) -> (u64, u32) {
         match rng.random_range(0..10) {
             0 | 1 => sim.crash(target),
             2..=4 => {
-                for id in &ids {
-                    if !sim.is_up(*id) && rng.random_bool(0.5) {
-                        sim.restart(*id);
-                    }
-                }
+                sim.restart_some(&ids, &mut rng);
             }
             5 => {
-                let side: Vec<i32> = ids
-                    .iter()
-                    .copied()
-                    .filter(|_| rng.random_bool(0.5))
-                    .collect();
-                sim.partition(&side);
+                sim.partition_random_side(&ids, &mut rng);
             }
             6 => sim.isolate(target),
             7 | 8 => sim.heal(),

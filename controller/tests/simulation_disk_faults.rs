@@ -176,19 +176,10 @@ fn random_disk_run(seed: u64) -> usize {
         match rng.random_range(0..12) {
             0 => sim.crash(target),
             1..=3 => {
-                for id in &ids {
-                    if !sim.is_up(*id) && rng.random_bool(0.5) {
-                        sim.restart(*id);
-                    }
-                }
+                sim.restart_some(&ids, &mut rng);
             }
             4 => {
-                let side: Vec<i32> = ids
-                    .iter()
-                    .copied()
-                    .filter(|_| rng.random_bool(0.5))
-                    .collect();
-                sim.partition(&side);
+                sim.partition_random_side(&ids, &mut rng);
             }
             5 => sim.isolate(target),
             6 | 7 => sim.heal(),

@@ -492,6 +492,28 @@ impl Sim {
 
     // ---- network ------------------------------------------------------------
 
+    /// The random sweeps' "restart some": each node of `ids` that is down
+    /// restarts with probability 1/2 (`rng` is the sweep's own, so a seed
+    /// replays).
+    pub fn restart_some(&mut self, ids: &[i32], rng: &mut impl Rng) {
+        for id in ids {
+            if !self.is_up(*id) && rng.random_bool(0.5) {
+                self.restart(*id);
+            }
+        }
+    }
+
+    /// The random sweeps' partition: each node of `ids` is on one side with
+    /// probability 1/2, the rest on the other.
+    pub fn partition_random_side(&mut self, ids: &[i32], rng: &mut impl Rng) {
+        let side: Vec<i32> = ids
+            .iter()
+            .copied()
+            .filter(|_| rng.random_bool(0.5))
+            .collect();
+        self.partition(&side);
+    }
+
     pub fn isolate(&mut self, id: i32) {
         let others: Vec<i32> = self.nodes.keys().copied().filter(|o| *o != id).collect();
         for o in others {
