@@ -11,11 +11,8 @@ use std::{path::PathBuf, process::ExitCode, time::Duration};
 
 use clap::{Args, Subcommand};
 
-use super::quorum::EXIT_RETRIABLE;
-use crate::{
-    admin::{AdminClient, AdminError},
-    metadata::version::MetadataVersion,
-};
+use super::quorum::{AdminCliError, run_admin};
+use crate::{admin::AdminClient, metadata::version::MetadataVersion};
 
 /// `kraft-controller features`.
 #[derive(Debug, Args)]
@@ -51,39 +48,10 @@ enum FeaturesCommand {
     },
 }
 
-/// Errors of the features command.
-#[derive(Debug, thiserror::Error)]
-enum FeaturesCliError {
-    #[error("{0}")]
-    Admin(#[from] AdminError),
-    #[error("{0}")]
-    Usage(String),
-    #[error("cannot start the async runtime: {0}")]
-    Runtime(std::io::Error),
-}
-
 /// Runs `features` and maps the outcome to an exit code (0, 1, or
-/// [`EXIT_RETRIABLE`]).
+/// [`super::quorum::EXIT_RETRIABLE`]).
 pub fn run(args: FeaturesArgs) -> ExitCode {
-    let result = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(FeaturesCliError::Runtime)
-        .and_then(|rt| rt.block_on(execute(args)));
-    match result {
-        Ok(out) => {
-            print!("{out}");
-            ExitCode::SUCCESS
-        }
-        Err(FeaturesCliError::Admin(e)) if e.is_retriable() => {
-            eprintln!("error (retriable): {e}");
-            ExitCode::from(EXIT_RETRIABLE)
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    run_admin(execute(args))
 }
 
 /// Parses `FEATURE=LEVEL` (Kafka's `--feature` syntax).
@@ -137,10 +105,10 @@ fn format_describe(v: &kafka_protocol::messages::ApiVersionsResponse) -> String 
     out
 }
 
-async fn execute(args: FeaturesArgs) -> Result<String, FeaturesCliError> {
+async fn execute(args: FeaturesArgs) -> Result<String, AdminCliError> {
     let timeout = Duration::from_millis(u64::from(args.timeout_ms));
     let tls = match &args.command_config {
-        Some(path) => super::command_config::load(path).map_err(FeaturesCliError::Usage)?,
+        Some(path) => super::command_config::load(path).map_err(AdminCliError::Usage)?,
         None => None,
     };
     match args.command {
@@ -154,7 +122,7 @@ async fn execute(args: FeaturesArgs) -> Result<String, FeaturesCliError> {
                 .iter()
                 .map(|s| parse_feature(s))
                 .collect::<Result<Vec<_>, _>>()
-                .map_err(FeaturesCliError::Usage)?;
+                .map_err(AdminCliError::Usage)?;
             let mut admin =
                 AdminClient::connect_with_tls(&args.bootstrap_controller, timeout, tls).await?;
             let timeout_ms = i32::try_from(args.timeout_ms).unwrap_or(i32::MAX);

@@ -83,13 +83,16 @@ enum QuorumCommand {
     },
 }
 
-/// Errors of the quorum command.
+/// Errors of the admin commands (`quorum`, `features`).
 #[derive(Debug, thiserror::Error)]
-enum QuorumCliError {
+pub(super) enum AdminCliError {
+    /// The request failed or was refused.
     #[error("{0}")]
     Admin(#[from] AdminError),
+    /// Bad flags or a bad `--command-config`.
     #[error("{0}")]
     Usage(String),
+    /// The tokio runtime did not start.
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),
 }
@@ -97,17 +100,26 @@ enum QuorumCliError {
 /// Runs `quorum` and maps the outcome to an exit code (0, 1, or
 /// [`EXIT_RETRIABLE`]).
 pub fn run(args: QuorumArgs) -> ExitCode {
+    run_admin(execute(args))
+}
+
+/// Runs an admin command on a current-thread runtime: prints its output and
+/// exits 0, or prints the error and exits [`EXIT_RETRIABLE`] when retrying
+/// may succeed, 1 otherwise.
+pub(super) fn run_admin(
+    command: impl std::future::Future<Output = Result<String, AdminCliError>>,
+) -> ExitCode {
     let result = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(QuorumCliError::Runtime)
-        .and_then(|rt| rt.block_on(execute(args)));
+        .map_err(AdminCliError::Runtime)
+        .and_then(|rt| rt.block_on(command));
     match result {
         Ok(out) => {
             print!("{out}");
             ExitCode::SUCCESS
         }
-        Err(QuorumCliError::Admin(e)) if e.is_retriable() => {
+        Err(AdminCliError::Admin(e)) if e.is_retriable() => {
             eprintln!("error (retriable): {e}");
             ExitCode::from(EXIT_RETRIABLE)
         }
@@ -118,10 +130,10 @@ pub fn run(args: QuorumArgs) -> ExitCode {
     }
 }
 
-async fn execute(args: QuorumArgs) -> Result<String, QuorumCliError> {
+async fn execute(args: QuorumArgs) -> Result<String, AdminCliError> {
     let timeout = Duration::from_millis(u64::from(args.timeout_ms));
     let tls = match &args.command_config {
-        Some(path) => super::command_config::load(path).map_err(QuorumCliError::Usage)?,
+        Some(path) => super::command_config::load(path).map_err(AdminCliError::Usage)?,
         None => None,
     };
     match args.command {
@@ -156,26 +168,25 @@ async fn execute(args: QuorumArgs) -> Result<String, QuorumCliError> {
                 Some(path) => voter_from_config(&path)?,
                 None => {
                     let node_id = node_id
-                        .ok_or_else(|| QuorumCliError::Usage("--node-id is required".into()))?;
-                    let dir = directory_id.ok_or_else(|| {
-                        QuorumCliError::Usage("--directory-id is required".into())
-                    })?;
-                    let dir = parse_kafka_uuid(&dir).map_err(QuorumCliError::Usage)?;
+                        .ok_or_else(|| AdminCliError::Usage("--node-id is required".into()))?;
+                    let dir = directory_id
+                        .ok_or_else(|| AdminCliError::Usage("--directory-id is required".into()))?;
+                    let dir = parse_kafka_uuid(&dir).map_err(AdminCliError::Usage)?;
                     let endpoints = endpoint
                         .iter()
                         .map(|e| e.parse::<Endpoint>())
                         .collect::<Result<Vec<_>, _>>()
-                        .map_err(|e| QuorumCliError::Usage(e.to_string()))?;
+                        .map_err(|e| AdminCliError::Usage(e.to_string()))?;
                     (node_id, dir, endpoints)
                 }
             };
             if node_id < 0 {
-                return Err(QuorumCliError::Usage(format!(
+                return Err(AdminCliError::Usage(format!(
                     "invalid negative node id {node_id}"
                 )));
             }
             if endpoints.is_empty() {
-                return Err(QuorumCliError::Usage(
+                return Err(AdminCliError::Usage(
                     "at least one --endpoint is required".into(),
                 ));
             }
@@ -198,11 +209,11 @@ async fn execute(args: QuorumArgs) -> Result<String, QuorumCliError> {
             directory_id,
         } => {
             if node_id < 0 {
-                return Err(QuorumCliError::Usage(format!(
+                return Err(AdminCliError::Usage(format!(
                     "invalid negative --node-id {node_id}"
                 )));
             }
-            let dir = parse_kafka_uuid(&directory_id).map_err(QuorumCliError::Usage)?;
+            let dir = parse_kafka_uuid(&directory_id).map_err(AdminCliError::Usage)?;
             let mut admin =
                 AdminClient::connect_with_tls(&args.bootstrap_controller, timeout, tls.clone())
                     .await?;
@@ -372,9 +383,9 @@ pub fn format_replication(q: &QuorumInfo, now_ms: Option<i64>) -> String {
 
 /// Reads a Java properties file (`key=value` or `key: value`, `#`/`!`
 /// comments). Errors: the file cannot be read.
-fn read_properties(path: &std::path::Path) -> Result<HashMap<String, String>, QuorumCliError> {
+fn read_properties(path: &std::path::Path) -> Result<HashMap<String, String>, AdminCliError> {
     let text = std::fs::read_to_string(path)
-        .map_err(|e| QuorumCliError::Usage(format!("cannot read {}: {e}", path.display())))?;
+        .map_err(|e| AdminCliError::Usage(format!("cannot read {}: {e}", path.display())))?;
     Ok(text
         .lines()
         .map(str::trim)
@@ -388,9 +399,9 @@ fn read_properties(path: &std::path::Path) -> Result<HashMap<String, String>, Qu
 
 /// Node id, directory id and controller endpoints of a joining node, from its
 /// server.properties, as Kafka's `add-controller --command-config` reads them.
-fn voter_from_config(path: &std::path::Path) -> Result<(i32, Uuid, Vec<Endpoint>), QuorumCliError> {
+fn voter_from_config(path: &std::path::Path) -> Result<(i32, Uuid, Vec<Endpoint>), AdminCliError> {
     let props = read_properties(path)?;
-    let usage = |m: String| QuorumCliError::Usage(m);
+    let usage = |m: String| AdminCliError::Usage(m);
     let file = path.display();
     let node_id = props.get("node.id").ok_or_else(|| {
         usage(format!(
