@@ -26,32 +26,18 @@ use kafka_protocol::{
     },
     protocol::StrBytes,
 };
-use kraft_controller::{
-    admin::kafka_uuid_string,
-    wire::client::{ClientConfig, Connection},
-};
+use kraft_controller::admin::kafka_uuid_string;
 use serde_json::Value;
-use support::{CLUSTER_ID, Mode, Quorum, QuorumBuilder, batches_below, cli, wait_for};
+use support::{
+    CLUSTER_ID, Mode, Quorum, QuorumBuilder, batches_below, cli, kafka_broker::try_call as call,
+    wait_for,
+};
 
 /// Long enough for an election, a catch-up or a commit on a loaded 2-core
 /// machine.
 const TIMEOUT: Duration = Duration::from_secs(40);
 const BROKER: i32 = 100;
 const CONSENT: &str = "--i-understand-this-may-lose-uncommitted-data";
-
-fn call(quorum: &Quorum, id: i32, version: i16, request: RequestKind) -> Option<ResponseKind> {
-    let address = quorum.node(id).address();
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("a tokio runtime");
-    runtime
-        .block_on(async move {
-            let connection = Connection::connect(&address, ClientConfig::default()).await?;
-            connection.call(version, request).await
-        })
-        .ok()
-}
 
 /// Registers broker 100 and unfences it at whichever of `ids` is active.
 fn register_broker(quorum: &Quorum, ids: &[i32]) {

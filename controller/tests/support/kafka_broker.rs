@@ -17,6 +17,17 @@ use super::Quorum;
 /// Sends `request` at `version` to node `id` on a fresh connection and
 /// returns its answer (panics when there is none: a test failure).
 pub fn call(quorum: &Quorum, id: i32, version: i16, request: RequestKind) -> ResponseKind {
+    try_call(quorum, id, version, request).expect("an answer")
+}
+
+/// [`call`], with `None` when the node does not answer (down, or not yet
+/// listening): for tests that poll until a node answers.
+pub fn try_call(
+    quorum: &Quorum,
+    id: i32,
+    version: i16,
+    request: RequestKind,
+) -> Option<ResponseKind> {
     let address = quorum.node(id).address();
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -27,7 +38,7 @@ pub fn call(quorum: &Quorum, id: i32, version: i16, request: RequestKind) -> Res
             let connection = Connection::connect(&address, ClientConfig::default()).await?;
             connection.call(version, request).await
         })
-        .expect("an answer")
+        .ok()
 }
 
 /// The registration of broker `broker_id` in cluster `cluster_id`: one
