@@ -27,21 +27,7 @@ fn follower() -> RaftEngine<MemoryLog> {
 /// Leader 2's answer `id` in epoch 3: one batch at offset 2 of `epoch`.
 fn answer(id: u64, epoch: i32) -> Event {
     let batch = encode_data_batch(2, epoch, 0, &[Bytes::from_static(b"x")]).expect("encodes");
-    Event::Response {
-        id: RequestId(id),
-        response: RaftResponse::Fetch(FetchResponse::default().with_responses(vec![
-            fetch_response::FetchableTopicResponse::default().with_partitions(vec![
-                fetch_response::PartitionData::default()
-                    .with_high_watermark(2)
-                    .with_current_leader(
-                        fetch_response::LeaderIdAndEpoch::default()
-                            .with_leader_id(2.into())
-                            .with_leader_epoch(3),
-                    )
-                    .with_records(Some(batch)),
-            ]),
-        ])),
-    }
+    leader_2_answer(id, batch)
 }
 
 #[test]

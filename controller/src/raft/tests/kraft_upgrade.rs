@@ -20,23 +20,7 @@ fn static_voters() -> VoterSet {
 /// its LeaderChange (offset 0) flushed and fetched by node 2 with its
 /// directory id (high watermark 1). Node 3 has not fetched.
 fn static_leader() -> RaftEngine<MemoryLog> {
-    let mut c = RaftConfig::new(1, static_voters());
-    c.directory_id = Some(dir(1));
-    c.cluster_id = Some("test".into());
-    let (mut e, _) = RaftEngine::new(
-        c,
-        MemoryLog::new(),
-        None,
-        Box::new(ChaCha8Rng::seed_from_u64(7)),
-        0,
-    )
-    .expect("starts");
-    let t = e.next_deadline_ms();
-    e.handle(Event::Tick, t).expect("tick");
-    e.handle(vote_granted(1, 0), t).expect("pre-vote");
-    e.handle(vote_granted(3, 1), t).expect("vote");
-    assert_eq!(e.role(), Role::Leader);
-    e.handle(Event::Flush, 2_000).expect("flush");
+    let mut e = elected_leader(RaftConfig::new(1, static_voters()));
     e.handle(fetch_from(2, 1, 1, 1), 2_000).expect("fetch");
     assert_eq!(e.high_watermark(), Some(1));
     assert_eq!(e.status().kraft_version, 0);
@@ -252,21 +236,7 @@ fn upgrade_batch_answer(id: u64) -> Event {
         ],
     )
     .expect("encodes");
-    Event::Response {
-        id: RequestId(id),
-        response: RaftResponse::Fetch(FetchResponse::default().with_responses(vec![
-            fetch_response::FetchableTopicResponse::default().with_partitions(vec![
-                fetch_response::PartitionData::default()
-                    .with_high_watermark(2)
-                    .with_current_leader(
-                        fetch_response::LeaderIdAndEpoch::default()
-                            .with_leader_id(2.into())
-                            .with_leader_epoch(3),
-                    )
-                    .with_records(Some(batch)),
-            ]),
-        ])),
-    }
+    leader_2_answer(id, batch)
 }
 
 #[test]

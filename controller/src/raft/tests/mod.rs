@@ -4,8 +4,8 @@
 
 use bytes::Bytes;
 use kafka_protocol::messages::{
-    BeginQuorumEpochRequest, FetchRequest, VoteRequest, VoteResponse, begin_quorum_epoch_request,
-    fetch_request, vote_request, vote_response,
+    BeginQuorumEpochRequest, FetchRequest, FetchResponse, VoteRequest, VoteResponse,
+    begin_quorum_epoch_request, fetch_request, fetch_response, vote_request, vote_response,
 };
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
@@ -285,6 +285,16 @@ fn kip853_voters() -> VoterSet {
 fn kip853_leader() -> RaftEngine<MemoryLog> {
     let mut c = RaftConfig::new(1, kip853_voters());
     c.kraft_version = 1;
+    let mut e = elected_leader(c);
+    e.handle(fetch_from(2, 1, 3, 1), 2_000).expect("fetch");
+    assert_eq!(e.high_watermark(), Some(3));
+    e
+}
+
+/// Node `c.node_id` (directory `dir(1)`, cluster `test`) elected leader of
+/// epoch 1 with the votes of nodes 1 (pre-vote) and 3, its first batch
+/// flushed at 2,000 ms; nobody has fetched yet.
+fn elected_leader(mut c: RaftConfig) -> RaftEngine<MemoryLog> {
     c.directory_id = Some(dir(1));
     c.cluster_id = Some("test".into());
     let (mut e, _) = RaftEngine::new(
@@ -301,9 +311,26 @@ fn kip853_leader() -> RaftEngine<MemoryLog> {
     e.handle(vote_granted(3, 1), t).expect("vote");
     assert_eq!(e.role(), Role::Leader);
     e.handle(Event::Flush, 2_000).expect("flush");
-    e.handle(fetch_from(2, 1, 3, 1), 2_000).expect("fetch");
-    assert_eq!(e.high_watermark(), Some(3));
     e
+}
+
+/// Leader 2's Fetch answer `id` in epoch 3: high watermark 2 and `batch`.
+fn leader_2_answer(id: u64, batch: Bytes) -> Event {
+    Event::Response {
+        id: RequestId(id),
+        response: RaftResponse::Fetch(FetchResponse::default().with_responses(vec![
+            fetch_response::FetchableTopicResponse::default().with_partitions(vec![
+                fetch_response::PartitionData::default()
+                    .with_high_watermark(2)
+                    .with_current_leader(
+                        fetch_response::LeaderIdAndEpoch::default()
+                            .with_leader_id(2.into())
+                            .with_leader_epoch(3),
+                    )
+                    .with_records(Some(batch)),
+            ]),
+        ])),
+    }
 }
 
 fn fetch_from(replica: i32, epoch: i32, offset: i64, last_epoch: i32) -> Event {
