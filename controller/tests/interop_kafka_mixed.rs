@@ -33,11 +33,15 @@
 
 mod interop;
 
-use std::{collections::BTreeMap, time::Duration};
+use std::{collections::BTreeMap, path::Path, time::Duration};
 
 use interop::{
-    brokers::{KafkaServer, KeptDir},
-    mixed::{DumpedBatch, Member, dumped_batches, replay_faults, replication},
+    brokers::{KafkaServer, KeptDir, broker_view},
+    clients::{config_command, tool, topics},
+    mixed::{
+        DumpedBatch, Member, dumped_batches, replay_faults, replication, snapshot_files,
+        snapshot_payloads,
+    },
     *,
 };
 
@@ -47,12 +51,19 @@ const VERSION: &str = "4.4.0";
 const RELEASE_VERSION: &str = "4.1-IV1";
 /// Kafka's `kafka-metadata-quorum`.
 const QUORUM_COMMAND: &str = "org.apache.kafka.tools.MetadataQuorumCommand";
+/// Kafka's `kafka-features`.
+const FEATURE_COMMAND: &str = "org.apache.kafka.tools.FeatureCommand";
+/// Given to every controller, ours and Kafka's: a snapshot every 4 KiB of
+/// records, so that restarted controllers load snapshots they made from
+/// records the other implementation wrote.
+const CONTROLLER_EXTRA: &str = "metadata.log.max.record.bytes.between.snapshots=4096\n";
 /// How long a JVM controller may take to start and win or follow.
 const JVM_START: Duration = Duration::from_secs(60);
 
-/// The four controllers and the test's directory.
+/// The four controllers, the broker and the test's directory.
 struct Mixed {
     members: Vec<Member>,
+    broker: KafkaServer,
     admin: String,
     _root: KeptDir,
 }
@@ -237,6 +248,128 @@ impl Mixed {
         next
     }
 
+    /// Has the leader at `leader` write records of its own making besides
+    /// LeaderChange, NoOps and registrations: a ConfigRecord (Kafka's
+    /// `kafka-configs --bootstrap-controller … --alter --entity-default`,
+    /// IncrementalAlterConfigs) with `log.cleaner.threads=threads`, and a
+    /// FeatureLevelRecord (Kafka's `kafka-features upgrade|downgrade`,
+    /// UpdateFeatures) setting `transaction.version` to `transaction_version`
+    /// if given (our controller updates `kraft.version` only).
+    fn write_records(&mut self, leader: &str, threads: u32, transaction_version: Option<i16>) {
+        let threads = format!("log.cleaner.threads={threads}");
+        let out = tool(
+            VERSION,
+            config_command(VERSION),
+            &[
+                "--bootstrap-controller",
+                leader,
+                "--command-config",
+                &self.admin,
+                "--entity-type",
+                "brokers",
+                "--entity-default",
+                "--alter",
+                "--add-config",
+                &threads,
+            ],
+        );
+        assert!(
+            out.ok,
+            "kafka-configs {threads} at {leader}:\n{}",
+            out.all()
+        );
+        let Some(transaction_version) = transaction_version else {
+            self.assert_no_replay_faults();
+            return;
+        };
+        let current = tool(
+            VERSION,
+            FEATURE_COMMAND,
+            &["--bootstrap-controller", leader, "describe"],
+        );
+        assert!(current.ok, "kafka-features describe:\n{}", current.all());
+        let level = current
+            .stdout
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some("transaction.version"))
+            .and_then(|l| {
+                l.split_whitespace()
+                    .skip_while(|w| *w != "FinalizedVersionLevel:")
+                    .nth(1)?
+                    .parse::<i16>()
+                    .ok()
+            })
+            .unwrap_or(0);
+        let verb = if transaction_version > level {
+            "upgrade"
+        } else {
+            "downgrade"
+        };
+        let feature = format!("transaction.version={transaction_version}");
+        let out = tool(
+            VERSION,
+            FEATURE_COMMAND,
+            &[
+                "--bootstrap-controller",
+                leader,
+                "--command-config",
+                &self.admin,
+                verb,
+                "--feature",
+                &feature,
+            ],
+        );
+        assert!(
+            out.ok,
+            "kafka-features {verb} {feature} at {leader} (finalized {level}):\n{}",
+            out.all()
+        );
+        self.assert_no_replay_faults();
+    }
+
+    /// Restarts the broker with SIGTERM (controlled shutdown: the active
+    /// controller moves its partitions' leadership away and records it) and
+    /// a new start (a new RegisterBrokerRecord, then its unfencing), both
+    /// written by the current active controller.
+    fn restart_broker(&mut self) {
+        let exit = self.broker.terminate(Duration::from_secs(60));
+        assert!(exit.success() || exit.code() == Some(143), "{exit}");
+        self.broker.start();
+        let (id, address) = (self.broker.id, self.broker.address());
+        wait_for(JVM_START, "the restarted broker to be unfenced", || {
+            broker_view(&address).filter(|view| view.get(&id) == Some(&false))
+        });
+        self.assert_no_replay_faults();
+    }
+
+    /// Creates topic `name` (2 partitions, 1 replica) with Kafka's
+    /// `kafka-topics` through the broker: the active controller writes its
+    /// TopicRecord and PartitionRecords. Waits first until the broker is
+    /// registered and unfenced (DescribeCluster to the broker).
+    fn create_topic(&mut self, name: &str) {
+        let id = self.broker.id;
+        let address = self.broker.address();
+        wait_for(JVM_START, "the broker to be unfenced", || {
+            broker_view(&address).filter(|view| view.get(&id) == Some(&false))
+        });
+        let out = topics(
+            VERSION,
+            &address,
+            Path::new(&self.admin),
+            &[
+                "--create",
+                "--topic",
+                name,
+                "--partitions",
+                "2",
+                "--replication-factor",
+                "1",
+            ],
+        );
+        assert!(out.ok, "kafka-topics --create {name}:\n{}", out.all());
+        self.assert_no_replay_faults();
+    }
+
     /// Waits until member `id` is listed by the leader at `leader` with a
     /// log end offset at or past `offset`.
     fn wait_caught_up(&mut self, id: i32, leader: &str, offset: i64) {
@@ -262,6 +395,19 @@ fn committed(batches: &[DumpedBatch], high_watermark: i64) -> Vec<&DumpedBatch> 
         .iter()
         .filter(|b| b.last_offset < high_watermark)
         .collect()
+}
+
+/// `batch` without the `position:` of its header: the byte position in
+/// its segment, which differs where a node's log starts at a snapshot.
+fn without_position(batch: &DumpedBatch) -> DumpedBatch {
+    let mut words: Vec<&str> = batch.header.split(' ').collect();
+    if let Some(i) = words.iter().position(|w| *w == "position:") {
+        words.drain(i..(i + 2).min(words.len()));
+    }
+    DumpedBatch {
+        header: words.join(" "),
+        ..batch.clone()
+    }
 }
 
 /// The decoded record lines of `batches` of a record type, e.g.
@@ -295,9 +441,9 @@ fn kafka_and_our_controllers_lead_one_quorum_in_turn_with_identical_committed_lo
         .collect::<Vec<_>>()
         .join(",");
     let path = root.path();
-    let kafka_1 = KafkaServer::controller(path, VERSION, 1, ports[0], &bootstrap, "");
+    let kafka_1 = KafkaServer::controller(path, VERSION, 1, ports[0], &bootstrap, CONTROLLER_EXTRA);
     kafka_1.format(&["--release-version", RELEASE_VERSION, "--standalone"]);
-    let kafka_4 = KafkaServer::controller(path, VERSION, 4, ports[3], &bootstrap, "");
+    let kafka_4 = KafkaServer::controller(path, VERSION, 4, ports[3], &bootstrap, CONTROLLER_EXTRA);
     kafka_4.format(&[
         "--release-version",
         RELEASE_VERSION,
@@ -307,6 +453,7 @@ fn kafka_and_our_controllers_lead_one_quorum_in_turn_with_identical_committed_lo
         .into_iter()
         .map(|(id, port)| {
             let node = Node::new(path, id, port, &bootstrap);
+            node.append_config(CONTROLLER_EXTRA);
             run_ours(&[
                 "format",
                 "--config",
@@ -321,11 +468,14 @@ fn kafka_and_our_controllers_lead_one_quorum_in_turn_with_identical_committed_lo
         })
         .collect();
     let admin = admin_config(path).display().to_string();
+    let broker = KafkaServer::broker(path, VERSION, 11, &bootstrap, "");
+    broker.format(&["--release-version", RELEASE_VERSION]);
     let mut members = vec![Member::Kafka(kafka_1)];
     members.extend(ours.into_iter().map(Member::Ours));
     members.push(Member::Kafka(kafka_4));
     let mut q = Mixed {
         members,
+        broker,
         admin,
         _root: root,
     };
@@ -338,11 +488,17 @@ fn kafka_and_our_controllers_lead_one_quorum_in_turn_with_identical_committed_lo
     q.add_controller(3, &at);
     let voters = our_status(&at).expect("describe --status")["CurrentVoters"].clone();
     eprintln!("voters under Kafka's leader: {voters}");
+    q.write_records(&at, 2, Some(1));
+    q.broker.start();
+    q.create_topic("created-under-kafka");
 
     // 2. Kafka's leader is killed; ours takes over; Kafka's follows ours.
     let (ours_leading, hw, at) = q.kill_leader_and_hand_over(1, &at);
     q.member(1).start();
     q.wait_caught_up(1, &at, hw);
+    q.write_records(&at, 3, None);
+    q.create_topic("created-under-ours");
+    q.restart_broker();
 
     // 3. A Kafka controller joins the quorum ours leads; our follower leaves.
     q.add_controller(4, &at);
@@ -353,6 +509,9 @@ fn kafka_and_our_controllers_lead_one_quorum_in_turn_with_identical_committed_lo
     assert!(!q.is_ours(kafka_leading));
     q.member(ours_leading).start();
     q.wait_caught_up(ours_leading, &at, hw);
+    q.write_records(&at, 4, Some(0));
+    q.create_topic("created-under-kafka-again");
+    q.restart_broker();
 
     // 4. Everything caught up to one high watermark, then stopped.
     let (_, high_watermark, at) = q.wait_for_leader("a leader", hw, |_| true);
@@ -360,6 +519,7 @@ fn kafka_and_our_controllers_lead_one_quorum_in_turn_with_identical_committed_lo
         q.wait_caught_up(id, &at, high_watermark);
     }
     q.assert_no_replay_faults();
+    q.broker.kill();
     for member in &mut q.members {
         member.kill();
     }
@@ -378,23 +538,62 @@ fn kafka_and_our_controllers_lead_one_quorum_in_turn_with_identical_committed_lo
     );
     for (name, batches) in &dumps[1..] {
         let theirs = committed(batches, high_watermark);
-        // The follower removed in step 3 stopped early: its log is a prefix.
-        let expected = &reference[..theirs.len().min(reference.len())];
+        // A node that joined after a snapshot existed got that snapshot
+        // (KIP-630) and its log starts at the snapshot's end offset; a
+        // follower removed in step 3 stopped early. Below the high
+        // watermark, the batches both hold must be identical.
+        let first = theirs.first().map_or(i64::MAX, |b| b.base_offset);
+        let expected: Vec<&DumpedBatch> = reference
+            .iter()
+            .filter(|b| b.base_offset >= first)
+            .copied()
+            .collect();
+        assert!(
+            expected.len() >= theirs.len(),
+            "{name} has committed batches {reference_name} lacks"
+        );
         for (a, b) in expected.iter().zip(&theirs) {
             assert_eq!(
-                a, b,
+                without_position(a),
+                without_position(b),
                 "{reference_name} and {name} differ in the committed batch at offset {}",
                 a.base_offset
             );
         }
-        if !name.contains(&format!(" {our_follower}")) {
+        if !name.ends_with(&format!(" {our_follower}")) {
             assert_eq!(
                 theirs.len(),
-                reference.len(),
-                "{name} has {} committed batches, {reference_name} {}",
+                expected.len(),
+                "{name} has {} committed batches from offset {first}, {reference_name} {}",
                 theirs.len(),
-                reference.len()
+                expected.len()
             );
+        }
+        eprintln!(
+            "{name}: {} committed batches from offset {first} identical to {reference_name}'s",
+            theirs.len()
+        );
+    }
+    // Snapshots of one offset and epoch made by both implementations hold
+    // the same image: the same records, whatever their order.
+    let snapshots: Vec<(String, bool, BTreeMap<String, std::path::PathBuf>)> = q
+        .members
+        .iter()
+        .map(|m| (m.name(), m.is_ours(), snapshot_files(&m.partition_dir())))
+        .collect();
+    for (our_name, _, ours) in snapshots.iter().filter(|s| s.1) {
+        for (kafka_name, _, kafkas) in snapshots.iter().filter(|s| !s.1) {
+            for (file, path) in ours {
+                let Some(other) = kafkas.get(file) else {
+                    continue;
+                };
+                assert_eq!(
+                    snapshot_payloads(VERSION, path),
+                    snapshot_payloads(VERSION, other),
+                    "snapshot {file} of {our_name} and of {kafka_name} hold different records"
+                );
+                eprintln!("snapshot {file}: same records on {our_name} and {kafka_name}");
+            }
         }
     }
     // Each implementation wrote controller registrations that the other

@@ -230,18 +230,30 @@ pub fn dumped_batches(version: &'static str, partition: &Path) -> Vec<DumpedBatc
 }
 
 /// The lines of a controller's log that say it failed to apply or load
-/// metadata: Kafka's fault handlers (`Encountered … fault`), its
-/// `MetadataLoader` and `QuorumController` errors, any exception, and our
-/// ERROR lines.
+/// metadata: Kafka's fault handlers (`Encountered … fault`), any ERROR
+/// line (its `MetadataLoader` and `QuorumController` errors, ours), and
+/// exceptions logged as warnings. Kafka's lines about a request that met
+/// `NotControllerException` (answered NOT_CONTROLLER, retried by the
+/// broker) are not failures to apply metadata.
 pub fn replay_faults(log: &str) -> Vec<String> {
-    log.lines()
-        .map(strip_ansi)
-        .filter(|l| {
-            l.contains(" fault")
-                || l.contains("Exception")
-                || l.contains("metadata loading")
-                || l.contains(" ERROR ")
+    let lines: Vec<String> = log.lines().map(strip_ansi).collect();
+    lines
+        .iter()
+        .enumerate()
+        .filter(|(i, l)| {
+            // Kafka's `ControllerApis` logs at ERROR a request that reached
+            // a controller between its election and its activation, and
+            // answers NOT_CONTROLLER: the client retries; nothing was applied.
+            let not_controller = lines
+                .get(i + 1)
+                .is_some_and(|next| next.contains("NotControllerException"));
+            !not_controller
+                && (l.contains(" ERROR ")
+                    || l.contains(" fault")
+                    || l.contains("metadata loading")
+                    || (l.contains(" WARN ") && l.contains("Exception")))
         })
+        .map(|(_, l)| l.clone())
         .collect()
 }
 
@@ -262,4 +274,50 @@ pub fn strip_ansi(line: &str) -> String {
         }
     }
     out
+}
+
+/// The snapshots (`OFFSET-EPOCH.checkpoint`, not the 0-0 bootstrap) of a
+/// `__cluster_metadata-0`: file name → path.
+pub fn snapshot_files(partition: &Path) -> BTreeMap<String, PathBuf> {
+    std::fs::read_dir(partition)
+        .unwrap_or_else(|e| panic!("listing {}: {e}", partition.display()))
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            (name.ends_with(".checkpoint") && !name.starts_with("00000000000000000000-"))
+                .then(|| (name.clone(), partition.join(name)))
+        })
+        .collect()
+}
+
+/// The records of a snapshot as Kafka `version`'s dump decodes them: each
+/// record's `payload:` (its type, version and fields as JSON, without its
+/// offset or time), sorted, so that two snapshots of one image compare
+/// equal whatever order their writers chose. The `features` of a
+/// RegisterBrokerRecord or RegisterControllerRecord are sorted by name
+/// too: Kafka's image keeps them in a `HashMap` (`BrokerRegistration`,
+/// `ControllerRegistration`), so its snapshots list them in hash order,
+/// ours in the order of the record the registration came from.
+pub fn snapshot_payloads(version: &'static str, file: &Path) -> Vec<String> {
+    let mut payloads: Vec<String> = kafka_dump(version, file)
+        .lines()
+        .filter_map(|l| Some(l.split_once(" payload: ")?.1))
+        .map(features_by_name)
+        .collect();
+    payloads.sort();
+    payloads
+}
+
+/// `payload` (JSON) with its `data.features` array sorted by `name`; as
+/// given when it is not JSON or has no such array.
+fn features_by_name(payload: &str) -> String {
+    let Ok(mut value) = serde_json::from_str::<serde_json::Value>(payload) else {
+        return payload.to_owned();
+    };
+    if let Some(features) = value
+        .pointer_mut("/data/features")
+        .and_then(serde_json::Value::as_array_mut)
+    {
+        features.sort_by_key(|f| f.get("name").map(ToString::to_string));
+    }
+    value.to_string()
 }
