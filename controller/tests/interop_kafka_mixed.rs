@@ -3,37 +3,52 @@
 //! KRaft quorum, and leadership moves from one implementation to the other
 //! both ways. Built only with the `interop` feature (`make test-interop`).
 //!
-//! The story, with ids 1 and 4 Kafka's and 2 and 3 ours, every node's
-//! `controller.quorum.bootstrap.servers` listing all four:
-//! 1. Kafka's controller 1, formatted `--standalone` by Kafka's `StorageTool`
-//!    at `--release-version` 4.1-IV1 (level 27, which both implement), leads
-//!    alone. Our nodes 2 and 3, formatted `--no-initial-controllers` by our
-//!    `format`, fetch from it as observers; Kafka's `MetadataQuorumCommand
-//!    add-controller`, given each node's own properties, makes them voters
-//!    (KIP-853): two of ours and one of Kafka's.
-//! 2. `kill -9` of Kafka's leader: one of ours takes over and commits past
-//!    the old leader's log end offset. Kafka's controller 1 restarts and
-//!    follows ours, replays what ours wrote and registers with our active
-//!    controller (KIP-919).
-//! 3. Kafka's controller 4, formatted `--no-initial-controllers` by Kafka's
-//!    tool, joins the quorum ours leads through `add-controller`; Kafka's
-//!    `remove-controller` takes out our follower: two of Kafka's and one of
-//!    ours. `kill -9` of our leader: one of Kafka's takes over and commits
-//!    past our old leader's end; ours restarts and follows it.
-//! 4. All caught up to one high watermark, every node is stopped and Kafka's
-//!    `DumpLogSegments --cluster-metadata-decoder` reads each node's
-//!    segments: every batch below that high watermark (base offset, last
-//!    offset, leader epoch, CreateTime, size, CRC, position, and each record
-//!    as Kafka's classes decode it) is identical on every node.
+//! Two tests tell one story, once with Kafka's controller as the founder
+//! and once with ours: controllers 1 (the founder) and 4 of one
+//! implementation, 2 and 3 of the other, every node's
+//! `controller.quorum.bootstrap.servers` listing all four, all formatted at
+//! `--release-version` 4.1-IV1 (level 27, which both implement), and one
+//! Kafka 4.4.0 broker (11).
+//! 1. The founder, formatted `--standalone` by its own implementation's
+//!    tool, leads alone and writes the bootstrap records. Controllers 2 and
+//!    3, formatted `--no-initial-controllers`, fetch as observers; Kafka's
+//!    `MetadataQuorumCommand add-controller`, given each one's properties,
+//!    makes them voters (KIP-853). Two voters of one implementation, one of
+//!    the other. The founder writes a ConfigRecord (Kafka's
+//!    `kafka-configs --bootstrap-controller`), lowers `transaction.version`
+//!    if it is Kafka's (`kafka-features downgrade`; ours updates
+//!    `kraft.version` only), registers the broker and creates a topic
+//!    (`kafka-topics` through the broker).
+//! 2. `kill -9` of the founder: a joiner of the other implementation takes
+//!    over and commits past the founder's log end offset. The founder
+//!    restarts, follows it, replays what it wrote and registers with it
+//!    (KIP-919). The new leader writes the same kinds of records, and the
+//!    broker's restart (controlled shutdown, new registration, unfencing).
+//! 3. Controller 4 joins the quorum the joiner leads through `add-controller`
+//!    (its log starts at the leader's latest snapshot, KIP-630); Kafka's
+//!    `remove-controller` takes out the other joiner: two voters of the
+//!    founder's implementation, one of the other. `kill -9` of the leader:
+//!    the founder's implementation takes over past its end, writes the same
+//!    kinds of records; the old leader restarts and follows.
+//! 4. All caught up to one high watermark, every process is stopped and
+//!    Kafka's `DumpLogSegments --cluster-metadata-decoder` reads each
+//!    node's segments: every batch below that high watermark that two nodes
+//!    hold is identical (base and last offset, leader epoch, CreateTime,
+//!    size, CRC, and each record as Kafka's classes decode it); only the
+//!    byte `position:` in the segment differs, where a node's log starts at
+//!    a snapshot. Snapshots of one offset and epoch written by both
+//!    implementations hold the same records (see `snapshot_payloads` for
+//!    the one order that differs).
 //!
 //! At each step every controller's log is searched for a failure to apply
-//! metadata (Kafka's fault handlers, exceptions, our ERROR lines), so a
-//! record one implementation wrote and the other refused is named by the
-//! test. On failure every node's log is printed and the directory is kept.
+//! metadata (Kafka's fault handlers, ERROR lines, exceptions; our ERROR
+//! lines), so a record one implementation wrote and the other refused is
+//! named by the test. On failure every node's log is printed and the
+//! directory is kept.
 
 mod interop;
 
-use std::{collections::BTreeMap, path::Path, time::Duration};
+use std::{collections::BTreeMap, path::Path, sync::Mutex, time::Duration};
 
 use interop::{
     brokers::{KafkaServer, KeptDir, broker_view},
@@ -252,10 +267,11 @@ impl Mixed {
     /// LeaderChange, NoOps and registrations: a ConfigRecord (Kafka's
     /// `kafka-configs --bootstrap-controller … --alter --entity-default`,
     /// IncrementalAlterConfigs) with `log.cleaner.threads=threads`, and a
-    /// FeatureLevelRecord (Kafka's `kafka-features upgrade|downgrade`,
-    /// UpdateFeatures) setting `transaction.version` to `transaction_version`
-    /// if given (our controller updates `kraft.version` only).
-    fn write_records(&mut self, leader: &str, threads: u32, transaction_version: Option<i16>) {
+    /// FeatureLevelRecord (Kafka's `kafka-features downgrade`, UpdateFeatures)
+    /// lowering `transaction.version` by one, when the leader is Kafka's
+    /// (ours updates `kraft.version` only: it answers INVALID_UPDATE_VERSION
+    /// for any other feature).
+    fn write_records(&mut self, leader: &str, threads: u32) {
         let threads = format!("log.cleaner.threads={threads}");
         let out = tool(
             VERSION,
@@ -278,10 +294,14 @@ impl Mixed {
             "kafka-configs {threads} at {leader}:\n{}",
             out.all()
         );
-        let Some(transaction_version) = transaction_version else {
+        let leader_is_ours = self
+            .members
+            .iter()
+            .any(|m| m.is_ours() && m.address() == leader);
+        if leader_is_ours {
             self.assert_no_replay_faults();
             return;
-        };
+        }
         let current = tool(
             VERSION,
             FEATURE_COMMAND,
@@ -300,11 +320,8 @@ impl Mixed {
                     .ok()
             })
             .unwrap_or(0);
-        let verb = if transaction_version > level {
-            "upgrade"
-        } else {
-            "downgrade"
-        };
+        let transaction_version = (level - 1).max(0);
+        let verb = "downgrade";
         let feature = format!("transaction.version={transaction_version}");
         let out = tool(
             VERSION,
@@ -410,29 +427,81 @@ fn without_position(batch: &DumpedBatch) -> DumpedBatch {
     }
 }
 
-/// The decoded record lines of `batches` of a record type, e.g.
-/// `REGISTER_CONTROLLER_RECORD`, with the leader epoch of their batch.
-fn records_of<'a>(batches: &[&'a DumpedBatch], kind: &str) -> Vec<(i64, &'a str)> {
-    batches
-        .iter()
-        .flat_map(|b| {
-            let epoch = b
-                .header
-                .split_whitespace()
-                .skip_while(|w| *w != "partitionLeaderEpoch:")
-                .nth(1)
-                .and_then(|e| e.parse().ok())
-                .unwrap_or(-1);
-            b.records
-                .iter()
-                .filter(move |r| r.contains(kind))
-                .map(move |r| (epoch, r.as_str()))
-        })
-        .collect()
+/// For each leader epoch of `batches`: the record types written in it
+/// (`TOPIC_RECORD`, `LeaderChange`, …) with their counts, and `leader N`
+/// from its LeaderChange record.
+fn epoch_summary(batches: &[&DumpedBatch]) -> BTreeMap<i64, BTreeMap<String, usize>> {
+    let mut summary: BTreeMap<i64, BTreeMap<String, usize>> = BTreeMap::new();
+    for batch in batches {
+        let epoch = batch
+            .header
+            .split_whitespace()
+            .skip_while(|w| *w != "partitionLeaderEpoch:")
+            .nth(1)
+            .and_then(|e| e.parse().ok())
+            .unwrap_or(-1);
+        let kinds = summary.entry(epoch).or_default();
+        for record in &batch.records {
+            let kind = record
+                .split_once("\"type\":\"")
+                .and_then(|(_, r)| r.split('"').next())
+                .map(str::to_owned)
+                .or_else(|| {
+                    ["LeaderChange", "KRaftVersion", "Voters", "SnapshotHeader"]
+                        .into_iter()
+                        .find(|c| record.contains(c))
+                        .map(str::to_owned)
+                })
+                .unwrap_or_else(|| "other".to_owned());
+            if kind == "LeaderChange"
+                && let Some(id) = record
+                    .split("\"leaderId\":")
+                    .nth(1)
+                    .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
+            {
+                kinds.insert(format!("leader {id}"), 1);
+            }
+            *kinds.entry(kind).or_default() += 1;
+        }
+    }
+    summary
 }
 
-#[test]
-fn kafka_and_our_controllers_lead_one_quorum_in_turn_with_identical_committed_logs() {
+/// Only one mixed quorum at a time: each runs four controller processes
+/// (two or three JVMs) and a broker JVM on a 2-core machine.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+/// Formats member `id` of the implementation `ours` listening on `port`;
+/// `mode` is `--standalone` or `--no-initial-controllers`.
+fn member(path: &Path, ours: bool, id: i32, port: u16, bootstrap: &str, mode: &str) -> Member {
+    if ours {
+        let node = Node::new(path, id, port, bootstrap);
+        node.append_config(CONTROLLER_EXTRA);
+        run_ours(&[
+            "format",
+            "--config",
+            &node.config.display().to_string(),
+            "--cluster-id",
+            CLUSTER_ID,
+            "--release-version",
+            RELEASE_VERSION,
+            mode,
+        ]);
+        Member::Ours(node)
+    } else {
+        let server = KafkaServer::controller(path, VERSION, id, port, bootstrap, CONTROLLER_EXTRA);
+        server.format(&["--release-version", RELEASE_VERSION, mode]);
+        Member::Kafka(server)
+    }
+}
+
+/// The whole story, with the founder (controller 1, formatted
+/// `--standalone`) and the late joiner (4) of one implementation and the
+/// two early joiners (2 and 3) of the other; `founder_is_ours` picks which.
+fn run(founder_is_ours: bool) {
+    let _serial = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let root = KeptDir::new("interop-mixed-");
     let ports: Vec<u16> = (0..4).map(|_| free_port()).collect();
     let bootstrap = ports
@@ -441,81 +510,67 @@ fn kafka_and_our_controllers_lead_one_quorum_in_turn_with_identical_committed_lo
         .collect::<Vec<_>>()
         .join(",");
     let path = root.path();
-    let kafka_1 = KafkaServer::controller(path, VERSION, 1, ports[0], &bootstrap, CONTROLLER_EXTRA);
-    kafka_1.format(&["--release-version", RELEASE_VERSION, "--standalone"]);
-    let kafka_4 = KafkaServer::controller(path, VERSION, 4, ports[3], &bootstrap, CONTROLLER_EXTRA);
-    kafka_4.format(&[
-        "--release-version",
-        RELEASE_VERSION,
+    let modes = [
+        "--standalone",
         "--no-initial-controllers",
-    ]);
-    let ours: Vec<Node> = [(2, ports[1]), (3, ports[2])]
-        .into_iter()
-        .map(|(id, port)| {
-            let node = Node::new(path, id, port, &bootstrap);
-            node.append_config(CONTROLLER_EXTRA);
-            run_ours(&[
-                "format",
-                "--config",
-                &node.config.display().to_string(),
-                "--cluster-id",
-                CLUSTER_ID,
-                "--release-version",
-                RELEASE_VERSION,
-                "--no-initial-controllers",
-            ]);
-            node
+        "--no-initial-controllers",
+        "--no-initial-controllers",
+    ];
+    let members: Vec<Member> = (1..=4)
+        .zip(ports)
+        .zip(modes)
+        .map(|((id, port), mode)| {
+            let ours = (id == 1 || id == 4) == founder_is_ours;
+            member(path, ours, id, port, &bootstrap, mode)
         })
         .collect();
-    let admin = admin_config(path).display().to_string();
     let broker = KafkaServer::broker(path, VERSION, 11, &bootstrap, "");
     broker.format(&["--release-version", RELEASE_VERSION]);
-    let mut members = vec![Member::Kafka(kafka_1)];
-    members.extend(ours.into_iter().map(Member::Ours));
-    members.push(Member::Kafka(kafka_4));
     let mut q = Mixed {
         members,
         broker,
-        admin,
+        admin: admin_config(path).display().to_string(),
         _root: root,
     };
+    let founder = q.name(1);
 
-    // 1. Ours join the quorum Kafka's controller leads.
+    // 1. Two of the other implementation join the founder's quorum.
     q.member(1).start();
-    let (leader, _, at) = q.wait_for_leader("Kafka's standalone controller", 0, |l| l == 1);
-    assert_eq!(leader, 1);
+    let (_, _, at) = q.wait_for_leader(&founder, 0, |l| l == 1);
     q.add_controller(2, &at);
     q.add_controller(3, &at);
     let voters = our_status(&at).expect("describe --status")["CurrentVoters"].clone();
-    eprintln!("voters under Kafka's leader: {voters}");
-    q.write_records(&at, 2, Some(1));
+    eprintln!("voters under {founder}: {voters}");
+    q.write_records(&at, 2);
     q.broker.start();
-    q.create_topic("created-under-kafka");
+    q.create_topic("created-in-step-1");
 
-    // 2. Kafka's leader is killed; ours takes over; Kafka's follows ours.
-    let (ours_leading, hw, at) = q.kill_leader_and_hand_over(1, &at);
+    // 2. The founder is killed; one of the joiners leads; the founder
+    //    restarts and follows it.
+    let (joiner_leading, hw, at) = q.kill_leader_and_hand_over(1, &at);
     q.member(1).start();
     q.wait_caught_up(1, &at, hw);
-    q.write_records(&at, 3, None);
-    q.create_topic("created-under-ours");
+    q.write_records(&at, 3);
+    q.create_topic("created-in-step-2");
     q.restart_broker();
 
-    // 3. A Kafka controller joins the quorum ours leads; our follower leaves.
+    // 3. Controller 4 (the founder's implementation) joins the quorum the
+    //    joiner leads; the other joiner leaves; two of the founder's
+    //    implementation and one of the other remain. The leader is killed.
     q.add_controller(4, &at);
-    let our_follower = if ours_leading == 2 { 3 } else { 2 };
-    q.remove_controller(our_follower, &at);
-    q.member(our_follower).kill();
-    let (kafka_leading, hw, at) = q.kill_leader_and_hand_over(ours_leading, &at);
-    assert!(!q.is_ours(kafka_leading));
-    q.member(ours_leading).start();
-    q.wait_caught_up(ours_leading, &at, hw);
-    q.write_records(&at, 4, Some(0));
-    q.create_topic("created-under-kafka-again");
+    let removed = if joiner_leading == 2 { 3 } else { 2 };
+    q.remove_controller(removed, &at);
+    q.member(removed).kill();
+    let (_, hw, at) = q.kill_leader_and_hand_over(joiner_leading, &at);
+    q.member(joiner_leading).start();
+    q.wait_caught_up(joiner_leading, &at, hw);
+    q.write_records(&at, 4);
+    q.create_topic("created-in-step-3");
     q.restart_broker();
 
     // 4. Everything caught up to one high watermark, then stopped.
     let (_, high_watermark, at) = q.wait_for_leader("a leader", hw, |_| true);
-    for id in [1, ours_leading, 4] {
+    for id in [1, joiner_leading, 4] {
         q.wait_caught_up(id, &at, high_watermark);
     }
     q.assert_no_replay_faults();
@@ -560,7 +615,7 @@ fn kafka_and_our_controllers_lead_one_quorum_in_turn_with_identical_committed_lo
                 a.base_offset
             );
         }
-        if !name.ends_with(&format!(" {our_follower}")) {
+        if !name.ends_with(&format!(" {removed}")) {
             assert_eq!(
                 theirs.len(),
                 expected.len(),
@@ -596,19 +651,33 @@ fn kafka_and_our_controllers_lead_one_quorum_in_turn_with_identical_committed_lo
             }
         }
     }
-    // Each implementation wrote controller registrations that the other
-    // replayed: print which leader epoch committed whose.
-    for (epoch, record) in records_of(&reference, "REGISTER_CONTROLLER_RECORD") {
-        let id = record
-            .split("\"controllerId\":")
-            .nth(1)
-            .and_then(|r| r.split(|c: char| !c.is_ascii_digit()).next())
-            .unwrap_or("?");
-        eprintln!("epoch {epoch}: RegisterControllerRecord of controller {id}");
+    // Which implementation led each epoch, and what its leader wrote.
+    for (epoch, kinds) in epoch_summary(&reference) {
+        let leader = kinds
+            .iter()
+            .find_map(|(k, _)| k.strip_prefix("leader "))
+            .and_then(|l| l.parse().ok())
+            .map_or_else(|| "?".to_owned(), |l| q.name(l));
+        let kinds: Vec<String> = kinds
+            .iter()
+            .filter(|(k, _)| !k.starts_with("leader "))
+            .map(|(k, n)| format!("{k} x{n}"))
+            .collect();
+        eprintln!("epoch {epoch}, led by {leader}: {}", kinds.join(", "));
     }
     eprintln!(
         "{} committed batches below high watermark {high_watermark} identical on {} nodes",
         reference.len(),
         dumps.len()
     );
+}
+
+#[test]
+fn our_controllers_join_kafkas_then_kafkas_join_ours_and_committed_logs_stay_identical() {
+    run(false);
+}
+
+#[test]
+fn kafkas_controllers_join_ours_then_ours_join_kafkas_and_committed_logs_stay_identical() {
+    run(true);
 }
