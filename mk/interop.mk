@@ -4,7 +4,8 @@
 # kafka-storage and kafka-dump-log classes, and Kafka 4.1.2's and 4.4.0's
 # brokers (interop_kafka_brokers, ~6 min; interop_kafka_topics, Kafka's clients
 # and admin tools on ours for both versions and on Kafka 4.4's controllers, ~11 min), with the jars of `make kafka-jars`,
-# against real kraft-controller processes.
+# against real kraft-controller processes; interop_kafka_mixed (~4 min) puts Kafka
+# 4.4.0's controllers and ours in one quorum.
 # Without a JDK they are skipped with a loud message, never silently.
 
 TEST_TARGETS += test-interop
@@ -18,4 +19,4 @@ test-interop: ## Apache Kafka's tools against our controllers and files (needs a
 	  exit 0; \
 	fi; \
 	$(MAKE) --no-print-directory kafka-jars && \
-	$(CARGO) test -p kraft-controller --features interop --no-fail-fast --test interop_kafka --test interop_kafka_voters --test interop_kafka_metadata --test interop_kafka_tls --test interop_kafka_brokers --test interop_kafka_configs --test interop_kafka_topics --test interop_kafka_acls --test interop_kafka_recover --test interop_kafka_features -- --nocapture --test-threads 2
+	$(CARGO) test -p kraft-controller --features interop --no-fail-fast --test interop_kafka --test interop_kafka_voters --test interop_kafka_mixed --test interop_kafka_metadata --test interop_kafka_tls --test interop_kafka_brokers --test interop_kafka_configs --test interop_kafka_topics --test interop_kafka_acls --test interop_kafka_recover --test interop_kafka_features -- --nocapture --test-threads 2

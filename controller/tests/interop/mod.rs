@@ -105,6 +105,7 @@ pub use wait::{poll_until, wait_for};
 
 pub mod brokers;
 pub mod clients;
+pub mod mixed;
 
 /// One controller: its properties file, directory, and process when running.
 #[derive(Debug)]
