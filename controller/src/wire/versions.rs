@@ -52,13 +52,13 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::UpdateRaftVoter, 0, 0),
     // KIP-919: a controller registers with the active controller.
     api(ApiKey::ControllerRegistration, 0, 0),
-    // Brokers register and heartbeat (Kafka's ControllerApis). Kafka 4.4 has
-    // BrokerHeartbeat v2, whose tagged CordonedLogDirs (KIP-1066) kafka-protocol
-    // 0.18 does not decode: a 4.4 broker therefore heartbeats at v1 and its
-    // cordoned directories never reach our records (RegisterBrokerRecord v4
-    // is written with CordonedLogDirs null, "not reported yet").
+    // Brokers register and heartbeat (Kafka's ControllerApis). BrokerHeartbeat
+    // v2 (Kafka 4.4, KIP-1066: tagged CordonedLogDirs) is read through v1's
+    // codec (`codec::body_version`): a Kafka 4.4 broker at metadata.version
+    // 4.3-IV0 or later cannot heartbeat at v1. The cordoned directories are
+    // not recorded (docs/quorum-controller.md).
     api(ApiKey::BrokerRegistration, 0, 4),
-    api(ApiKey::BrokerHeartbeat, 0, 1),
+    api(ApiKey::BrokerHeartbeat, 0, 2),
     api(ApiKey::UnregisterBroker, 0, 0),
     // KIP-590: brokers forward their clients' admin requests.
     api(ApiKey::Envelope, 0, 0),
