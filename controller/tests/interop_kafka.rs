@@ -10,6 +10,7 @@ use std::{collections::BTreeSet, path::Path, time::Duration};
 
 use interop::*;
 
+const FEATURE_COMMAND: &str = "org.apache.kafka.tools.FeatureCommand";
 const QUORUM_COMMAND: &str = "org.apache.kafka.tools.MetadataQuorumCommand";
 const STORAGE_TOOL: &str = "kafka.tools.StorageTool";
 /// Three valid, non-reserved directory ids in canonical text.
@@ -331,8 +332,17 @@ fn files_of(dir: &Path) -> std::collections::BTreeMap<std::path::PathBuf, Vec<u8
 
 /// Formats `node` with Kafka 4.4.0's StorageTool `--standalone` and `extra`
 /// flags, and checks it wrote the KIP-1170 layout (no bootstrap.checkpoint).
-fn format_kafka_4_4_standalone(node: &Node, extra: &[&str]) {
-    let config = node.config.display().to_string();
+/// With `unstable`, StorageTool reads a copy of the node's config with
+/// `unstable.feature.versions.enable=true`, so that it formats 4.5-IV0.
+fn format_kafka_4_4_standalone(node: &Node, unstable: bool, extra: &[&str]) {
+    let mut config = node.config.clone();
+    if unstable {
+        let text = std::fs::read_to_string(&node.config).expect("read properties");
+        config = node.config.with_extension("unstable.properties");
+        std::fs::write(&config, text + "unstable.feature.versions.enable=true\n")
+            .expect("write properties");
+    }
+    let config = config.display().to_string();
     let mut args = vec![
         "format",
         "--config",
@@ -360,15 +370,16 @@ fn wait_for_exit(node: &mut Node) {
     }
 }
 
-// Issue 22: Kafka 4.4.0's format writes metadata.version 4.4-IV2 (level 33)
-// into the 0-0 checkpoint (KIP-1170) and no bootstrap.checkpoint. Before, our
-// controller led on it while registering support for 7..27 only.
+// Issue 22: a level above what we implement (4.5-IV0, 34: unstable in Kafka
+// 4.4.0, formatted with unstable.feature.versions.enable) in the 0-0
+// checkpoint (KIP-1170) stops our controller with one line, nothing written.
+// Before issue 22 it led on any level; until this session that was 33 too.
 #[test]
 fn our_controller_refuses_a_directory_kafka_4_4_formatted_at_a_level_it_does_not_implement_and_writes_nothing()
  {
     let root = tempdir();
     let mut nodes = nodes(root.path(), 1);
-    format_kafka_4_4_standalone(&nodes[0], &[]);
+    format_kafka_4_4_standalone(&nodes[0], true, &["--release-version", "4.5-IV0"]);
     let before = files_of(&nodes[0].dir);
     nodes[0].start();
     wait_for_exit(&mut nodes[0]);
@@ -377,7 +388,8 @@ fn our_controller_refuses_a_directory_kafka_4_4_formatted_at_a_level_it_does_not
         .lines()
         .find(|l| l.starts_with("kraft-controller run:"))
         .unwrap_or_else(|| panic!("no one-line error; log:\n{log}"));
-    assert!(line.contains("metadata.version level 33"), "{line}");
+    assert!(line.contains("metadata.version level 34"), "{line}");
+    assert!(line.contains("to 4.4-IV2 (33)"), "{line}");
     assert!(
         line.contains("00000000000000000000-0000000000.checkpoint"),
         "{line}"
@@ -389,13 +401,50 @@ fn our_controller_refuses_a_directory_kafka_4_4_formatted_at_a_level_it_does_not
     );
 }
 
+// Issue 22: Kafka 4.4.0's format writes metadata.version 4.4-IV2 (level 33,
+// its default) into the 0-0 checkpoint. Our controller runs it and says so:
+// Kafka 4.4.0's FeatureCommand describe against it shows metadata.version
+// finalized at 4.4-IV2 and supported up to 4.4-IV2.
+#[test]
+fn our_controller_runs_on_a_directory_kafka_4_4_formatted_at_its_default_4_4_iv2() {
+    let root = tempdir();
+    let mut nodes = nodes(root.path(), 1);
+    format_kafka_4_4_standalone(&nodes[0], false, &[]);
+    nodes[0].start();
+    let status = wait_for_leader(&nodes[0].address());
+    assert_eq!(status["LeaderId"], "1", "{status:?}");
+    let address = nodes[0].address();
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let row = loop {
+        let describe = kafka_at(
+            Some("4.4.0"),
+            FEATURE_COMMAND,
+            &["--bootstrap-controller", &address, "describe"],
+        );
+        let row = describe
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some("metadata.version"))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "));
+        match row {
+            Some(r) if r.contains("FinalizedVersionLevel: 4.4-IV2") => break r,
+            _ => assert!(
+                std::time::Instant::now() < deadline,
+                "metadata.version not finalized at 4.4-IV2 within 30 s:\n{describe}"
+            ),
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert!(row.contains("SupportedMaxVersion: 4.4-IV2"), "{row}");
+    assert!(row.contains("SupportedMinVersion: 3.3-IV3"), "{row}");
+}
+
 // KIP-1170 layout at a level we implement: Kafka 4.4.0's format with
 // --release-version 4.1-IV1 (bootstrap records in the 0-0 checkpoint).
 #[test]
 fn our_controller_runs_on_a_directory_kafka_4_4_formatted_at_4_1_iv1() {
     let root = tempdir();
     let mut nodes = nodes(root.path(), 1);
-    format_kafka_4_4_standalone(&nodes[0], &["--release-version", "4.1-IV1"]);
+    format_kafka_4_4_standalone(&nodes[0], false, &["--release-version", "4.1-IV1"]);
     nodes[0].start();
     let status = wait_for_leader(&nodes[0].address());
     assert_eq!(status["LeaderId"], "1", "{status:?}");

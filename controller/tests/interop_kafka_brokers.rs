@@ -518,6 +518,26 @@ fn check_dumps(version: &'static str, partition: &Path, ours: bool) {
             .count()
     };
     let registers = count(&log, "REGISTER_BROKER_RECORD");
+    // Both quorums run at `version`'s default metadata.version: 4.4-IV2
+    // writes RegisterBrokerRecord v4 (cordoned log dirs, 4.3-IV0), 4.1-IV1 v3
+    // (Kafka 4.4.0's MetadataVersion.registerBrokerRecordVersion).
+    let register_version = if release_version_of(version) == "4.4-IV2" {
+        4
+    } else {
+        3
+    };
+    let wrong: Vec<&str> = log
+        .lines()
+        .filter(|l| {
+            l.contains("\"type\":\"REGISTER_BROKER_RECORD\"")
+                && !l.contains(&format!("\"version\":{register_version},"))
+        })
+        .collect();
+    assert!(
+        wrong.is_empty(),
+        "RegisterBrokerRecord not at v{register_version}:\n{}",
+        wrong.join("\n")
+    );
     // Kafka's controllers write BrokerRegistrationChangeRecord for (un)fencing
     // at this metadata.version; FenceBrokerRecord/UnfenceBrokerRecord are the
     // older form: either is right.
@@ -591,7 +611,7 @@ fn on_our_controllers(version: &'static str) {
         show(&baseline)
     );
     let root = KeptDir::new("interop-brokers-ours-");
-    let quorum = Quorum::ours(root.path(), CONTROLLER_EXTRA);
+    let quorum = Quorum::ours(root.path(), version, CONTROLLER_EXTRA);
     all_steps(root.path(), version, quorum, Some(&baseline));
 }
 

@@ -143,13 +143,15 @@ fn kafka_decodes_our_bootstrap_registration_and_snapshot_records_and_reads_our_f
     let registered = lines_with(&records, &registration);
     assert_eq!(registered.len(), 1, "{records:#?}");
     assert!(registered[0].contains(&port_field), "{}", registered[0]);
-    assert!(
-        registered[0].contains(
-            r#"{"name":"metadata.version","minSupportedVersion":7,"maxSupportedVersion":27}"#
-        ),
-        "{}",
-        registered[0]
-    );
+    // The ranges of Kafka 4.4.0's controllers (issue 22: 7-33, and the
+    // share and streams groups' features).
+    for range in [
+        r#"{"name":"metadata.version","minSupportedVersion":7,"maxSupportedVersion":33}"#,
+        r#"{"name":"share.version","minSupportedVersion":0,"maxSupportedVersion":2}"#,
+        r#"{"name":"streams.version","minSupportedVersion":0,"maxSupportedVersion":1}"#,
+    ] {
+        assert!(registered[0].contains(range), "{range}: {}", registered[0]);
+    }
 
     // The snapshot: Kafka reads the image back, metadata.version first.
     assert_eq!(kafka_counts(&snapshot), our_counts(&snapshot));

@@ -315,7 +315,7 @@ fn run(version: &'static str, baseline: bool) {
         all_steps(root.path(), version, quorum)
     });
     let root = KeptDir::new("interop-topics-ours-");
-    let quorum = Quorum::ours(root.path(), CONTROLLER_EXTRA);
+    let quorum = Quorum::ours(root.path(), version, CONTROLLER_EXTRA);
     let ours = all_steps(root.path(), version, quorum);
     let mut failures: Vec<String> = ours
         .steps

@@ -34,7 +34,7 @@ const DIR_2: Uuid = Uuid::from_bytes([2; 16]);
 fn api_versions(v: i16) -> ResponseKind {
     ResponseKind::ApiVersions(wire::api_versions_response(
         v,
-        &wire::kafka_4_1_supported_features(),
+        &wire::supported_features(),
         &FinalizedFeatures::default(),
     ))
 }

@@ -173,7 +173,7 @@ fn every_supported_request_round_trips_at_every_version_of_the_table() {
     }
     assert_eq!(
         checked,
-        15 + 5 + 3 + 2 + 2 + 3 + 2 + 3 + 1 + 1 + 1 + 1 + 5 + 2 + 1 + 1 + 3 + 3 + 3
+        15 + 5 + 3 + 2 + 2 + 3 + 2 + 3 + 1 + 1 + 1 + 1 + 5 + 3 + 1 + 1 + 3 + 3 + 3
             // AllocateProducerIds, IncrementalAlterConfigs, AlterConfigs,
             // DescribeConfigs, AssignReplicasToDirs, CreateTopics, DeleteTopics,
             // CreatePartitions, AlterPartition, ElectLeaders
@@ -208,7 +208,7 @@ fn a_response_body_of_another_api_is_refused() {
 }
 
 #[test]
-fn api_versions_lists_our_table_and_kafka_4_1_controller_features() {
+fn api_versions_lists_our_table_and_kafka_4_4_controller_features() {
     let finalized = FinalizedFeatures {
         levels: vec![
             ("metadata.version".into(), 27),
@@ -217,7 +217,7 @@ fn api_versions_lists_our_table_and_kafka_4_1_controller_features() {
         ],
         epoch: 42,
     };
-    let v4 = wire::api_versions_response(4, &wire::kafka_4_1_supported_features(), &finalized);
+    let v4 = wire::api_versions_response(4, &wire::supported_features(), &finalized);
     let keys: Vec<(i16, i16, i16)> = v4
         .api_keys
         .iter()
@@ -248,7 +248,7 @@ fn api_versions_lists_our_table_and_kafka_4_1_controller_features() {
             (59, 0, 1),
             (60, 0, 2),
             (62, 0, 4),
-            (63, 0, 1),
+            (63, 0, 2),
             (64, 0, 0),
             (67, 0, 0),
             (70, 0, 0),
@@ -263,8 +263,22 @@ fn api_versions_lists_our_table_and_kafka_4_1_controller_features() {
         .iter()
         .map(|f| (f.name.as_str(), f.min_version, f.max_version))
         .collect();
-    assert!(features.contains(&("metadata.version", 7, 27)));
-    assert!(features.contains(&("kraft.version", 0, 1)));
+    // Kafka 4.4.0's BrokerFeatures.defaultSupportedFeatures(false), printed
+    // with jshell (a controller advertises the same ranges).
+    let mut sorted = features.clone();
+    sorted.sort();
+    assert_eq!(
+        sorted,
+        vec![
+            ("eligible.leader.replicas.version", 0, 1),
+            ("group.version", 0, 1),
+            ("kraft.version", 0, 1),
+            ("metadata.version", 7, 33),
+            ("share.version", 0, 2),
+            ("streams.version", 0, 1),
+            ("transaction.version", 0, 2),
+        ]
+    );
     // Levels of 0 are not finalized features (Kafka's createFinalizedFeatureKeys).
     let finalized: Vec<(&str, i16)> = v4
         .finalized_features
@@ -280,7 +294,7 @@ fn api_versions_lists_our_table_and_kafka_4_1_controller_features() {
     // KAFKA-17492: below v4, features whose minimum is 0 are left out.
     let v3 = wire::api_versions_response(
         3,
-        &wire::kafka_4_1_supported_features(),
+        &wire::supported_features(),
         &FinalizedFeatures::default(),
     );
     let names: Vec<&str> = v3
@@ -474,4 +488,49 @@ fn api_versions_fallback_response_is_the_single_api_versions_row() {
     .expect("encodes");
     let (_, decoded) = decode_response(ApiKey::ApiVersions, 0, payload).expect("decodes");
     assert_eq!(decoded, ResponseKind::ApiVersions(r));
+}
+
+fn from_hex(text: &str) -> Bytes {
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).expect("hex"))
+        .collect::<Vec<u8>>()
+        .into()
+}
+
+// Issue 22: a Kafka 4.4 broker at metadata.version 4.3-IV0 or later sends
+// BrokerHeartbeat v2 with CordonedLogDirs and cannot fall back to v1
+// ("Attempted to write a non-default cordonedLogDirs at version 1"). The
+// bytes are Kafka 4.4.0's own (`BrokerHeartbeatRequestData` and
+// `BrokerHeartbeatResponseData` written at v2 with jshell).
+#[test]
+fn kafka_4_4_broker_heartbeat_v2_is_read_and_answered_at_v2() {
+    let request = from_hex(
+        "003f000200000007000962726f6b65722d3131000000000b00000000000000b6\
+         00000000000000b901000101110200000000000000000000000000000001",
+    );
+    let decoded = decode_request(request).expect("v2 is decoded");
+    assert_eq!(decoded.api_version, 2);
+    let RequestKind::BrokerHeartbeat(hb) = &decoded.body else {
+        panic!("not a heartbeat: {:?}", decoded.body)
+    };
+    assert_eq!(
+        (
+            hb.broker_id.0,
+            hb.broker_epoch,
+            hb.current_metadata_offset,
+            hb.want_fence
+        ),
+        (11, 182, 185, true)
+    );
+    assert!(hb.offline_log_dirs.is_empty());
+    // CordonedLogDirs (tag 1): one directory id, kept as bytes.
+    assert_eq!(hb.unknown_tagged_fields.get(&1).map(|b| b.len()), Some(17));
+    let answer = ResponseKind::BrokerHeartbeat(
+        kafka_protocol::messages::BrokerHeartbeatResponse::default()
+            .with_is_caught_up(true)
+            .with_is_fenced(false),
+    );
+    let bytes = encode_response(7, ApiKey::BrokerHeartbeat, 2, &answer).expect("v2 encodes");
+    assert_eq!(bytes, from_hex("000000070000000000000001000000"));
 }

@@ -7,7 +7,10 @@
 //!   `AclControlManager.validateNewAcl`: resource type UNKNOWN/ANY, a
 //!   pattern other than LITERAL/PREFIXED, operation UNKNOWN/ANY, permission
 //!   other than DENY/ALLOW are INVALID_REQUEST (Kafka's messages); and a
-//!   principal without `:` (which Kafka's authorizer could not parse). An
+//!   principal without `:` (which Kafka's authorizer could not parse); an
+//!   empty host is INVALID_REQUEST and a CIDR host (`10.0.0.0/8`) is
+//!   UNSUPPORTED_VERSION below `metadata.version` 4.4-IV1 (32) and
+//!   INVALID_REQUEST when malformed (Kafka 4.4's `validateHostPattern`). An
 //!   ACL that already exists (committed or appended) is a success without a
 //!   record.
 //! - DeleteAcls: a filter with an UNKNOWN code is INVALID_REQUEST; otherwise
@@ -32,11 +35,13 @@ use kafka_protocol::{
     },
     protocol::StrBytes,
 };
-use kraft_common::errors::INVALID_REQUEST;
+use kraft_common::errors::{INVALID_REQUEST, UNSUPPORTED_VERSION};
 use uuid::Uuid;
 
+use crate::metadata::version::MetadataVersion;
+
 use super::{
-    AclFilter, AclSet, CLUSTER_NAME, StandardAcl, operation, pattern_type, permission,
+    AclFilter, AclSet, CLUSTER_NAME, StandardAcl, cidr, operation, pattern_type, permission,
     resource_type,
 };
 use crate::metadata::records::remove_access_control_entry_record;
@@ -112,10 +117,13 @@ fn known(code: i8, max: i8) -> i8 {
     if (0..=max).contains(&code) { code } else { 0 }
 }
 
-/// The new ACL of one creation, or Kafka's refusal message.
+/// The new ACL of one creation, or Kafka's refusal (error code, message);
+/// `cidr_supported` is `MetadataVersion.isCidrAclSupported` of the cluster.
 fn validate(
     c: &kafka_protocol::messages::create_acls_request::AclCreation,
-) -> Result<StandardAcl, String> {
+    cidr_supported: bool,
+) -> Result<StandardAcl, (i16, String)> {
+    let invalid = |message: String| (INVALID_REQUEST, message);
     let acl = StandardAcl {
         resource_type: known(c.resource_type, resource_type::USER),
         resource_name: c.resource_name.to_string(),
@@ -126,50 +134,81 @@ fn validate(
         permission_type: known(c.permission_type, permission::ALLOW),
     };
     if acl.resource_type == resource_type::CLUSTER && acl.resource_name != CLUSTER_NAME {
-        return Err(format!(
+        return Err(invalid(format!(
             "The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
-        ));
+        )));
     }
     if acl.resource_name.is_empty() {
-        return Err("Invalid empty resource name".to_owned());
+        return Err(invalid("Invalid empty resource name".to_owned()));
     }
     if matches!(
         acl.resource_type,
         resource_type::UNKNOWN | resource_type::ANY
     ) {
-        return Err(format!(
+        return Err(invalid(format!(
             "Invalid resourceType {}",
             resource_type_name(acl.resource_type)
-        ));
+        )));
     }
     if !matches!(
         acl.pattern_type,
         pattern_type::LITERAL | pattern_type::PREFIXED
     ) {
-        return Err(format!(
+        return Err(invalid(format!(
             "Invalid patternType {}",
             pattern_type_name(acl.pattern_type)
-        ));
+        )));
     }
     if matches!(acl.operation, operation::UNKNOWN | operation::ANY) {
-        return Err(format!(
+        return Err(invalid(format!(
             "Invalid operation {}",
             operation_name(acl.operation)
-        ));
+        )));
     }
     if !matches!(acl.permission_type, permission::DENY | permission::ALLOW) {
-        return Err(format!(
+        return Err(invalid(format!(
             "Invalid permissionType {}",
             permission_name(acl.permission_type)
-        ));
+        )));
     }
     if !acl.principal.contains(':') {
-        return Err(format!(
+        return Err(invalid(format!(
             "Could not parse principal from `{}` (no colon is present separating the principal type from the principal name)",
             acl.principal
+        )));
+    }
+    validate_host(&acl.host, cidr_supported)?;
+    Ok(acl)
+}
+
+/// Kafka 4.4's `AclControlManager.validateHostPattern`: `*` and addresses
+/// pass; an empty host is INVALID_REQUEST; a CIDR block is
+/// UNSUPPORTED_VERSION below 4.4-IV1 and INVALID_REQUEST when malformed.
+fn validate_host(host: &str, cidr_supported: bool) -> Result<(), (i16, String)> {
+    if host.is_empty() {
+        return Err((
+            INVALID_REQUEST,
+            "Host pattern cannot be null or empty".to_owned(),
         ));
     }
-    Ok(acl)
+    if !cidr::is_cidr(host) {
+        return Ok(());
+    }
+    if !cidr_supported {
+        return Err((
+            UNSUPPORTED_VERSION,
+            format!(
+                "CIDR-based ACL host patterns require metadata version {} or higher.",
+                MetadataVersion::IBP_4_4_IV1
+            ),
+        ));
+    }
+    cidr::validate(host).map_err(|reason| {
+        (
+            INVALID_REQUEST,
+            format!("Invalid CIDR notation '{host}': {reason}"),
+        )
+    })
 }
 
 /// The active controller's ACLs, including those appended and not yet
@@ -193,10 +232,12 @@ impl AclControl {
     }
 
     /// CreateAcls: the records to append and the answer (see the module
-    /// doc); `new_id` gives fresh random ids (retried while taken).
+    /// doc); `new_id` gives fresh random ids (retried while taken);
+    /// `metadata_version` is the cluster's (it gates CIDR hosts).
     pub fn create(
         &mut self,
         request: &CreateAclsRequest,
+        metadata_version: MetadataVersion,
         mut new_id: impl FnMut() -> Uuid,
     ) -> (Vec<Bytes>, CreateAclsResponse) {
         let policy_violation = ResponseError::PolicyViolation.code();
@@ -206,10 +247,10 @@ impl AclControl {
         let mut records = Vec::new();
         let mut results = Vec::with_capacity(request.creations.len());
         for creation in &request.creations {
-            match validate(creation) {
-                Err(message) => results.push(
+            match validate(creation, metadata_version.is_cidr_acl_supported()) {
+                Err((code, message)) => results.push(
                     AclCreationResult::default()
-                        .with_error_code(INVALID_REQUEST)
+                        .with_error_code(code)
                         .with_error_message(Some(s(message))),
                 ),
                 Ok(acl) => {
@@ -430,6 +471,9 @@ mod tests {
             .with_permission_type(permission::ALLOW)
     }
 
+    /// 4.1-IV1: no CIDR hosts.
+    const LEVEL_27: MetadataVersion = MetadataVersion::LATEST_PRODUCTION;
+
     fn ids() -> impl FnMut() -> Uuid {
         let mut n = 0u128;
         move || {
@@ -471,7 +515,7 @@ mod tests {
             creation("User:x", operation::READ, resource_type::TOPIC, ""),
             creation("nocolon", operation::READ, resource_type::TOPIC, "t"),
         ]);
-        let (records, answer) = control.create(&request, ids());
+        let (records, answer) = control.create(&request, LEVEL_27, ids());
         assert_eq!(records.len(), 1, "the duplicate adds nothing");
         let framed = FramedRecord::decode(&records[0]).expect("framed");
         assert_eq!(framed.api_key, ACCESS_CONTROL_ENTRY_RECORD_API_KEY);
@@ -491,6 +535,7 @@ mod tests {
         // The appended ACL is seen by the next request.
         let (again, _) = control.create(
             &CreateAclsRequest::default().with_creations(vec![request.creations[0].clone()]),
+            LEVEL_27,
             ids(),
         );
         assert!(again.is_empty());
@@ -514,6 +559,7 @@ mod tests {
                     CLUSTER_NAME,
                 ),
             ]),
+            LEVEL_27,
             ids(),
         );
         let only_a = any_filter().with_principal_filter(Some(s("User:a")));
@@ -565,6 +611,7 @@ mod tests {
             .collect();
         let (records, answer) = control.create(
             &CreateAclsRequest::default().with_creations(creations),
+            LEVEL_27,
             ids(),
         );
         assert!(records.is_empty());
@@ -585,5 +632,67 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn cidr_hosts_are_refused_below_4_4_iv1_and_checked_from_it() {
+        // Kafka 4.4.0's AclControlManager.validateHostPattern (javap).
+        let with_host = |host: &str| {
+            CreateAclsRequest::default().with_creations(vec![
+                creation(
+                    "User:a",
+                    operation::ALTER,
+                    resource_type::CLUSTER,
+                    CLUSTER_NAME,
+                )
+                .with_host(s(host)),
+            ])
+        };
+        let answer = |control: &mut AclControl, host: &str, level: i16| {
+            let version = MetadataVersion::from_feature_level(level).expect("known level");
+            let (records, answer) = control.create(&with_host(host), version, ids());
+            let r = &answer.results[0];
+            (
+                records.len(),
+                r.error_code,
+                r.error_message.as_ref().map(|m| m.to_string()),
+            )
+        };
+        let mut control = AclControl::default();
+        assert_eq!(
+            answer(&mut control, "10.0.0.0/8", 31),
+            (
+                0,
+                UNSUPPORTED_VERSION,
+                Some(
+                    "CIDR-based ACL host patterns require metadata version 4.4-IV1 or higher."
+                        .into()
+                )
+            )
+        );
+        let (n, code, message) = answer(&mut control, "10.0.0.0/33", 32);
+        assert_eq!((n, code), (0, INVALID_REQUEST));
+        let message = message.expect("a message");
+        assert!(
+            message.starts_with("Invalid CIDR notation '10.0.0.0/33': "),
+            "{message}"
+        );
+        assert_eq!(
+            answer(&mut control, "", 33),
+            (
+                0,
+                INVALID_REQUEST,
+                Some("Host pattern cannot be null or empty".into())
+            )
+        );
+        // Success: error 0, the default (empty) message.
+        assert_eq!(
+            answer(&mut control, "10.0.0.0/8", 32),
+            (1, 0, Some(String::new()))
+        );
+        assert_eq!(
+            answer(&mut control, "10.0.0.7", 27),
+            (1, 0, Some(String::new()))
+        );
     }
 }

@@ -6,7 +6,8 @@
 //! 2. the ACLs that match the resource are those of its resource type whose
 //!    pattern is LITERAL with the resource's name or `*`, or PREFIXED with a
 //!    prefix of the name;
-//! 3. among them, those of the principal (or `User:*`) and the host (or `*`):
+//! 3. among them, those of the principal (or `User:*`) and the host (or `*`,
+//!    or a CIDR block holding it, [`cidr`], Kafka 4.4's `CidrUtils.isInRange`):
 //!    a DENY of the operation (or ALL) denies; else an ALLOW of the
 //!    operation, of ALL, or of an operation that implies it (DESCRIBE is
 //!    implied by READ, WRITE, DELETE and ALTER; DESCRIBE_CONFIGS by
@@ -24,6 +25,7 @@
 //! [`control`] answers CreateAcls/DeleteAcls/DescribeAcls. It owns the
 //! meaning of ACLs; it must not know about connections or the log.
 
+pub mod cidr;
 pub mod control;
 pub mod requests;
 
@@ -318,7 +320,7 @@ pub fn authorize(
         }
         resource_has_acls = true;
         let who = acl.principal == principal || is_wildcard_of(&acl.principal, principal);
-        let from = acl.host == host || acl.host == WILDCARD;
+        let from = acl.host == host || acl.host == WILDCARD || cidr::contains(&acl.host, host);
         if !(who && from && acl.covers(op)) {
             continue;
         }
@@ -457,6 +459,25 @@ mod tests {
         // No ACL for the resource at all: allow.everyone decides.
         assert!(cluster(&AclSet::new(), "User:other", "h", ALTER, true));
         assert!(!cluster(&AclSet::new(), "User:other", "h", ALTER, false));
+    }
+
+    #[test]
+    fn a_cidr_host_covers_the_addresses_of_its_block() {
+        // Kafka 4.4's StandardAuthorizerData: host equal, `*`, or
+        // CidrUtils.isInRange(client address, ACL host).
+        let lit = pattern_type::LITERAL;
+        let acls = set(&[acl(
+            "User:b",
+            "10.1.0.0/16",
+            ALTER,
+            ALLOW,
+            CLUSTER,
+            CLUSTER_NAME,
+            lit,
+        )]);
+        assert!(cluster(&acls, "User:b", "10.1.200.3", ALTER, false));
+        assert!(!cluster(&acls, "User:b", "10.2.0.1", ALTER, false));
+        assert!(!cluster(&acls, "User:b", "0:0:0:0:0:0:0:1", ALTER, false));
     }
 
     // StandardAuthorizerTest: DENY wins over ALLOW; wildcards of principal

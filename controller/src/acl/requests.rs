@@ -20,7 +20,7 @@ use kafka_protocol::{
 use super::control::{self, AclControl};
 use crate::{
     log::ReplicatedLog,
-    metadata::image::MetadataImage,
+    metadata::{image::MetadataImage, records::METADATA_VERSION_FEATURE, version::MetadataVersion},
     raft::{
         RaftError, ReplyHandle, Role,
         listener::{LeaderChange, RaftClient},
@@ -123,7 +123,7 @@ impl AclRequests {
         };
         let (records, answer) = match &request {
             RequestKind::CreateAcls(r) => {
-                let (records, answer) = acls.create(r, new_acl_id);
+                let (records, answer) = acls.create(r, metadata_version(image), new_acl_id);
                 (records, ResponseKind::CreateAcls(answer))
             }
             RequestKind::DeleteAcls(r) => {
@@ -212,4 +212,13 @@ fn new_acl_id() -> uuid::Uuid {
             return id;
         }
     }
+}
+
+/// The cluster's `metadata.version` as the image holds it; the oldest
+/// (3.3-IV3) while none is known.
+fn metadata_version(image: &MetadataImage) -> MetadataVersion {
+    image
+        .feature_level(METADATA_VERSION_FEATURE)
+        .and_then(MetadataVersion::from_feature_level)
+        .unwrap_or(MetadataVersion::MINIMUM)
 }

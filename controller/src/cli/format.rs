@@ -401,8 +401,8 @@ pub fn plan(args: &FormatArgs) -> Result<FormatPlan, FormatError> {
         None => MetadataVersion::LATEST_PRODUCTION,
         Some(text) => MetadataVersion::parse(text).ok_or_else(|| {
             invalid(format!(
-                "unknown release version {text:?}: expected one of 3.3-IV3 .. {} (e.g. 4.1 or 4.1-IV1)",
-                MetadataVersion::LATEST_PRODUCTION
+                "unknown release version {text:?}: expected one of 3.3-IV3 .. {} (e.g. 4.1 or 4.4-IV2)",
+                MetadataVersion::LATEST_IMPLEMENTED
             ))
         })?,
     };

@@ -194,7 +194,7 @@ fn metadata_listener(
                 port: e.port,
             })
             .collect(),
-        features: crate::wire::kafka_4_1_supported_features()
+        features: crate::wire::supported_features()
             .into_iter()
             .map(|f| ControllerFeature {
                 name: f.name.to_owned(),

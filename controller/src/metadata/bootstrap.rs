@@ -353,14 +353,19 @@ mod tests {
 
     #[test]
     fn a_metadata_version_this_controller_does_not_implement_is_refused_naming_file_and_level() {
-        // Kafka 4.4.0's format writes 4.4-IV2 (level 33) by default.
+        // Kafka 4.4.0's format writes 4.4-IV2 (level 33) by default: run.
         let dir = tempfile::tempdir().expect("tempdir");
-        let path = write_kip_1170_checkpoint(dir.path(), &[level(METADATA_VERSION_FEATURE, 33)]);
-        let err = BootstrapMetadata::read(dir.path()).expect_err("level 33 is refused");
+        write_kip_1170_checkpoint(dir.path(), &[level(METADATA_VERSION_FEATURE, 33)]);
+        let bootstrap = BootstrapMetadata::read(dir.path()).expect("level 33 is implemented");
+        assert_eq!(bootstrap.metadata_version().feature_level(), 33);
+        // 4.5-IV0 (34), Kafka 4.4.0's unstable latestTesting: refused.
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = write_kip_1170_checkpoint(dir.path(), &[level(METADATA_VERSION_FEATURE, 34)]);
+        let err = BootstrapMetadata::read(dir.path()).expect_err("level 34 is refused");
         let text = err.to_string();
-        assert!(text.contains("level 33"), "{text}");
+        assert!(text.contains("level 34"), "{text}");
         assert!(text.contains(&path.display().to_string()), "{text}");
-        assert!(text.contains("3.3-IV3 (7) to 4.1-IV1 (27)"), "{text}");
+        assert!(text.contains("3.3-IV3 (7) to 4.4-IV2 (33)"), "{text}");
     }
 
     #[test]

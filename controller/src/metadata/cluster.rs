@@ -159,11 +159,7 @@ pub fn api_versions(
         levels,
         epoch: image.next_offset() - 1,
     };
-    wire::api_versions_response(
-        api_version,
-        &wire::kafka_4_1_supported_features(),
-        &finalized,
-    )
+    wire::api_versions_response(api_version, &wire::supported_features(), &finalized)
 }
 
 /// When the idle no-op record is due (ms): `max_idle_interval_ms` after the

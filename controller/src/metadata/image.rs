@@ -654,12 +654,16 @@ mod tests {
 
     #[test]
     fn a_metadata_version_outside_what_this_controller_implements_is_refused_and_not_applied() {
-        // Issue 22: a log written by a Kafka 4.4 controller at 4.4-IV2 (33).
+        // Issue 22: a log written by a Kafka 4.4 controller at 4.5-IV0 (34,
+        // unstable in 4.4.0); 4.4-IV2 (33) is implemented.
         let mut image = MetadataImage::default();
+        image
+            .apply_record(0, &level(METADATA_VERSION_FEATURE, 33))
+            .expect("33 is implemented");
         image
             .apply_record(0, &level(METADATA_VERSION_FEATURE, 27))
             .expect("27 is implemented");
-        for bad in [33, 0, 6] {
+        for bad in [34, 0, 6] {
             let err = image
                 .apply_record(5, &level(METADATA_VERSION_FEATURE, bad))
                 .expect_err("refused");

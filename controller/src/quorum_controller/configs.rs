@@ -26,6 +26,13 @@
 //! ClearElrRecord (Kafka's `createClearElrRecordsAsNeeded`): the topic's for
 //! a topic resource, `""` (every topic) for the cluster default. The ELRs
 //! were chosen under the old value, so they no longer prove anything.
+//!
+//! Below `metadata.version` 4.3-IV0 (30) the broker config
+//! `cordoned.log.dirs` (KIP-1066) can be neither set nor deleted
+//! (INVALID_CONFIG, Kafka 4.4's `isCordonedLogDirsDisabled`). Kafka's
+//! further rule for requests sent straight to a controller (not forwarded
+//! by a broker), that the new value be a subset of the current one, is not
+//! applied here.
 //! Owns these decisions; it must not touch the log.
 
 use std::collections::BTreeMap;
@@ -52,9 +59,15 @@ use crate::metadata::{
     image::MetadataImage,
     records::{
         CONFIG_RECORD_API_KEY, CONFIG_RESOURCE_TYPE_BROKER, ClearElrRecord, ConfigRecord,
-        FramedRecord, REMOVE_TOPIC_RECORD_API_KEY, RemoveTopicRecord,
+        FEATURE_LEVEL_RECORD_API_KEY, FeatureLevelRecord, FramedRecord, METADATA_VERSION_FEATURE,
+        REMOVE_TOPIC_RECORD_API_KEY, RemoveTopicRecord,
     },
+    version::MetadataVersion,
 };
+
+/// The broker config naming log directories that take no new replicas
+/// (KIP-1066, Kafka's `ServerLogConfigs.CORDONED_LOG_DIRS_CONFIG`).
+pub const CORDONED_LOG_DIRS: &str = "cordoned.log.dirs";
 
 /// Kafka's `ConfigResource.Type.BROKER_LOGGER` id.
 pub const CONFIG_RESOURCE_TYPE_BROKER_LOGGER: i8 = 8;
@@ -127,6 +140,9 @@ pub struct ConfigurationControl {
     /// `eligible.leader.replicas.version` >= 1 (Kafka's
     /// `isElrFeatureEnabled`), as committed at activation.
     elr_enabled: bool,
+    /// The `metadata.version` feature level, as committed at activation and
+    /// then replayed (0 while none is known).
+    metadata_level: i16,
 }
 
 /// Longest config value Kafka 4.4 accepts (UTF-16 units, Java's
@@ -231,7 +247,15 @@ impl ConfigurationControl {
             elr_enabled: image
                 .feature_level("eligible.leader.replicas.version")
                 .is_some_and(|l| l >= 1),
+            metadata_level: image.feature_level(METADATA_VERSION_FEATURE).unwrap_or(0),
         }
+    }
+
+    /// Kafka's `MetadataVersion.isCordonedLogDirsSupported` of the
+    /// speculative `metadata.version` (4.3-IV0, 30).
+    fn cordoned_log_dirs_supported(&self) -> bool {
+        MetadataVersion::from_feature_level(self.metadata_level)
+            .is_some_and(MetadataVersion::is_cordoned_log_dirs_supported)
     }
 
     /// The speculative configs.
@@ -254,6 +278,13 @@ impl ConfigurationControl {
                 continue;
             };
             match (f.api_key, f.version) {
+                (FEATURE_LEVEL_RECORD_API_KEY, 0) => {
+                    if let Ok(r) = FeatureLevelRecord::decode_message(&f.message)
+                        && r.name == METADATA_VERSION_FEATURE
+                    {
+                        self.metadata_level = r.feature_level;
+                    }
+                }
                 (CONFIG_RECORD_API_KEY, 0) => {
                     if let Ok(r) = ConfigRecord::decode_message(&f.message) {
                         self.configs.apply(&r);
@@ -301,6 +332,18 @@ impl ConfigurationControl {
                 return refuse(
                     ResponseError::InvalidConfig,
                     "Cluster-level min.insync.replicas cannot be removed while ELR is enabled.",
+                );
+            }
+            if r.name == CORDONED_LOG_DIRS
+                && r.resource_type == CONFIG_RESOURCE_TYPE_BROKER
+                && !self.cordoned_log_dirs_supported()
+            {
+                return refuse(
+                    ResponseError::InvalidConfig,
+                    format!(
+                        "The {CORDONED_LOG_DIRS} configuration value cannot be set because it requires metadata.version >= {}",
+                        MetadataVersion::IBP_4_3_IV0
+                    ),
                 );
             }
             if r.value

@@ -500,3 +500,38 @@ fn min_isr_changes_under_elr_clear_the_elrs_chosen_under_the_old_value() {
     );
     assert!(d.records.is_empty());
 }
+
+// Kafka 4.4's ConfigurationControlManager.isCordonedLogDirsDisabled (javap):
+// below 4.3-IV0 (30) the broker config cordoned.log.dirs is INVALID_CONFIG,
+// set or deleted; a replayed FeatureLevelRecord lifts the ban.
+#[test]
+fn cordoned_log_dirs_is_refused_below_4_3_iv0_and_accepted_from_it() {
+    let mut c = control(&[]);
+    let at = |level: i16| {
+        FeatureLevelRecord {
+            name: METADATA_VERSION_FEATURE.into(),
+            feature_level: level,
+        }
+        .encode_framed()
+    };
+    let cordon = |c: &mut ConfigurationControl, op: (String, AlterOp)| {
+        c.incremental_alter(vec![(4, "1".into(), vec![op])], false, &world())
+    };
+    let refusal = Err((
+        ResponseError::InvalidConfig,
+        "The cordoned.log.dirs configuration value cannot be set because it requires metadata.version >= 4.3-IV0".into(),
+    ));
+    c.replay(&[at(29)], &BTreeMap::new());
+    let d = cordon(&mut c, set(CORDONED_LOG_DIRS, "/data/a"));
+    assert_eq!(d.results[0].2, refusal);
+    assert!(records(&d).is_empty());
+    let d = cordon(&mut c, (CORDONED_LOG_DIRS.into(), AlterOp::Delete));
+    assert_eq!(d.results[0].2, refusal);
+    c.replay(&[at(30)], &BTreeMap::new());
+    let d = cordon(&mut c, set(CORDONED_LOG_DIRS, "/data/a"));
+    assert_eq!(d.results[0].2, Ok(()));
+    assert_eq!(
+        records(&d),
+        vec![(CORDONED_LOG_DIRS.to_string(), Some("/data/a".to_string()))]
+    );
+}

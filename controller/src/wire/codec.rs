@@ -14,6 +14,21 @@ use super::{
     versions::{api_versions_fallback_response, is_supported},
 };
 
+/// The version at which `kafka-protocol` 0.18 reads and writes the body of
+/// `api_key` at `api_version`: the same, except BrokerHeartbeat v2 (Kafka
+/// 4.4, KIP-1066), which the crate does not know. Its request is v1's plus
+/// the tagged field 1 `CordonedLogDirs` (flexible from v0, so at v1 the
+/// crate keeps that tag in `unknown_tagged_fields`, bytes intact) and its
+/// response is v1's (Kafka 4.4.0's `BrokerHeartbeat{Request,Response}.json`).
+/// A Kafka 4.4 broker at `metadata.version` 4.3-IV0 or later fills the
+/// field and cannot send v1 at all.
+pub fn body_version(api_key: ApiKey, api_version: i16) -> i16 {
+    match (api_key, api_version) {
+        (ApiKey::BrokerHeartbeat, 2) => 1,
+        _ => api_version,
+    }
+}
+
 /// A request decoded from one frame.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DecodedRequest {
@@ -128,7 +143,7 @@ pub fn decode_request(frame: Bytes) -> Result<DecodedRequest, WireError> {
         reason,
     };
     guard::check_request_body(api_key, api_version, &buf).map_err(malformed)?;
-    let body = RequestKind::decode(api_key, &mut buf, api_version)
+    let body = RequestKind::decode(api_key, &mut buf, body_version(api_key, api_version))
         .map_err(|e| malformed(e.to_string()))?;
     if buf.has_remaining() {
         return Err(malformed(format!(
@@ -170,7 +185,7 @@ pub fn encode_response(
             response_api_key(body)
         )));
     }
-    body.encode(&mut buf, api_version)
+    body.encode(&mut buf, body_version(api_key, api_version))
         .map_err(|e| encode_err(e.to_string()))?;
     Ok(buf.freeze())
 }
@@ -197,7 +212,7 @@ pub fn encode_request(
     header
         .encode(&mut buf, api_key.request_header_version(api_version))
         .map_err(|e| encode_err(e.to_string()))?;
-    body.encode(&mut buf, api_version)
+    body.encode(&mut buf, body_version(api_key, api_version))
         .map_err(|e| encode_err(e.to_string()))?;
     Ok(buf.freeze())
 }
@@ -231,9 +246,10 @@ pub fn decode_response(
     super::schema_guard::check_response_body(api_key, api_version, &buf).map_err(|e| {
         WireError::MalformedResponse(format!("{api_key:?} v{api_version} body: {e}"))
     })?;
-    let body = ResponseKind::decode(api_key, &mut buf, api_version).map_err(|e| {
-        WireError::MalformedResponse(format!("{api_key:?} v{api_version} body: {e}"))
-    })?;
+    let body = ResponseKind::decode(api_key, &mut buf, body_version(api_key, api_version))
+        .map_err(|e| {
+            WireError::MalformedResponse(format!("{api_key:?} v{api_version} body: {e}"))
+        })?;
     Ok((header.correlation_id, body))
 }
 

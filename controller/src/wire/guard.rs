@@ -369,7 +369,7 @@ static CONTROLLER_REGISTRATION: Schema = Schema {
     flexible_from: 0,
 };
 
-// ---- BrokerRegistration (62) v0-4, BrokerHeartbeat (63) v0-1 and
+// ---- BrokerRegistration (62) v0-4, BrokerHeartbeat (63) v0-2 and
 // UnregisterBroker (64) v0, all flexible.
 static BROKER_REGISTRATION: Schema = Schema {
     fields: &[
@@ -394,11 +394,18 @@ static BROKER_HEARTBEAT: Schema = Schema {
         f(Ty::Bool, 0, ALL), // want_fence
         f(Ty::Bool, 0, ALL), // want_shut_down
     ],
-    tagged: &[Tagged {
-        tag: 0,
-        min: 1,
-        ty: Ty::UuidArr, // offline_log_dirs
-    }],
+    tagged: &[
+        Tagged {
+            tag: 0,
+            min: 1,
+            ty: Ty::UuidArr, // offline_log_dirs
+        },
+        Tagged {
+            tag: 1,
+            min: 2,
+            ty: Ty::UuidArr, // cordoned_log_dirs (Kafka 4.4, v2)
+        },
+    ],
     flexible_from: 0,
 };
 static UNREGISTER_BROKER: Schema = Schema {

@@ -43,7 +43,7 @@ pub use versions::{
     FinalizedFeatures, INVALID_REQUEST, METADATA_VERSION_MAX, METADATA_VERSION_MIN, SUPPORTED_APIS,
     SupportedApi, SupportedFeature, UNSUPPORTED_VERSION, api_version_list,
     api_versions_fallback_response, api_versions_response, is_supported, is_valid_client_software,
-    kafka_4_1_supported_features, negotiate, supported_api,
+    negotiate, supported_api, supported_features,
 };
 
 /// Errors of the wire layer. Every variant but [`WireError::Unsupported`]

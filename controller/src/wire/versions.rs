@@ -52,10 +52,13 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::UpdateRaftVoter, 0, 0),
     // KIP-919: a controller registers with the active controller.
     api(ApiKey::ControllerRegistration, 0, 0),
-    // Brokers register and heartbeat (Kafka's ControllerApis; 4.4 has
-    // BrokerHeartbeat v2, which kafka-protocol 0.18 does not decode).
+    // Brokers register and heartbeat (Kafka's ControllerApis). BrokerHeartbeat
+    // v2 (Kafka 4.4, KIP-1066: tagged CordonedLogDirs) is read through v1's
+    // codec (`codec::body_version`): a Kafka 4.4 broker at metadata.version
+    // 4.3-IV0 or later cannot heartbeat at v1. The cordoned directories are
+    // not recorded (docs/quorum-controller.md).
     api(ApiKey::BrokerRegistration, 0, 4),
-    api(ApiKey::BrokerHeartbeat, 0, 1),
+    api(ApiKey::BrokerHeartbeat, 0, 2),
     api(ApiKey::UnregisterBroker, 0, 0),
     // KIP-590: brokers forward their clients' admin requests.
     api(ApiKey::Envelope, 0, 0),
@@ -113,45 +116,43 @@ pub struct SupportedFeature {
     pub max_version: i16,
 }
 
-/// `metadata.version` feature levels of Kafka 4.1: 3.3-IV3 (7, Kafka's
-/// `MetadataVersion.MINIMUM_VERSION`) to 4.1-IV1 (27, `LATEST_PRODUCTION`).
+/// `metadata.version` feature levels this controller implements: 3.3-IV3
+/// (7, Kafka's `MetadataVersion.MINIMUM_VERSION`) to 4.4-IV2 (33, Kafka
+/// 4.4.0's `LATEST_PRODUCTION`).
 pub const METADATA_VERSION_MIN: i16 = 7;
 /// See [`METADATA_VERSION_MIN`].
-pub const METADATA_VERSION_MAX: i16 = 27;
+pub const METADATA_VERSION_MAX: i16 = 33;
 
-/// What a Kafka 4.1 controller advertises as supported
-/// (`BrokerFeatures.defaultSupportedFeatures(false)`): `metadata.version` 7-27
-/// and every production feature whose latest production level is above 0:
-/// `kraft.version` 0-1 (KIP-853), `transaction.version` 0-2, `group.version`
-/// 0-1, `eligible.leader.replicas.version` 0-1.
-pub fn kafka_4_1_supported_features() -> Vec<SupportedFeature> {
-    vec![
-        SupportedFeature {
-            name: "metadata.version",
-            min_version: METADATA_VERSION_MIN,
-            max_version: METADATA_VERSION_MAX,
-        },
-        SupportedFeature {
-            name: "kraft.version",
-            min_version: 0,
-            max_version: 1,
-        },
-        SupportedFeature {
-            name: "transaction.version",
-            min_version: 0,
-            max_version: 2,
-        },
-        SupportedFeature {
-            name: "group.version",
-            min_version: 0,
-            max_version: 1,
-        },
-        SupportedFeature {
-            name: "eligible.leader.replicas.version",
-            min_version: 0,
-            max_version: 1,
-        },
+/// What this controller registers (ControllerRegistration, KIP-919) and
+/// advertises (ApiVersions) as supported, the ranges a Kafka 4.4.0
+/// controller advertises (`BrokerFeatures.defaultSupportedFeatures(false)`,
+/// printed with jshell): `metadata.version` 7-33 and every production
+/// feature whose latest production level is above 0: `kraft.version` 0-1
+/// (KIP-853), `transaction.version` 0-2, `group.version` 0-1,
+/// `eligible.leader.replicas.version` 0-1, `share.version` 0-2 (KIP-932) and
+/// `streams.version` 0-1 (KIP-1071). The last two gate broker-side groups
+/// only: a controller stores their levels and does nothing else with them.
+pub fn supported_features() -> Vec<SupportedFeature> {
+    [
+        (
+            "metadata.version",
+            METADATA_VERSION_MIN,
+            METADATA_VERSION_MAX,
+        ),
+        ("kraft.version", 0, 1),
+        ("transaction.version", 0, 2),
+        ("group.version", 0, 1),
+        ("eligible.leader.replicas.version", 0, 1),
+        ("share.version", 0, 2),
+        ("streams.version", 0, 1),
     ]
+    .into_iter()
+    .map(|(name, min_version, max_version)| SupportedFeature {
+        name,
+        min_version,
+        max_version,
+    })
+    .collect()
 }
 
 /// Finalized feature levels as the metadata image knows them (KIP-584).

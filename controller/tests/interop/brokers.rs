@@ -478,6 +478,20 @@ pub fn newest_snapshot(partition: &Path) -> Option<(i64, PathBuf)> {
         .max()
 }
 
+/// The `metadata.version` Kafka `version`'s `kafka-storage format` writes by
+/// default (its `MetadataVersion.LATEST_PRODUCTION`): 4.1-IV1 (27) for
+/// 4.1.2, 4.4-IV2 (33) for 4.4.0. Our controllers of a run with `version`'s
+/// brokers are formatted at it, so that each broker runs at its newest level.
+pub fn release_version_of(version: &str) -> &'static str {
+    if version.starts_with("4.1") {
+        "4.1-IV1"
+    } else if version.starts_with("4.4") {
+        "4.4-IV2"
+    } else {
+        panic!("no release version known for Kafka {version}")
+    }
+}
+
 /// Three controllers, ours or Kafka's, formatted with `--initial-controllers`
 /// and started; the steps of the test call the same methods on both.
 #[derive(Debug)]
@@ -490,8 +504,9 @@ pub enum Quorum {
 
 impl Quorum {
     /// Three of ours (ids 1..=3) with `extra` properties, formatted by our
-    /// `format --initial-controllers`, started.
-    pub fn ours(root: &Path, extra: &str) -> Self {
+    /// `format --initial-controllers` at the `metadata.version` Kafka
+    /// `version`'s own format defaults to ([`release_version_of`]), started.
+    pub fn ours(root: &Path, version: &str, extra: &str) -> Self {
         let mut nodes = nodes(root, 3);
         let initial = initial_controllers(&nodes, &CONTROLLER_DIRS);
         for node in &nodes {
@@ -504,6 +519,8 @@ impl Quorum {
                 CLUSTER_ID,
                 "--initial-controllers",
                 &initial,
+                "--release-version",
+                release_version_of(version),
             ]);
         }
         for node in &mut nodes {

@@ -5,9 +5,7 @@
 
 use bytes::Bytes;
 use kafka_protocol::{messages::*, protocol::StrBytes};
-use kraft_controller::wire::{
-    FinalizedFeatures, api_versions_response, kafka_4_1_supported_features,
-};
+use kraft_controller::wire::{FinalizedFeatures, api_versions_response, supported_features};
 use uuid::Uuid;
 
 fn s(v: &str) -> StrBytes {
@@ -453,7 +451,7 @@ pub fn response(key: ApiKey, v: i16) -> ResponseKind {
         }
         ApiKey::ApiVersions => ResponseKind::ApiVersions(api_versions_response(
             v,
-            &kafka_4_1_supported_features(),
+            &supported_features(),
             &FinalizedFeatures {
                 levels: vec![("metadata.version".into(), 27), ("kraft.version".into(), 1)],
                 epoch: 12,
