@@ -493,3 +493,50 @@ fn invalid_inputs_get_one_line_errors_naming_the_bad_value_and_write_nothing() {
     ]);
     assert!(ok.status.success(), "{}", stderr(&ok));
 }
+
+// Issue 22: the operator's init container on a volume of an adopted static
+// quorum checks and never writes: a formatted volume passes untouched, an
+// empty one stops the pod.
+#[test]
+fn expect_formatted_leaves_a_formatted_directory_alone_and_refuses_an_empty_one() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("c1");
+    let dir_s = dir.to_str().expect("utf-8");
+    let ids = [
+        "--metadata-log-dir",
+        dir_s,
+        "--node-id",
+        "1",
+        "--cluster-id",
+        CLUSTER,
+    ];
+    let empty = format(&[&ids[..], &["--expect-formatted"]].concat());
+    let err = one_line_error(&empty);
+    assert!(err.contains("holds no meta.properties"), "{err}");
+    assert!(!dir.exists(), "nothing written");
+
+    let out = format(&[&ids[..], &["--no-initial-controllers"]].concat());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let before = snapshot_tree(&dir);
+    let again = format(&[&ids[..], &["--expect-formatted"]].concat());
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(
+        stdout(&again).contains("left it alone"),
+        "{}",
+        stdout(&again)
+    );
+    assert_eq!(snapshot_tree(&dir), before);
+
+    let other = format(&[
+        "--metadata-log-dir",
+        dir_s,
+        "--node-id",
+        "2",
+        "--cluster-id",
+        CLUSTER,
+        "--expect-formatted",
+    ]);
+    let err = one_line_error(&other);
+    assert!(err.contains("node id 1, not 2"), "{err}");
+    assert_eq!(snapshot_tree(&dir), before);
+}

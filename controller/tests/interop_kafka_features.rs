@@ -14,37 +14,14 @@ use interop::*;
 
 const FEATURE_COMMAND: &str = "org.apache.kafka.tools.FeatureCommand";
 
-/// The `Feature: kraft.version` row of a FeatureCommand describe (ours or
-/// Kafka's), its columns separated by single spaces.
-fn kraft_version_row(describe: &str) -> String {
-    describe
-        .lines()
-        .find(|l| l.split_whitespace().nth(1) == Some("kraft.version"))
-        .unwrap_or_else(|| panic!("no kraft.version row:\n{describe}"))
-        .split_whitespace()
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 #[test]
 fn kafka_4_4_0_feature_command_upgrades_our_static_quorum_to_kraft_version_1() {
     let root = tempfile::tempdir().expect("create a temp dir");
     let mut nodes = nodes(root.path(), 3);
-    let voters = nodes
-        .iter()
-        .map(|n| format!("{}@127.0.0.1:{}", n.id, n.port))
-        .collect::<Vec<_>>()
-        .join(",");
+    let voters = static_voters(&nodes);
     for node in &nodes {
         // A static quorum: controller.quorum.voters instead of bootstrap servers.
-        let text = std::fs::read_to_string(&node.config).expect("read properties");
-        let text = text
-            .lines()
-            .filter(|l| !l.starts_with("controller.quorum.bootstrap.servers="))
-            .map(|l| format!("{l}\n"))
-            .collect::<String>()
-            + &format!("controller.quorum.voters={voters}\n");
-        std::fs::write(&node.config, text).expect("write properties");
+        node.set_quorum_config(&format!("controller.quorum.voters={voters}"));
         let config = node.config.display().to_string();
         run_ours(&[
             "format",

@@ -6,6 +6,8 @@
 //! It must not do I/O or hold reconcile logic; `crds/kraftquorum.yaml` is
 //! generated from these types by `kraft-operator crd` (see `make crds`).
 
+pub mod adopt;
+
 use std::collections::BTreeMap;
 
 use k8s_openapi::{
@@ -15,6 +17,8 @@ use k8s_openapi::{
 use kube::{CustomResource, CustomResourceExt, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
+
+pub use self::adopt::{AdoptSpec, AdoptVoter, AdoptionPhase};
 
 /// The API group of every resource this operator defines.
 pub const GROUP: &str = "kraft.krabka.io";
@@ -281,7 +285,9 @@ fn default_true_opt() -> Option<bool> {
     validation = Rule::new("!has(oldSelf.clusterId) || (has(self.clusterId) && self.clusterId == oldSelf.clusterId)").message("clusterId is immutable once set"),
     validation = Rule::new("self.listenerPort == oldSelf.listenerPort").message("listenerPort is immutable: voter endpoints are recorded in the metadata log"),
     validation = Rule::new("self.storage.size == oldSelf.storage.size && has(self.storage.storageClassName) == has(oldSelf.storage.storageClassName) && (!has(self.storage.storageClassName) || self.storage.storageClassName == oldSelf.storage.storageClassName)").message("storage.size and storage.storageClassName are immutable: a StatefulSet's volumeClaimTemplates cannot change"),
-    validation = Rule::new("has(self.serviceName) == has(oldSelf.serviceName) && (!has(self.serviceName) || self.serviceName == oldSelf.serviceName)").message("serviceName is immutable: voter endpoints are recorded in the metadata log")
+    validation = Rule::new("has(self.serviceName) == has(oldSelf.serviceName) && (!has(self.serviceName) || self.serviceName == oldSelf.serviceName)").message("serviceName is immutable: voter endpoints are recorded in the metadata log"),
+    validation = Rule::new("has(self.adopt) == has(oldSelf.adopt) && (!has(self.adopt) || self.adopt == oldSelf.adopt)").message("adopt is immutable: it is given when the KraftQuorum is created"),
+    validation = Rule::new("!has(self.adopt) || !has(self.clusterId) || self.clusterId == self.adopt.clusterId").message("clusterId and adopt.clusterId must be equal")
 )]
 #[serde(rename_all = "camelCase")]
 pub struct KraftQuorumSpec {
@@ -320,6 +326,10 @@ pub struct KraftQuorumSpec {
     /// Who may reach the controllers' ports.
     #[serde(default)]
     pub network_policy: NetworkPolicySpec,
+    /// Take over the volumes of an existing static quorum and migrate it to
+    /// a dynamic one (issue 22); set at creation only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adopt: Option<AdoptSpec>,
 }
 
 fn default_listener_port() -> i32 {
@@ -435,6 +445,9 @@ pub struct KraftQuorumStatus {
     /// What Kafka brokers need to use this quorum as their controllers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub brokers: Option<BrokerConnection>,
+    /// With `spec.adopt`: where the migration of the static quorum stands.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adoption_phase: Option<AdoptionPhase>,
 }
 
 /// How Apache Kafka brokers attach to the quorum (`status.brokers`): the same

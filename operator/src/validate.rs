@@ -119,6 +119,9 @@ pub enum Error {
     /// Initial voters in status that are not 0..n-1 with valid directory ids.
     #[error("status.initialVoters is malformed: {0}")]
     InitialVoters(String),
+    /// `spec.adopt` disagrees with the identity recorded in status.
+    #[error("spec.adopt.clusterId is {adopt:?} but the quorum's identity is {status:?}")]
+    AdoptClusterId { adopt: String, status: String },
 }
 
 /// How `kraft-controller format` bootstraps a pod's volume (DESIGN 2.4).
@@ -131,6 +134,10 @@ pub enum FormatMode {
     /// After bootstrap (and for every pod not in the initial set): start as an
     /// observer; become a voter only through AddRaftVoter.
     NoInitialControllers,
+    /// While a static quorum is adopted (`spec.adopt`, issue 22): write
+    /// nothing, stop the pod unless its volume already holds this cluster id
+    /// and node id (`format --expect-formatted`).
+    ExpectFormatted,
 }
 
 /// A KraftQuorum that passed validation, with everything the build step needs.
@@ -186,6 +193,9 @@ pub struct ValidatedQuorum {
     /// Labels of the operator's own pods and its namespace, for the
     /// NetworkPolicy (set by the reconciler from its configuration).
     pub operator_peer: Option<OperatorPeer>,
+    /// With `spec.adopt`: the phase of the static quorum's migration
+    /// (`status.adoptionPhase`); `None` for a quorum the operator created.
+    pub adoption_phase: Option<crate::crd::AdoptionPhase>,
 }
 
 /// Where the operator runs, so the NetworkPolicy lets it reach port 9093.
@@ -280,6 +290,9 @@ impl ValidatedQuorum {
     /// `--no-initial-controllers` forever after (so a wiped pod never starts a
     /// second quorum, DESIGN 2.4).
     pub fn format_mode(&self) -> FormatMode {
+        if self.is_adopting() {
+            return FormatMode::ExpectFormatted;
+        }
         if self.bootstrapped {
             return FormatMode::NoInitialControllers;
         }
@@ -297,6 +310,28 @@ impl ValidatedQuorum {
             .collect::<Vec<_>>()
             .join(",");
         FormatMode::InitialControllers(list)
+    }
+
+    /// Whether an adopted static quorum is still being migrated (phase
+    /// before [`crate::crd::AdoptionPhase::Adopted`]): its volumes are
+    /// checked, never formatted, and its pods are the adopted voters.
+    pub fn is_adopting(&self) -> bool {
+        self.adoption_phase
+            .is_some_and(|p| p < crate::crd::AdoptionPhase::Adopted)
+    }
+
+    /// `controller.quorum.voters` of an adopted quorum in phase
+    /// `StaticQuorum` (`ID@HOST:PORT,…` of the initial voters, Kafka's static
+    /// quorum config); `None` otherwise, when the pods get
+    /// [`Self::bootstrap_servers`] instead (KAFKA-16538).
+    pub fn static_voters(&self) -> Option<String> {
+        (self.adoption_phase == Some(crate::crd::AdoptionPhase::StaticQuorum)).then(|| {
+            self.initial_voters
+                .iter()
+                .map(|(id, _)| format!("{id}@{}", self.endpoint(*id)))
+                .collect::<Vec<_>>()
+                .join(",")
+        })
     }
 
     /// `controller.quorum.bootstrap.servers`: the initial voters' endpoints.
@@ -398,7 +433,20 @@ pub fn validate(
     let initial_count = i32::try_from(initial_voters.len())
         .map_err(|_| Error::InitialVoters("too many initial voters".into()))?;
 
-    let statefulset_replicas = if status.bootstrapped {
+    if let Some(adopt) = &spec.adopt
+        && adopt.cluster_id != cluster_id
+    {
+        return Err(Error::AdoptClusterId {
+            adopt: adopt.cluster_id.clone(),
+            status: cluster_id,
+        });
+    }
+    let adoption_phase = spec.adopt.as_ref().and(status.adoption_phase);
+    let adopting = adoption_phase.is_some_and(|p| p < crate::crd::AdoptionPhase::Adopted);
+    let statefulset_replicas = if adopting {
+        // The adopted voters' pods, no more, until the migration is done.
+        initial_count
+    } else if status.bootstrapped {
         current_statefulset_replicas.unwrap_or(spec.replicas)
     } else {
         initial_count
@@ -432,6 +480,7 @@ pub fn validate(
         ca_hash: None,
         network_policy: spec.network_policy.clone(),
         operator_peer: None,
+        adoption_phase,
     })
 }
 

@@ -73,6 +73,14 @@ pub struct FormatArgs {
     /// Join an existing quorum later through AddRaftVoter (KIP-853).
     #[arg(long)]
     pub no_initial_controllers: bool,
+    /// Write nothing: only check that the directory is already formatted
+    /// for this cluster id and node id (and directory id, if given), and
+    /// fail if it holds no `meta.properties`. For a volume of an existing
+    /// quorum taken over as it is (the operator's `spec.adopt`, issue 22),
+    /// where an empty volume must stop the pod rather than start a voter
+    /// without its log.
+    #[arg(long)]
+    pub expect_formatted: bool,
     /// The metadata.version to start with, e.g. 4.1-IV1 or 4.1 (default:
     /// Kafka 4.1's latest production version, 4.1-IV1).
     #[arg(long, value_name = "VERSION")]
@@ -196,6 +204,8 @@ pub struct FormatPlan {
     /// The records of `bootstrap.checkpoint` when taken from a snapshot
     /// (`--from-snapshot`); `None`: the feature levels of `metadata_version`.
     pub bootstrap_records: Option<Vec<Bytes>>,
+    /// `--expect-formatted`: check only, never write.
+    pub expect_formatted: bool,
 }
 
 /// What `format` did.
@@ -295,6 +305,7 @@ pub fn plan(args: &FormatArgs) -> Result<FormatPlan, FormatError> {
         (args.standalone, "--standalone"),
         (args.initial_controllers.is_some(), "--initial-controllers"),
         (args.no_initial_controllers, "--no-initial-controllers"),
+        (args.expect_formatted, "--expect-formatted"),
     ];
     let chosen: Vec<&str> = modes
         .iter()
@@ -304,7 +315,7 @@ pub fn plan(args: &FormatArgs) -> Result<FormatPlan, FormatError> {
     match chosen.len() {
         0 => {
             return Err(invalid(
-                "give exactly one of --standalone, --initial-controllers, --no-initial-controllers"
+                "give exactly one of --standalone, --initial-controllers, --no-initial-controllers, --expect-formatted"
                     .into(),
             ));
         }
@@ -316,7 +327,7 @@ pub fn plan(args: &FormatArgs) -> Result<FormatPlan, FormatError> {
             )));
         }
     }
-    let dynamic = !args.no_initial_controllers;
+    let dynamic = args.standalone || args.initial_controllers.is_some();
     if dynamic && let Some(voters) = from_config("controller.quorum.voters") {
         return Err(invalid(format!(
             "{} sets controller.quorum.voters={voters}, which conflicts with {}: remove one of the two sources of voters",
@@ -504,6 +515,7 @@ pub fn plan(args: &FormatArgs) -> Result<FormatPlan, FormatError> {
         metadata_version,
         voters,
         bootstrap_records,
+        expect_formatted: args.expect_formatted,
     })
 }
 
@@ -521,6 +533,7 @@ fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> Forma
 ///
 /// Errors: [`FormatError::Mismatch`] if `meta.properties` names another
 /// cluster, node or directory id, or the directory holds a log but no
+/// `meta.properties`, or with `--expect-formatted` holds no
 /// `meta.properties`; nothing is written then. I/O errors.
 pub fn execute(plan: &FormatPlan, now_ms: i64) -> Result<FormatOutcome, FormatError> {
     let dir = &plan.log_dir;
@@ -551,6 +564,12 @@ pub fn execute(plan: &FormatPlan, now_ms: i64) -> Result<FormatOutcome, FormatEr
             )));
         }
         return Ok(FormatOutcome::AlreadyFormatted);
+    }
+    if plan.expect_formatted {
+        return Err(FormatError::Mismatch(format!(
+            "{} holds no meta.properties, and --expect-formatted never formats",
+            dir.display()
+        )));
     }
     // No meta.properties: only what an interrupted format leaves may be here.
     let partition = partition_dir(dir);

@@ -4,7 +4,7 @@
 //!
 //! | record | effect |
 //! |---|---|
-//! | FeatureLevelRecord (12) | sets a finalized feature level; level 0 removes it (Kafka's `FeatureControlManager`) |
+//! | FeatureLevelRecord (12) | sets a finalized feature level; level 0 removes it (Kafka's `FeatureControlManager`); one naming `kraft.version` is skipped (KAFKA-18979: that level is the Raft layer's) |
 //! | RegisterControllerRecord (27) | replaces the registration of its controller id (KIP-919) |
 //! | broker records (0, 1, 7, 8, 17) | broker registrations, fencing, controlled shutdown (`metadata::brokers`) |
 //! | topic records (2, 3, 5, 9, 28) | topics, partitions, leaders, ISRs (`metadata::topics`) |
@@ -275,7 +275,11 @@ impl MetadataImage {
                         level: r.feature_level,
                     });
                 }
-                if r.feature_level == 0 {
+                if r.name == crate::raft::membership::KRAFT_VERSION_FEATURE {
+                    // KAFKA-18979: kraft.version is the Raft layer's (its
+                    // KRaftVersion control records); such a record is
+                    // skipped, as Kafka's FeatureControlManager.replay does.
+                } else if r.feature_level == 0 {
                     self.features.remove(&r.name);
                 } else {
                     self.features.insert(r.name, r.feature_level);
@@ -558,6 +562,38 @@ mod tests {
         assert_eq!(image.unknown_records()[0].offset, 3);
         assert_eq!(image.unknown_records()[0].record.encode(), unknown());
         assert_eq!(image.next_offset(), 8);
+    }
+
+    // KAFKA-18979: kraft.version is the Raft layer's (KRaftVersion control
+    // records); a FeatureLevelRecord naming it (written by Kafka 4.0.0 when
+    // `kafka-features upgrade --release-version` named it) is skipped, so
+    // ApiVersions reports one kraft.version and snapshots drop the record.
+    #[test]
+    fn a_feature_level_record_for_kraft_version_is_skipped_and_api_versions_reports_the_raft_level()
+    {
+        let mut image = MetadataImage::default();
+        for (offset, v) in [
+            level(METADATA_VERSION_FEATURE, 27),
+            level("kraft.version", 1),
+        ]
+        .iter()
+        .enumerate()
+        {
+            image.apply_record(offset as i64, v).expect("applies");
+        }
+        assert_eq!(image.feature_level("kraft.version"), None);
+        // Finalized kraft.version levels in ApiVersions for a Raft level
+        // (level 0 is left out, as Kafka leaves level-0 features out).
+        let finalized = |raft_level| -> Vec<i16> {
+            crate::metadata::cluster::api_versions(3, &image, raft_level)
+                .finalized_features
+                .iter()
+                .filter(|f| f.name.as_str() == "kraft.version")
+                .map(|f| f.max_version_level)
+                .collect()
+        };
+        assert_eq!(finalized(0), Vec::<i16>::new(), "a static quorum");
+        assert_eq!(finalized(1), [1]);
     }
 
     #[test]

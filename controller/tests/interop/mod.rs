@@ -168,6 +168,25 @@ impl Node {
             .expect("append to node properties");
     }
 
+    /// Replaces the quorum lines of the properties file
+    /// (`controller.quorum.voters` and `controller.quorum.bootstrap.servers`)
+    /// by `line`, e.g. `controller.quorum.voters=1@127.0.0.1:9093` for a
+    /// static quorum (KAFKA-16538 swaps them back).
+    pub fn set_quorum_config(&self, line: &str) {
+        let text = std::fs::read_to_string(&self.config).expect("read node properties");
+        let mut text: String = text
+            .lines()
+            .filter(|l| {
+                !l.starts_with("controller.quorum.bootstrap.servers=")
+                    && !l.starts_with("controller.quorum.voters=")
+            })
+            .map(|l| format!("{l}\n"))
+            .collect();
+        text.push_str(line);
+        text.push('\n');
+        std::fs::write(&self.config, text).expect("write node properties");
+    }
+
     /// Starts `kraft-controller run`; its stderr is appended to the node's
     /// log, so the log of an earlier run stays.
     pub fn start(&mut self) {
@@ -270,6 +289,43 @@ pub fn nodes(root: &Path, n: i32) -> Vec<Node> {
         .collect()
 }
 
+/// `id@127.0.0.1:port,…` of `nodes`, for `controller.quorum.voters`.
+pub fn static_voters(nodes: &[Node]) -> String {
+    nodes
+        .iter()
+        .map(|n| format!("{}@127.0.0.1:{}", n.id, n.port))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// The `Feature: kraft.version` row of a FeatureCommand describe (ours or
+/// Kafka's), its columns separated by single spaces.
+pub fn kraft_version_row(describe: &str) -> String {
+    describe
+        .lines()
+        .find(|l| l.split_whitespace().nth(1) == Some("kraft.version"))
+        .unwrap_or_else(|| panic!("no kraft.version row:\n{describe}"))
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// The finalized `kraft.version` that the controller at `address` reports
+/// (our `features describe`, ApiVersions); `None` while it does not answer.
+pub fn our_kraft_version(address: &str) -> Option<i16> {
+    let output = Command::new(ours())
+        .args(["features", "--bootstrap-controller", address, "describe"])
+        .output()
+        .ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    let row = kraft_version_row(&String::from_utf8_lossy(&output.stdout));
+    let mut words = row.split(' ');
+    words.find(|w| *w == "FinalizedVersionLevel:")?;
+    words.next()?.parse().ok()
+}
+
 /// `id@127.0.0.1:port:dir` for `--initial-controllers`.
 pub fn initial_controllers(nodes: &[Node], dirs: &[&str]) -> String {
     nodes
@@ -359,6 +415,28 @@ pub fn kafka_decoded_records(file: &Path) -> Vec<String> {
         .map(|l| {
             let l = strip_number_after(l, "CreateTime: ");
             strip_number_after(&l, "\"lastContainedLogTimestamp\":")
+        })
+        .collect()
+}
+
+/// Kafka's decoded records ([`kafka_decoded_records`]) of every segment of
+/// the metadata log under `dir` whose offset is below `end`, in offset order.
+pub fn kafka_records_below(dir: &Path, end: i64) -> Vec<String> {
+    let partition = dir.join("__cluster_metadata-0");
+    let mut segments: Vec<PathBuf> = std::fs::read_dir(&partition)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", partition.display()))
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|x| x == "log"))
+        .collect();
+    segments.sort();
+    segments
+        .iter()
+        .flat_map(|s| kafka_decoded_records(s))
+        .filter(|l| {
+            l.strip_prefix("| offset: ")
+                .and_then(|r| r.split_whitespace().next())
+                .and_then(|o| o.parse::<i64>().ok())
+                .is_some_and(|o| o < end)
         })
         .collect()
 }

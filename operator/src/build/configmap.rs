@@ -47,7 +47,11 @@ pub fn server_properties(q: &ValidatedQuorum) -> String {
             ),
         ),
         ("metadata.log.dir", DATA_DIR.to_string()),
-        ("controller.quorum.bootstrap.servers", q.bootstrap_servers()),
+        match q.static_voters() {
+            // An adopted static quorum before its kraft.version upgrade.
+            Some(voters) => ("controller.quorum.voters", voters),
+            None => ("controller.quorum.bootstrap.servers", q.bootstrap_servers()),
+        },
         // The kubelet's probes (/readyz, /livez) and Prometheus reach the pod
         // IP: every interface, on the port the container declares.
         (HTTP_LISTENER_KEY, format!("0.0.0.0:{CONTROLLER_HTTP_PORT}")),
@@ -95,13 +99,15 @@ pub fn tls_properties(q: &ValidatedQuorum) -> Vec<(&'static str, String)> {
 
 /// The one `kraft-controller format` argument that selects its mode
 /// (DESIGN 2.4): `--initial-controllers=<id@host:port:dir,…>` while the quorum
-/// was never bootstrapped, `--no-initial-controllers` forever after. One
+/// was never bootstrapped, `--no-initial-controllers` forever after;
+/// `--expect-formatted` while an adopted static quorum migrates (issue 22). One
 /// argument (clap takes `--flag=value`), because Kubernetes expands
 /// `$(KRAFT_FORMAT_MODE)` into exactly one argument.
 pub fn format_mode_arg(q: &ValidatedQuorum) -> String {
     match q.format_mode() {
         FormatMode::InitialControllers(list) => format!("--initial-controllers={list}"),
         FormatMode::NoInitialControllers => "--no-initial-controllers".to_string(),
+        FormatMode::ExpectFormatted => "--expect-formatted".to_string(),
     }
 }
 

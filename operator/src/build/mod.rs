@@ -41,4 +41,6 @@ pub(crate) fn fnv1a_hex(data: &[u8]) -> String {
 }
 
 #[cfg(test)]
+mod adopt_tests;
+#[cfg(test)]
 mod tests;

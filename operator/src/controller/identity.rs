@@ -14,7 +14,8 @@ use uuid::Uuid;
 use crate::{
     crd::{
         ANNOTATION_BOOTSTRAPPED, ANNOTATION_CLUSTER_ID, ANNOTATION_INITIAL_VOTERS,
-        ANNOTATION_LISTENER_SECURITY, InitialVoter, KraftQuorum, KraftQuorumStatus, MAX_REPLICAS,
+        ANNOTATION_LISTENER_SECURITY, AdoptionPhase, InitialVoter, KraftQuorum, KraftQuorumStatus,
+        MAX_REPLICAS,
     },
     kafka_uuid,
 };
@@ -123,11 +124,37 @@ pub fn missing_identity(
     if status.cluster_id.is_some() {
         return None;
     }
+    // An adopted static quorum (issue 22) starts, or after a lost status
+    // starts again, at StaticQuorum: safe, as no pod is restarted in that
+    // phase and UpdateFeatures kraft.version=1 at level 1 already is a no-op.
+    let adoption_phase = kq.spec.adopt.as_ref().map(|_| AdoptionPhase::StaticQuorum);
     if let Some(r) = recorded {
         return Some(KraftQuorumStatus {
             cluster_id: Some(r.cluster_id.clone()),
             bootstrapped: r.bootstrapped,
             initial_voters: r.initial_voters.clone(),
+            adoption_phase,
+            ..status
+        });
+    }
+    if let Some(adopt) = &kq.spec.adopt {
+        // The static quorum runs already: its voters are the initial voters,
+        // and it is bootstrapped (never a bootstrap flag on its volumes).
+        kafka_uuid::parse(&adopt.cluster_id).ok()?;
+        let mut initial_voters: Vec<InitialVoter> = adopt
+            .voters
+            .iter()
+            .map(|v| InitialVoter {
+                node_id: v.node_id,
+                directory_id: v.directory_id.clone(),
+            })
+            .collect();
+        initial_voters.sort_by_key(|v| v.node_id);
+        return Some(KraftQuorumStatus {
+            cluster_id: Some(adopt.cluster_id.clone()),
+            bootstrapped: true,
+            initial_voters,
+            adoption_phase,
             ..status
         });
     }
@@ -178,6 +205,7 @@ mod tests {
                 pod_template: Default::default(),
                 tls: Default::default(),
                 network_policy: Default::default(),
+                adopt: None,
             },
         )
     }
@@ -188,6 +216,36 @@ mod tests {
             n += 1;
             Uuid::from_u128(n)
         }
+    }
+
+    // Issue 22: an adopted static quorum keeps its cluster id and voters and
+    // is bootstrapped from the start, so no volume gets a bootstrap flag.
+    #[test]
+    fn an_adopted_quorum_takes_its_identity_from_spec_adopt_and_starts_bootstrapped_and_static() {
+        let mut quorum = kq(3, Some("MkU3OEVBNTcwNTJENDM2Qk"));
+        quorum.spec.adopt = Some(crate::crd::AdoptSpec {
+            cluster_id: "MkU3OEVBNTcwNTJENDM2Qk".into(),
+            voters: [2, 0, 1]
+                .iter()
+                .map(|id| crate::crd::AdoptVoter {
+                    node_id: *id,
+                    directory_id: kafka_uuid::to_string(Uuid::from_u128(100 + *id as u128)),
+                })
+                .collect(),
+        });
+        let st = missing_identity(&quorum, None, &mut counter()).expect("identity");
+        assert_eq!(st.cluster_id.as_deref(), Some("MkU3OEVBNTcwNTJENDM2Qk"));
+        assert!(st.bootstrapped);
+        assert_eq!(st.adoption_phase, Some(AdoptionPhase::StaticQuorum));
+        let voters: Vec<(i32, String)> = st
+            .initial_voters
+            .iter()
+            .map(|v| (v.node_id, v.directory_id.clone()))
+            .collect();
+        let expected: Vec<(i32, String)> = (0..3)
+            .map(|id| (id, kafka_uuid::to_string(Uuid::from_u128(100 + id as u128))))
+            .collect();
+        assert_eq!(voters, expected);
     }
 
     #[test]

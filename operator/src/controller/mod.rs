@@ -7,7 +7,8 @@
 //! watches ([`run`]) and the error policy: an invalid spec waits for a
 //! change, anything else requeues with backoff. The steps live beside it:
 //! [`identity`] (pure), [`observe`] (one DescribeQuorum through the pass's
-//! [`crate::quorum::QuorumSession`], and pure mappings), [`apply`] (every
+//! [`crate::quorum::QuorumSession`], and pure mappings), [`adopt`] (the
+//! migration of an adopted static quorum), [`apply`] (every
 //! write, server-side apply under one field manager), [`executor`] (the
 //! planned action: a pure mapping to status change, requeue and Event, and a
 //! thin I/O loop over it), [`events`] (publishing), [`status`] (pure).
@@ -16,6 +17,7 @@
 //! [`crate::validate`], object shapes are [`crate::build`], membership is
 //! [`crate::planner`], what an action leads to is [`executor::conclude`].
 
+pub mod adopt;
 pub mod apply;
 pub mod broker_acl;
 pub mod cert_manager;
@@ -59,8 +61,8 @@ use uuid::Uuid;
 
 use crate::{
     crd::{
-        ANNOTATION_BOOTSTRAPPED, ANNOTATION_PAUSE, ANNOTATION_ROTATE_CA, FINALIZER, KraftQuorum,
-        LABEL_INSTANCE, LABEL_MANAGED_BY,
+        ANNOTATION_BOOTSTRAPPED, ANNOTATION_PAUSE, ANNOTATION_ROTATE_CA, AdoptionPhase, FINALIZER,
+        KraftQuorum, LABEL_INSTANCE, LABEL_MANAGED_BY,
     },
     metrics::Metrics,
     planner,
@@ -517,6 +519,25 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
     // 5b. The brokers' CLUSTER_ACTION ACL (TLS only; written once).
     broker_acl::ensure(&mut session, &q, status.bootstrapped).await;
 
+    // 5c. An adopted static quorum before its kraft.version upgrade
+    // (spec.adopt, issue 22): no planner and no restart, at most the upgrade.
+    if q.adoption_phase == Some(AdoptionPhase::StaticQuorum) {
+        let (mut outcome, requeue, event) =
+            adopt::upgrade(&q, &mut status, described.as_ref(), &mut session).await;
+        if let Some((pod, message)) = observe::cluster_id_mismatch(&pods) {
+            outcome = Outcome::Degraded {
+                reason: "ClusterIdMismatch".into(),
+                message: format!("pod {pod}: {message}"),
+            };
+        }
+        status.conditions = status::conditions(&status.conditions, &outcome, generation, now);
+        write_status(client, &kq, &status).await?;
+        if let Some(event) = event {
+            publish(&ctx.recorder, &kq, event).await;
+        }
+        return Ok(Action::requeue(requeue));
+    }
+
     // 6. Plan.
     let input = observe::planner_input(
         q.replicas,
@@ -527,7 +548,7 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
         &pod_states,
         now.as_millisecond(),
     );
-    let plan = planner::plan(&input);
+    let plan = adopt::gate(q.adoption_phase, planner::plan(&input));
     info!(?plan, "planned");
 
     // 7. Act.
@@ -540,6 +561,15 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
             reason: "ClusterIdMismatch".into(),
             message: format!("pod {pod}: {message}"),
         };
+    }
+
+    // The last restart onto bootstrap servers is done: adopted.
+    if adopt::completes(q.adoption_phase, &plan) {
+        status.adoption_phase = Some(AdoptionPhase::Adopted);
+        let note = "the static quorum is adopted: kraft.version 1, every pod on \
+                    controller.quorum.bootstrap.servers";
+        let event = EventSpec::new(EventType::Normal, adopt::ADOPTED, "Adopt", note);
+        publish(&ctx.recorder, &kq, event).await;
     }
 
     // 8. Status.

@@ -759,3 +759,5 @@ mod restart;
 
 #[path = "rotation_tests.rs"]
 mod rotation_tests;
+
+mod adopt_pass;

@@ -102,6 +102,9 @@ pub enum WaitReason {
     WaitingForObserver,
     /// A restarted (or new) pod is not back and caught up yet.
     RestartInProgress,
+    /// An adopted static quorum is being migrated (`spec.adopt`): membership
+    /// and StatefulSet changes wait until it is adopted.
+    Adopting,
 }
 
 /// Why the planner refuses: the action it would take loses the majority.
@@ -133,7 +136,8 @@ reason_str!(WaitReason {
     QuorumUnavailable,
     ChangeInFlight,
     WaitingForObserver,
-    RestartInProgress
+    RestartInProgress,
+    Adopting
 });
 reason_str!(RefuseReason {
     RemovalWouldLoseMajority,

@@ -14,7 +14,10 @@
 use std::{collections::BTreeMap, collections::VecDeque, net::SocketAddr, time::Duration};
 
 use kraft_common::{Endpoint, errors::NOT_LEADER_OR_FOLLOWER};
-use kraft_controller::admin::{AdminClient, AdminError, QuorumInfo, ReplicaInfo};
+use kraft_controller::{
+    admin::{AdminClient, AdminError, QuorumInfo, ReplicaInfo},
+    raft::membership::KRAFT_VERSION_FEATURE,
+};
 use uuid::Uuid;
 
 use super::{AdminTls, QuorumClient, QuorumDescription, QuorumError, QuorumSession, ReplicaState};
@@ -149,6 +152,15 @@ impl QuorumSession for AdminQuorumSession {
         let c = self.connected().await?;
         let addr = c.connected_addr().to_owned();
         let result = c.remove_raft_voter(node_id, directory_id).await;
+        result.map_err(|e| self.failed(&addr, e))
+    }
+
+    async fn upgrade_kraft_version(&mut self) -> Result<(), QuorumError> {
+        let change_timeout_ms = self.change_timeout_ms;
+        let c = self.connected().await?;
+        let addr = c.connected_addr().to_owned();
+        let updates = [(KRAFT_VERSION_FEATURE.to_string(), 1)];
+        let result = c.update_features(&updates, false, change_timeout_ms).await;
         result.map_err(|e| self.failed(&addr, e))
     }
 

@@ -24,7 +24,8 @@ pub struct FakeQuorum {
     /// The answer to every voter change.
     pub change_result: Result<(), QuorumError>,
     /// Every call, as `describe ADDR`, `add_voter ADDR ID DIR HOST:PORT`,
-    /// `remove_voter ADDR ID DIR`, `ensure_broker_acls ADDR PRINCIPAL`.
+    /// `remove_voter ADDR ID DIR`, `upgrade_kraft_version ADDR`,
+    /// `ensure_broker_acls ADDR PRINCIPAL`.
     pub calls: Mutex<Vec<String>>,
     /// The principals holding the brokers' CLUSTER_ACTION ACL.
     pub broker_acls: Mutex<Vec<String>>,
@@ -89,6 +90,15 @@ impl QuorumSession for FakeSession {
             "remove_voter {addr} {node_id} {}",
             kafka_uuid::to_string(directory_id)
         ));
+        self.quorum.change_result.clone()
+    }
+    async fn upgrade_kraft_version(&mut self) -> Result<(), QuorumError> {
+        let addr = self.connected.clone().unwrap_or_default();
+        self.quorum
+            .calls
+            .lock()
+            .expect("lock")
+            .push(format!("upgrade_kraft_version {addr}"));
         self.quorum.change_result.clone()
     }
     async fn ensure_broker_acls(&mut self, principal: &str) -> Result<usize, QuorumError> {

@@ -1,6 +1,7 @@
 //! The seam between the reconciler and the controllers' admin RPCs
-//! (DescribeQuorum 55, AddRaftVoter 80, RemoveRaftVoter 81; KIP-853; and the
-//! brokers' CLUSTER_ACTION ACL: DescribeAcls 29, CreateAcls 30).
+//! (DescribeQuorum 55, AddRaftVoter 80, RemoveRaftVoter 81; KIP-853; the
+//! kraft.version upgrade of an adopted static quorum: UpdateFeatures 57; and
+//! the brokers' CLUSTER_ACTION ACL: DescribeAcls 29, CreateAcls 30).
 //!
 //! Owns the operator-side view of a quorum ([`QuorumDescription`]), the
 //! [`QuorumClient`] and [`QuorumSession`] traits the reconciler calls, and the
@@ -188,6 +189,13 @@ pub trait QuorumSession: Send {
         node_id: i32,
         directory_id: Uuid,
     ) -> impl Future<Output = Result<(), QuorumError>> + Send;
+
+    /// UpdateFeatures (57) `kraft.version=1` as an upgrade: a static quorum
+    /// (kraft.version 0, `controller.quorum.voters`) becomes dynamic
+    /// (KIP-853, KAFKA-16538; `kafka-features upgrade --feature
+    /// kraft.version=1`). The controller answers once the KRaftVersion record
+    /// is committed; at level 1 already it is a no-op, so a repeat is safe.
+    fn upgrade_kraft_version(&mut self) -> impl Future<Output = Result<(), QuorumError>> + Send;
 
     /// Makes sure every ACL a Kafka broker with `principal` needs is stored
     /// (`kraft_controller::admin::broker_acls`: CLUSTER_ACTION on the

@@ -25,8 +25,11 @@
 //!   renewal, pause, a wiped status, the NetworkPolicy, cert-manager);
 //! - [`rotation`]: the CA rotation of issue 20 (two quorum-aware rolls);
 //! - [`load`]: the new cases with Apache Kafka brokers under an `acks=all`
-//!   load (issue 18).
+//!   load (issue 18);
+//! - [`adopt`]: a static quorum on existing volumes adopted by
+//!   `spec.adopt`, every record kept, then scaled (issue 22).
 
+mod adopt;
 mod load;
 mod membership;
 mod one_voter;
