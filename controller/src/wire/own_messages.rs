@@ -267,20 +267,12 @@ impl AddRaftVoterRequestV1 {
     /// [`OwnMessageError::TrailingBytes`], [`OwnMessageError::AddRaftVoter`].
     pub fn decode(body: &[u8], version: i16) -> Result<Self> {
         check_version("AddRaftVoterRequest", version, ADD_RAFT_VOTER_MAX_VERSION)?;
-        let v0_err = |e: anyhow::Error| OwnMessageError::AddRaftVoter(e.to_string());
-        if version == 0 {
-            let mut buf = Bytes::copy_from_slice(body);
-            let request = AddRaftVoterRequest::decode(&mut buf, 0).map_err(v0_err)?;
-            return match buf.len() {
-                0 => Ok(Self {
-                    request,
-                    ack_when_committed: true,
-                }),
-                n => Err(OwnMessageError::TrailingBytes(n)),
-            };
-        }
-        // Walk v0's fields to the AckWhenCommitted byte, then let
-        // kafka-protocol decode the body without it (v0's layout).
+        // Walk v0's fields first: a listener count the bytes cannot hold is
+        // refused here, before kafka-protocol reserves room for it (the
+        // out-of-memory that wire/schema_guard.rs prevents elsewhere; found
+        // by the own_messages fuzz target). At v1 the walk also finds the
+        // AckWhenCommitted byte, and kafka-protocol decodes the body without
+        // it (v0's layout).
         let mut r = Reader {
             bytes: body,
             position: 0,
@@ -293,13 +285,19 @@ impl AddRaftVoterRequestV1 {
             r.take(2)?; // Port
             r.skip_tagged_fields()?;
         }
-        let at = r.position;
-        let ack_when_committed = r.take(1)?[0] != 0;
-        let mut v0 = BytesMut::with_capacity(body.len() - 1);
-        v0.put_slice(&body[..at]);
-        v0.put_slice(&body[at + 1..]);
-        let mut buf = v0.freeze();
-        let request = AddRaftVoterRequest::decode(&mut buf, 0).map_err(v0_err)?;
+        let (v0, ack_when_committed) = if version == 0 {
+            (Bytes::copy_from_slice(body), true)
+        } else {
+            let at = r.position;
+            let ack = r.take(1)?[0] != 0;
+            let mut v0 = BytesMut::with_capacity(body.len() - 1);
+            v0.put_slice(&body[..at]);
+            v0.put_slice(&body[at + 1..]);
+            (v0.freeze(), ack)
+        };
+        let mut buf = v0;
+        let request = AddRaftVoterRequest::decode(&mut buf, 0)
+            .map_err(|e| OwnMessageError::AddRaftVoter(e.to_string()))?;
         match buf.len() {
             0 => Ok(Self {
                 request,
@@ -497,6 +495,19 @@ mod tests {
         assert!(no_ack.encode(0).is_err());
         assert!(matches!(
             AddRaftVoterRequestV1::decode(&v1_true[..v1_true.len() - 2], 1),
+            Err(OwnMessageError::Truncated { .. })
+        ));
+    }
+
+    /// The own_messages fuzz target's finding: an AddRaftVoter v0 body whose
+    /// listener count (0x14 = 19) the bytes cannot hold made kafka-protocol
+    /// reserve ~280 GB; it is refused as truncated before that.
+    #[test]
+    fn an_add_raft_voter_request_with_more_listeners_than_bytes_is_refused_not_reserved() {
+        let crash =
+            hex("00000000162f0000000044ffffffff1445520a011763616c68eaeaeaeaea6f737423850000");
+        assert!(matches!(
+            AddRaftVoterRequestV1::decode(&crash, 0),
             Err(OwnMessageError::Truncated { .. })
         ));
     }
