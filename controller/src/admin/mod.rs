@@ -20,6 +20,7 @@
 mod acls;
 mod bootstrap;
 mod features;
+mod unregister;
 
 use std::{net::SocketAddr, time::Duration};
 
@@ -152,6 +153,14 @@ impl From<ClientError> for AdminError {
                 timeout_ms,
             } => AdminError::Timeout {
                 what: format!("{api_key:?} request to {addr}"),
+                timeout_ms,
+            },
+            ClientError::RawTimeout {
+                api_key,
+                addr,
+                timeout_ms,
+            } => AdminError::Timeout {
+                what: format!("api {api_key} request to {addr}"),
                 timeout_ms,
             },
             ClientError::ConnectTimeout { addr, timeout_ms } => AdminError::Timeout {

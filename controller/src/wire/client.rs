@@ -140,9 +140,29 @@ pub enum ClientError {
         /// Time left, ms.
         remaining_ms: u128,
     },
+    /// No answer to a [`Connection::call_raw`] within its timeout.
+    #[error("request of api {api_key} to {addr} timed out after {timeout_ms} ms")]
+    RawTimeout {
+        /// Api key of the request.
+        api_key: i16,
+        /// Where it went.
+        addr: String,
+        /// The timeout, ms.
+        timeout_ms: u128,
+    },
     /// [`PeerManager::send`] to a node it has no address for.
     #[error("no address known for node {0}")]
     UnknownNode(i32),
+}
+
+/// The body of a response frame after its header v1 (correlation id and
+/// tagged fields).
+fn raw_response_body(frame: Bytes) -> Result<Bytes, ClientError> {
+    use kafka_protocol::{messages::ResponseHeader, protocol::Decodable};
+    let mut buf = frame;
+    ResponseHeader::decode(&mut buf, 1)
+        .map_err(|e| ClientError::Wire(format!("response header v1: {e}")))?;
+    Ok(buf)
 }
 
 impl From<WireError> for ClientError {
@@ -152,11 +172,35 @@ impl From<WireError> for ClientError {
 }
 
 struct Pending {
-    api_key: ApiKey,
     api_version: i16,
     /// Largest answer accepted, bytes ([`max_response_bytes`]).
     max_response_bytes: usize,
-    reply: oneshot::Sender<Result<ResponseKind, ClientError>>,
+    reply: Reply,
+}
+
+/// Where an answer goes, and how it is decoded.
+enum Reply {
+    /// A `kafka-protocol` response of `api_key`.
+    Decoded {
+        api_key: ApiKey,
+        reply: oneshot::Sender<Result<ResponseKind, ClientError>>,
+    },
+    /// The body after a response header v1, for the apis `kafka-protocol`
+    /// lacks ([`super::own_messages`]).
+    Raw(oneshot::Sender<Result<Bytes, ClientError>>),
+}
+
+impl Reply {
+    fn fail(self, error: ClientError) {
+        match self {
+            Reply::Decoded { reply, .. } => {
+                let _ = reply.send(Err(error));
+            }
+            Reply::Raw(reply) => {
+                let _ = reply.send(Err(error));
+            }
+        }
+    }
 }
 
 struct Shared {
@@ -175,10 +219,10 @@ impl Shared {
             Err(poisoned) => poisoned.into_inner().drain().map(|(_, p)| p).collect(),
         };
         for p in drained {
-            let _ = p.reply.send(Err(ClientError::Disconnected {
+            p.reply.fail(ClientError::Disconnected {
                 addr: self.addr.clone(),
                 reason: reason.to_owned(),
-            }));
+            });
         }
     }
 
@@ -325,23 +369,26 @@ impl Connection {
                             // the stream is out of step with our requests.
                             break format!("response with unknown correlation id {correlation_id}");
                         };
-                        let result =
-                            decode_response(pending.api_key, pending.api_version, frame.clone())
-                                .or_else(|e| {
-                                    // KIP-511: a server that does not support our
-                                    // ApiVersions version answers at v0.
-                                    if pending.api_key == ApiKey::ApiVersions
-                                        && pending.api_version > 0
-                                    {
-                                        decode_response(ApiKey::ApiVersions, 0, frame)
-                                            .map_err(|_| e)
-                                    } else {
-                                        Err(e)
-                                    }
-                                })
-                                .map(|(_, body)| body)
-                                .map_err(ClientError::from);
-                        let _ = pending.reply.send(result);
+                        let (api_key, reply) = match pending.reply {
+                            Reply::Decoded { api_key, reply } => (api_key, reply),
+                            Reply::Raw(reply) => {
+                                let _ = reply.send(raw_response_body(frame));
+                                continue;
+                            }
+                        };
+                        let result = decode_response(api_key, pending.api_version, frame.clone())
+                            .or_else(|e| {
+                                // KIP-511: a server that does not support our
+                                // ApiVersions version answers at v0.
+                                if api_key == ApiKey::ApiVersions && pending.api_version > 0 {
+                                    decode_response(ApiKey::ApiVersions, 0, frame).map_err(|_| e)
+                                } else {
+                                    Err(e)
+                                }
+                            })
+                            .map(|(_, body)| body)
+                            .map_err(ClientError::from);
+                        let _ = reply.send(result);
                     }
                 }
             };
@@ -417,19 +464,8 @@ impl Connection {
         api_version: i16,
         body: &RequestKind,
     ) -> Result<oneshot::Receiver<Result<ResponseKind, ClientError>>, ClientError> {
-        if self.is_closed() {
-            return Err(ClientError::Disconnected {
-                addr: self.shared.addr.clone(),
-                reason: "connection already closed".to_owned(),
-            });
-        }
-        let correlation_id = self
-            .shared
-            .next_correlation_id
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |id| {
-                Some(if id == i32::MAX { 0 } else { id + 1 })
-            })
-            .unwrap_or(0);
+        self.check_open()?;
+        let correlation_id = self.next_correlation_id();
         let frame = encode_request(
             api_key,
             api_version,
@@ -438,15 +474,98 @@ impl Connection {
             body,
         )?;
         let (tx, rx) = oneshot::channel();
-        self.shared.insert(
-            correlation_id,
-            Pending {
-                api_key,
-                api_version,
-                max_response_bytes: max_response_bytes(body, self.config.max_frame_bytes),
-                reply: tx,
-            },
-        );
+        let pending = Pending {
+            api_version,
+            max_response_bytes: max_response_bytes(body, self.config.max_frame_bytes),
+            reply: Reply::Decoded { api_key, reply: tx },
+        };
+        self.enqueue(correlation_id, frame, pending)?;
+        Ok(rx)
+    }
+
+    /// Sends a request of an api `kafka-protocol` lacks
+    /// ([`super::own_messages`]): request header v2 (flexible) with
+    /// `api_key` and `api_version`, then `body` as encoded; returns the
+    /// answer's body after its response header v1, within `timeout`. For
+    /// flexible apis only (every api `own_messages` holds is). Answers are
+    /// limited to [`SMALL_RESPONSE_MAX_BYTES`].
+    ///
+    /// Errors: [`ClientError::RawTimeout`] (the connection is then closed),
+    /// [`ClientError::Disconnected`], [`ClientError::Wire`] (no answer
+    /// header).
+    pub async fn call_raw(
+        &self,
+        api_key: i16,
+        api_version: i16,
+        body: &[u8],
+        timeout: Duration,
+    ) -> Result<Bytes, ClientError> {
+        use kafka_protocol::{
+            messages::RequestHeader,
+            protocol::{Encodable, StrBytes},
+        };
+        self.check_open()?;
+        let correlation_id = self.next_correlation_id();
+        let mut frame = bytes::BytesMut::new();
+        RequestHeader::default()
+            .with_request_api_key(api_key)
+            .with_request_api_version(api_version)
+            .with_correlation_id(correlation_id)
+            .with_client_id(Some(StrBytes::from_string(self.config.client_id.clone())))
+            .encode(&mut frame, 2)
+            .map_err(|e| ClientError::Wire(format!("request header of api {api_key}: {e}")))?;
+        frame.extend_from_slice(body);
+        let (tx, rx) = oneshot::channel();
+        let pending = Pending {
+            api_version,
+            max_response_bytes: SMALL_RESPONSE_MAX_BYTES.min(self.config.max_frame_bytes),
+            reply: Reply::Raw(tx),
+        };
+        self.enqueue(correlation_id, frame.freeze(), pending)?;
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(_)) => Err(ClientError::Disconnected {
+                addr: self.shared.addr.clone(),
+                reason: "connection task ended".to_owned(),
+            }),
+            Err(_) => {
+                self.close("request timed out");
+                Err(ClientError::RawTimeout {
+                    api_key,
+                    addr: self.shared.addr.clone(),
+                    timeout_ms: timeout.as_millis(),
+                })
+            }
+        }
+    }
+
+    fn check_open(&self) -> Result<(), ClientError> {
+        if self.is_closed() {
+            return Err(ClientError::Disconnected {
+                addr: self.shared.addr.clone(),
+                reason: "connection already closed".to_owned(),
+            });
+        }
+        Ok(())
+    }
+
+    fn next_correlation_id(&self) -> i32 {
+        self.shared
+            .next_correlation_id
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |id| {
+                Some(if id == i32::MAX { 0 } else { id + 1 })
+            })
+            .unwrap_or(0)
+    }
+
+    /// Registers `pending` under `correlation_id` and writes `frame`.
+    fn enqueue(
+        &self,
+        correlation_id: i32,
+        frame: Bytes,
+        pending: Pending,
+    ) -> Result<(), ClientError> {
+        self.shared.insert(correlation_id, pending);
         // A close that drained the map before our insert must not leave this
         // request waiting for its timeout.
         if self.is_closed() && self.shared.take(correlation_id).is_some() {
@@ -462,7 +581,7 @@ impl Connection {
                 reason: "writer task ended".to_owned(),
             });
         }
-        Ok(rx)
+        Ok(())
     }
 
     /// Closes the connection and fails every request in flight.
