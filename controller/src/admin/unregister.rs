@@ -30,6 +30,16 @@ impl AdminClient {
         (version >= row.min_version).then_some(version)
     }
 
+    /// The `metadata.version` level the controller's ApiVersions answer
+    /// reports as finalized, if any.
+    pub fn finalized_metadata_version(&self) -> Option<i16> {
+        self.api_versions()
+            .finalized_features
+            .iter()
+            .find(|f| f.name.as_str() == crate::metadata::records::METADATA_VERSION_FEATURE)
+            .map(|f| f.max_version_level)
+    }
+
     /// UnregisterController (94): removes `controller_id`'s KIP-919
     /// registration (the active controller appends UnregisterControllerRecord
     /// and answers once it commits).
