@@ -308,11 +308,25 @@ impl AddRaftVoterRequestV1 {
     }
 
     /// The body at `version` 0 or 1 (v0 has no `AckWhenCommitted`: a false
-    /// one cannot be sent at v0 and is an error).
+    /// one cannot be sent at v0 and is an error). Unknown tagged fields (of
+    /// the request or a listener) are never written: a message carrying
+    /// some is an error (kafka-protocol does not write every tag it reads
+    /// back as it was; the own_messages fuzz target found one).
     ///
     /// Errors: [`OwnMessageError::Version`], [`OwnMessageError::AddRaftVoter`].
     pub fn encode(&self, version: i16) -> Result<Bytes> {
         check_version("AddRaftVoterRequest", version, ADD_RAFT_VOTER_MAX_VERSION)?;
+        if !self.request.unknown_tagged_fields.is_empty()
+            || self
+                .request
+                .listeners
+                .iter()
+                .any(|l| !l.unknown_tagged_fields.is_empty())
+        {
+            return Err(OwnMessageError::AddRaftVoter(
+                "unknown tagged fields cannot be re-encoded".into(),
+            ));
+        }
         let mut v0 = BytesMut::new();
         self.request
             .encode(&mut v0, 0)
@@ -325,12 +339,8 @@ impl AddRaftVoterRequestV1 {
             }
             return Ok(v0.freeze());
         }
-        // v0 ends with its tagged fields; the bool goes just before them.
-        if !self.request.unknown_tagged_fields.is_empty() {
-            return Err(OwnMessageError::AddRaftVoter(
-                "unknown tagged fields cannot be re-encoded".into(),
-            ));
-        }
+        // v0 ends with its tagged fields (none, checked above); the bool
+        // goes just before them.
         let mut tagged = BytesMut::new();
         put_uvarint(&mut tagged, 0);
         let fields_end = v0.len() - tagged.len();
@@ -509,6 +519,21 @@ mod tests {
         assert!(matches!(
             AddRaftVoterRequestV1::decode(&crash, 0),
             Err(OwnMessageError::Truncated { .. })
+        ));
+    }
+
+    /// The own_messages fuzz target's second finding: a body with unknown
+    /// tagged fields (a tag above i32::MAX among them) decodes, but
+    /// kafka-protocol does not write it back as read; it is not encoded.
+    #[test]
+    fn an_add_raft_voter_request_with_unknown_tagged_fields_is_not_re_encoded() {
+        let crash = hex(
+            "1741414543417751464267634943516f4c4441304f4477000075300000000400000000000000000000000000002044020b434f4e54524f4c4c45520a6c6f63616c686f7306060606fd0606060606060606060606060606060606060606eb06faf9f9f9f9f9fa01060606060606060606ffffff01060606060606060606060606060606060606060606060606060606060606060606060606060606060606060206067423850000",
+        );
+        let decoded = AddRaftVoterRequestV1::decode(&crash, 0).expect("decodes");
+        assert!(matches!(
+            decoded.encode(0),
+            Err(OwnMessageError::AddRaftVoter(_))
         ));
     }
 
