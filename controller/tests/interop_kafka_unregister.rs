@@ -45,7 +45,8 @@ fn kafka_listed_controllers(bootstrap: &str) -> BTreeSet<i32> {
 }
 
 #[test]
-fn our_cli_removes_and_unregisters_a_kafka_4_4_controller_and_kafkas_tool_no_longer_lists_it() {
+fn our_cli_removes_and_unregisters_a_kafka_4_4_controller_kafkas_tool_no_longer_lists_it_and_add_voter_v1_brings_it_back()
+ {
     let root = KeptDir::new("interop-unregister");
     let mut quorum = Quorum::kafka(root.path(), VERSION, "");
     let (leader, _) = quorum.wait_for_leader(Duration::from_secs(60), None);
@@ -123,4 +124,46 @@ fn our_cli_removes_and_unregisters_a_kafka_4_4_controller_and_kafkas_tool_no_lon
     ]);
     assert_eq!(code, 1);
     assert!(err.contains("CONTROLLER_ID_NOT_REGISTERED"), "{err}");
+
+    // KIP-1186: back as an observer, it is added again by our CLI, whose
+    // admin client sends AddRaftVoter v1 to Kafka 4.4.0 (it advertises v1).
+    quorum.start(gone);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let admin = runtime
+        .block_on(kraft_controller::admin::AdminClient::connect(
+            &remaining,
+            Duration::from_secs(10),
+        ))
+        .expect("connect");
+    assert_eq!(
+        admin.add_raft_voter_v1_version(),
+        Some(1),
+        "Kafka 4.4.0 advertises v1"
+    );
+    let endpoint = format!("CONTROLLER://{}", quorum.address(gone));
+    wait_for(Duration::from_secs(60), "our add-voter to succeed", || {
+        let (code, out, err) = ours_with(&[
+            "quorum",
+            "--bootstrap-controller",
+            &remaining,
+            "add-voter",
+            "--node-id",
+            &gone_id,
+            "--directory-id",
+            dir,
+            "--endpoint",
+            &endpoint,
+        ]);
+        // REQUEST_TIMED_OUT (exit 3) while it catches up: try again.
+        assert!(code == 0 || code == 3, "stdout {out} stderr {err}");
+        (code == 0).then_some(())
+    });
+    wait_for(
+        Duration::from_secs(60),
+        "the added controller registered again",
+        || (kafka_listed_controllers(&bootstrap) == all).then_some(()),
+    );
 }

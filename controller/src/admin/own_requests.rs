@@ -1,3 +1,7 @@
+//! The admin requests whose bodies `kafka-protocol` lacks
+//! (`wire::own_messages`), sent with `Connection::call_raw`: AddRaftVoter v1
+//! (KIP-1186, Kafka 4.2) and UnregisterController.
+//!
 //! UnregisterController (api key 94, KIP-1312, Kafka 4.4) for the admin
 //! client, as Kafka 4.4's `Admin.unregisterController` sends it: to the
 //! active controller (a NOT_CONTROLLER or NOT_LEADER_OR_FOLLOWER answer moves
@@ -7,16 +11,60 @@
 //! Owns the request and the reading of its answer; it must not decide whom
 //! to unregister (the CLI and the operator do).
 
-use kafka_protocol::{ResponseError, protocol::StrBytes};
+use std::time::Duration;
+
+use kafka_protocol::{
+    ResponseError,
+    messages::{AddRaftVoterRequest, AddRaftVoterResponse, ApiKey},
+    protocol::{Decodable, StrBytes},
+};
 use kraft_common::errors::{UNSUPPORTED_VERSION, error_name};
 
 use super::{AdminClient, AdminError, MAX_REDIRECTS, NOT_LEADER_OR_FOLLOWER};
 use crate::wire::own_messages::{
-    UNREGISTER_CONTROLLER_API_KEY, UNREGISTER_CONTROLLER_MAX_VERSION, UnregisterControllerRequest,
-    UnregisterControllerResponse,
+    ADD_RAFT_VOTER_MAX_VERSION, AddRaftVoterRequestV1, UNREGISTER_CONTROLLER_API_KEY,
+    UNREGISTER_CONTROLLER_MAX_VERSION, UnregisterControllerRequest, UnregisterControllerResponse,
 };
 
 impl AdminClient {
+    /// The AddRaftVoter version to send through [`Self::add_raft_voter_v1`]:
+    /// 1 when the controller advertises it (Kafka 4.2+), `None` otherwise
+    /// (v0 then goes through `kafka-protocol`).
+    pub fn add_raft_voter_v1_version(&self) -> Option<i16> {
+        let row = self
+            .api_versions()
+            .api_keys
+            .iter()
+            .find(|k| k.api_key == ApiKey::AddRaftVoter as i16)?;
+        let version = row.max_version.min(ADD_RAFT_VOTER_MAX_VERSION);
+        (version >= 1 && version >= row.min_version).then_some(version)
+    }
+
+    /// AddRaftVoter at `version` (1) with `AckWhenCommitted` true, within
+    /// `wait`; the answer's layout is v0's (Kafka 4.4.0's schema).
+    ///
+    /// Errors: [`AdminError::Protocol`] for a body that does not encode or
+    /// an answer that does not decode; the connection's errors.
+    pub(super) async fn add_raft_voter_v1(
+        &mut self,
+        request: AddRaftVoterRequest,
+        version: i16,
+        wait: Duration,
+    ) -> Result<AddRaftVoterResponse, AdminError> {
+        let body = AddRaftVoterRequestV1 {
+            request,
+            ack_when_committed: true,
+        }
+        .encode(version)
+        .map_err(|e| AdminError::Protocol(e.to_string()))?;
+        let mut answer = self
+            .conn
+            .call_raw(ApiKey::AddRaftVoter as i16, version, &body, wait)
+            .await?;
+        AddRaftVoterResponse::decode(&mut answer, 0)
+            .map_err(|e| AdminError::Protocol(format!("AddRaftVoter v{version} answer: {e}")))
+    }
+
     /// The UnregisterController version to send: the highest both this
     /// client (v0) and the controller (its ApiVersions row for api 94)
     /// speak, `None` when it does not serve api 94.
