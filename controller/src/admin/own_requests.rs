@@ -27,7 +27,7 @@ use crate::wire::own_messages::{
 };
 
 impl AdminClient {
-    /// The AddRaftVoter version to send through [`Self::add_raft_voter_v1`]:
+    /// The AddRaftVoter version to send through `add_raft_voter_v1`:
     /// 1 when the controller advertises it (Kafka 4.2+), `None` otherwise
     /// (v0 then goes through `kafka-protocol`).
     pub fn add_raft_voter_v1_version(&self) -> Option<i16> {
@@ -97,7 +97,7 @@ impl AdminClient {
     /// 4.4-IV2; CONTROLLER_ID_NOT_REGISTERED (136) for an id without a
     /// registration; INVALID_REQUEST for the active controller itself (and,
     /// after KAFKA-20865, a current voter); NOT_CONTROLLER when no active
-    /// controller is found after [`MAX_REDIRECTS`] tries.
+    /// controller is found after `MAX_REDIRECTS` tries.
     pub async fn unregister_controller(&mut self, controller_id: i32) -> Result<(), AdminError> {
         let mut last = None;
         for _ in 0..=MAX_REDIRECTS {

@@ -155,21 +155,14 @@ pub enum ClientError {
     UnknownNode(i32),
 }
 
-/// The body of a response frame after its header v1 (correlation id and
-/// tagged fields).
-fn raw_response_body(frame: Bytes) -> Result<Bytes, ClientError> {
-    use kafka_protocol::{messages::ResponseHeader, protocol::Decodable};
-    let mut buf = frame;
-    ResponseHeader::decode(&mut buf, 1)
-        .map_err(|e| ClientError::Wire(format!("response header v1: {e}")))?;
-    Ok(buf)
-}
-
 impl From<WireError> for ClientError {
     fn from(e: WireError) -> Self {
         ClientError::Wire(e.to_string())
     }
 }
+
+#[path = "client_raw.rs"]
+mod raw;
 
 struct Pending {
     api_version: i16,
@@ -372,7 +365,7 @@ impl Connection {
                         let (api_key, reply) = match pending.reply {
                             Reply::Decoded { api_key, reply } => (api_key, reply),
                             Reply::Raw(reply) => {
-                                let _ = reply.send(raw_response_body(frame));
+                                let _ = reply.send(raw::response_body(frame));
                                 continue;
                             }
                         };
@@ -481,62 +474,6 @@ impl Connection {
         };
         self.enqueue(correlation_id, frame, pending)?;
         Ok(rx)
-    }
-
-    /// Sends a request of an api `kafka-protocol` lacks
-    /// ([`super::own_messages`]): request header v2 (flexible) with
-    /// `api_key` and `api_version`, then `body` as encoded; returns the
-    /// answer's body after its response header v1, within `timeout`. For
-    /// flexible apis only (every api `own_messages` holds is). Answers are
-    /// limited to [`SMALL_RESPONSE_MAX_BYTES`].
-    ///
-    /// Errors: [`ClientError::RawTimeout`] (the connection is then closed),
-    /// [`ClientError::Disconnected`], [`ClientError::Wire`] (no answer
-    /// header).
-    pub async fn call_raw(
-        &self,
-        api_key: i16,
-        api_version: i16,
-        body: &[u8],
-        timeout: Duration,
-    ) -> Result<Bytes, ClientError> {
-        use kafka_protocol::{
-            messages::RequestHeader,
-            protocol::{Encodable, StrBytes},
-        };
-        self.check_open()?;
-        let correlation_id = self.next_correlation_id();
-        let mut frame = bytes::BytesMut::new();
-        RequestHeader::default()
-            .with_request_api_key(api_key)
-            .with_request_api_version(api_version)
-            .with_correlation_id(correlation_id)
-            .with_client_id(Some(StrBytes::from_string(self.config.client_id.clone())))
-            .encode(&mut frame, 2)
-            .map_err(|e| ClientError::Wire(format!("request header of api {api_key}: {e}")))?;
-        frame.extend_from_slice(body);
-        let (tx, rx) = oneshot::channel();
-        let pending = Pending {
-            api_version,
-            max_response_bytes: SMALL_RESPONSE_MAX_BYTES.min(self.config.max_frame_bytes),
-            reply: Reply::Raw(tx),
-        };
-        self.enqueue(correlation_id, frame.freeze(), pending)?;
-        match tokio::time::timeout(timeout, rx).await {
-            Ok(Ok(result)) => result,
-            Ok(Err(_)) => Err(ClientError::Disconnected {
-                addr: self.shared.addr.clone(),
-                reason: "connection task ended".to_owned(),
-            }),
-            Err(_) => {
-                self.close("request timed out");
-                Err(ClientError::RawTimeout {
-                    api_key,
-                    addr: self.shared.addr.clone(),
-                    timeout_ms: timeout.as_millis(),
-                })
-            }
-        }
     }
 
     fn check_open(&self) -> Result<(), ClientError> {
