@@ -27,6 +27,9 @@ pub const INCONSISTENT_CLUSTER_ID: i16 = 104;
 pub const DUPLICATE_VOTER: i16 = 126;
 /// `VOTER_NOT_FOUND` (127, KIP-853).
 pub const VOTER_NOT_FOUND: i16 = 127;
+/// `CONTROLLER_ID_NOT_REGISTERED` (136, KIP-1312, Kafka 4.4): UnregisterController
+/// named a controller without a registration.
+pub const CONTROLLER_ID_NOT_REGISTERED: i16 = 136;
 
 /// Kafka's name of an error code (`Errors.java`), e.g. 7 →
 /// `REQUEST_TIMED_OUT`; `NONE` for 0 and `UNKNOWN` for a code Kafka does not
@@ -34,6 +37,10 @@ pub const VOTER_NOT_FOUND: i16 = 127;
 pub fn error_name(code: i16) -> &'static str {
     if code == NONE {
         return "NONE";
+    }
+    if code == CONTROLLER_ID_NOT_REGISTERED {
+        // New in Kafka 4.4; kafka-protocol 0.18 has no name for it.
+        return "CONTROLLER_ID_NOT_REGISTERED";
     }
     let Some(error) = ResponseError::try_from_code(code) else {
         return "NONE";
@@ -81,6 +88,9 @@ mod tests {
         assert_eq!(error_name(104), "INCONSISTENT_CLUSTER_ID");
         assert_eq!(error_name(126), "DUPLICATE_VOTER");
         assert_eq!(error_name(127), "VOTER_NOT_FOUND");
+        // Kafka 4.4.0's Errors.CONTROLLER_ID_NOT_REGISTERED.code() is 136
+        // (controller/tests/golden/unregister-controller-golden.jsh).
+        assert_eq!(error_name(136), "CONTROLLER_ID_NOT_REGISTERED");
         assert_eq!(error_name(-1), "UNKNOWN_SERVER_ERROR");
         assert_eq!(error_name(9999), "UNKNOWN");
     }

@@ -30,8 +30,8 @@ use kraft_controller::{
         image::MetadataImage,
         records::{
             ConfigRecord, ControllerEndpoint, ControllerFeature, FeatureLevelRecord,
-            RegisterControllerRecord, begin_transaction_record, end_transaction_record,
-            no_op_record,
+            RegisterControllerRecord, UnregisterControllerRecord, begin_transaction_record,
+            end_transaction_record, no_op_record,
         },
         snapshot::encode_image_snapshot,
     },
@@ -97,6 +97,66 @@ fn control_records() -> Vec<(&'static str, ControlRecord)> {
         ),
         ("voters", ControlRecord::Voters(voters().to_record())),
     ]
+}
+
+/// Seeds of `own_messages`: the first byte picks the message (0 the
+/// UnregisterController request, 1 its response, 2 AddRaftVoter v0, 3 v1).
+fn own_message_seeds(root: &Path) -> Result<(), Error> {
+    use kafka_protocol::{messages::add_raft_voter_request::Listener, protocol::StrBytes};
+    use kraft_controller::wire::own_messages::{
+        AddRaftVoterRequestV1, UnregisterControllerRequest, UnregisterControllerResponse,
+    };
+    let seed = |which: u8, body: &[u8]| [&[which][..], body].concat();
+    let request = UnregisterControllerRequest { controller_id: 3 }.encode(0)?;
+    write(
+        root,
+        "own_messages",
+        "unregister-request",
+        &seed(0, &request),
+    )?;
+    let response = UnregisterControllerResponse {
+        throttle_time_ms: 0,
+        error_code: 136,
+        error_message: Some("not registered".into()),
+    }
+    .encode(0)?;
+    write(
+        root,
+        "own_messages",
+        "unregister-response",
+        &seed(1, &response),
+    )?;
+    let add = AddRaftVoterRequestV1 {
+        request: kafka_protocol::messages::AddRaftVoterRequest::default()
+            .with_cluster_id(Some(StrBytes::from_static_str("AAECAwQFBgcICQoLDA0ODw")))
+            .with_timeout_ms(30_000)
+            .with_voter_id(4)
+            .with_voter_directory_id(Uuid::from_u128(0x44))
+            .with_listeners(vec![
+                Listener::default()
+                    .with_name(StrBytes::from_static_str("CONTROLLER"))
+                    .with_host(StrBytes::from_static_str("localhost"))
+                    .with_port(9093),
+            ]),
+        ack_when_committed: false,
+    };
+    write(
+        root,
+        "own_messages",
+        "add-voter-v1",
+        &seed(3, &add.encode(1)?),
+    )?;
+    let add_v0 = AddRaftVoterRequestV1 {
+        ack_when_committed: true,
+        ..add
+    };
+    write(
+        root,
+        "own_messages",
+        "add-voter-v0",
+        &seed(2, &add_v0.encode(0)?),
+    )?;
+    Ok(())
 }
 
 fn metadata_records() -> Vec<(&'static str, Bytes)> {
@@ -272,6 +332,13 @@ fn main() -> Result<(), Error> {
         write(&root, "metadata_record", name, &input)?;
         image.apply_record(i as i64, &value)?;
     }
+    // Not applied to the seed image: it would remove the registration the
+    // snapshot seeds carry.
+    let mut input = 99i64.to_be_bytes().to_vec();
+    input.extend_from_slice(&UnregisterControllerRecord { controller_id: 1 }.encode_framed());
+    write(&root, "metadata_record", "unregister-controller", &input)?;
+
+    own_message_seeds(&root)?;
 
     write(
         &root,

@@ -297,3 +297,108 @@ async fn the_peer_manager_reconnects_after_the_peer_closes_the_connection() {
         .expect("server saw its second connection")
         .expect("server ran");
 }
+
+/// `Connection::call_raw` (issue 22: UnregisterController, api 94, which
+/// kafka-protocol lacks): the request goes out with a v2 header carrying the
+/// raw api key, the answer's body comes back after its v1 header, and a
+/// Vote pipelined behind it on the same connection still gets its own answer.
+#[tokio::test]
+async fn a_raw_call_carries_an_api_kafka_protocol_lacks_beside_a_decoded_one() {
+    use bytes::{BufMut, BytesMut};
+    use kafka_protocol::{
+        messages::{RequestHeader, ResponseHeader},
+        protocol::{Decodable, Encodable},
+    };
+    use kraft_controller::wire::own_messages::{
+        UNREGISTER_CONTROLLER_API_KEY, UnregisterControllerRequest, UnregisterControllerResponse,
+    };
+
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let server = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.expect("accept");
+        let mut framed = Framed::new(stream, KafkaFrameCodec::new(1 << 20));
+        // The raw request first.
+        let mut frame = framed
+            .next()
+            .await
+            .expect("a frame")
+            .expect("read")
+            .freeze();
+        let header = RequestHeader::decode(&mut frame, 2).expect("request header v2");
+        assert_eq!(
+            (header.request_api_key, header.request_api_version),
+            (UNREGISTER_CONTROLLER_API_KEY, 0)
+        );
+        assert_eq!(
+            UnregisterControllerRequest::decode(&frame, 0),
+            Ok(UnregisterControllerRequest { controller_id: 3 })
+        );
+        // Then the Vote, answered first (out of order).
+        let vote_frame = framed.next().await.expect("a frame").expect("read");
+        let request = decode_request(vote_frame.freeze()).expect("a vote");
+        let answer = encode_response(
+            request.correlation_id(),
+            request.api_key,
+            request.api_version,
+            &vote_answer(&request.body),
+        )
+        .expect("encode");
+        framed.send(answer).await.expect("send vote answer");
+        let mut out = BytesMut::new();
+        ResponseHeader::default()
+            .with_correlation_id(header.correlation_id)
+            .encode(&mut out, 1)
+            .expect("response header v1");
+        let body = UnregisterControllerResponse {
+            throttle_time_ms: 0,
+            error_code: 136,
+            error_message: Some("not registered".into()),
+        }
+        .encode(0)
+        .expect("body");
+        out.put_slice(&body);
+        framed.send(out.freeze()).await.expect("send raw answer");
+    });
+    let conn = Connection::connect(&addr, fast_config())
+        .await
+        .expect("connect");
+    let body = UnregisterControllerRequest { controller_id: 3 }
+        .encode(0)
+        .expect("body");
+    let raw = conn.call_raw(
+        UNREGISTER_CONTROLLER_API_KEY,
+        0,
+        &body,
+        Duration::from_secs(5),
+    );
+    let decoded = conn.call(2, vote(42));
+    let (raw, decoded) = tokio::join!(raw, decoded);
+    assert_eq!(answered_epoch(&decoded.expect("vote answer")), 42);
+    let answer = UnregisterControllerResponse::decode(&raw.expect("raw answer"), 0).expect("body");
+    assert_eq!(answer.error_code, 136);
+    assert_eq!(answer.error_message.as_deref(), Some("not registered"));
+    server.await.expect("server");
+}
+
+/// A raw call nobody answers fails with `RawTimeout` naming its api key.
+#[tokio::test]
+async fn an_unanswered_raw_call_times_out_naming_its_api_key() {
+    let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr").to_string();
+    let _server = tokio::spawn(async move {
+        let (stream, _) = listener.accept().await.expect("accept");
+        let mut framed = Framed::new(stream, KafkaFrameCodec::new(1 << 20));
+        while framed.next().await.is_some() {}
+    });
+    let conn = Connection::connect(&addr, fast_config())
+        .await
+        .expect("connect");
+    let result = conn
+        .call_raw(94, 0, &[0, 0, 0, 3, 0], Duration::from_millis(200))
+        .await;
+    assert!(
+        matches!(result, Err(ClientError::RawTimeout { api_key: 94, .. })),
+        "{result:?}"
+    );
+}

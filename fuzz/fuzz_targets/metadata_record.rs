@@ -1,6 +1,7 @@
 //! Fuzz target: any bytes, as the value of a committed metadata record (what
 //! `metadata::image` applies from the log or a snapshot: the frame, then
-//! FeatureLevelRecord, RegisterControllerRecord, ConfigRecord,
+//! FeatureLevelRecord, RegisterControllerRecord, UnregisterControllerRecord (29),
+//! ConfigRecord,
 //! BeginTransactionRecord, NoOpRecord or any other type kept as unknown), must
 //! apply or fail, never panic. A failed record leaves the image unchanged; a
 //! decoded record encodes and decodes to the same value. The first 8 bytes
@@ -13,7 +14,8 @@ use kraft_controller::metadata::{
     records::{
         BEGIN_TRANSACTION_RECORD_API_KEY, CONFIG_RECORD_API_KEY, ConfigRecord,
         FEATURE_LEVEL_RECORD_API_KEY, FeatureLevelRecord, FramedRecord,
-        REGISTER_CONTROLLER_RECORD_API_KEY, RegisterControllerRecord, begin_transaction_name,
+        REGISTER_CONTROLLER_RECORD_API_KEY, RegisterControllerRecord,
+        UNREGISTER_CONTROLLER_RECORD_API_KEY, UnregisterControllerRecord, begin_transaction_name,
     },
 };
 use libfuzzer_sys::fuzz_target;
@@ -58,6 +60,13 @@ fuzz_target!(|data: &[u8]| {
             if let Ok(r) = RegisterControllerRecord::decode_message(message) {
                 let again =
                     RegisterControllerRecord::decode_message(&framed_message(&r.encode_framed()));
+                assert_eq!(again.ok(), Some(r));
+            }
+        }
+        UNREGISTER_CONTROLLER_RECORD_API_KEY => {
+            if let Ok(r) = UnregisterControllerRecord::decode_message(message) {
+                let again =
+                    UnregisterControllerRecord::decode_message(&framed_message(&r.encode_framed()));
                 assert_eq!(again.ok(), Some(r));
             }
         }

@@ -442,6 +442,16 @@ pub struct KraftQuorumStatus {
     /// The membership change in flight, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_change: Option<PendingChange>,
+    /// Node ids of controllers removed from the voters whose KIP-919
+    /// registration the quorum still holds. Such a registration stays
+    /// because unregistering needs UnregisterController (KIP-1312), which
+    /// the controllers serve only from Kafka 4.4 on and at
+    /// `metadata.version` 4.4-IV2 or later; meanwhile its supported
+    /// `metadata.version` range blocks upgrades. The operator unregisters a
+    /// controller right after removing it when the quorum allows it, lists
+    /// it here otherwise, and tries again on every steady pass.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stale_registrations: Vec<i32>,
     /// What Kafka brokers need to use this quorum as their controllers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub brokers: Option<BrokerConnection>,

@@ -20,6 +20,7 @@
 mod acls;
 mod bootstrap;
 mod features;
+mod own_requests;
 
 use std::{net::SocketAddr, time::Duration};
 
@@ -152,6 +153,14 @@ impl From<ClientError> for AdminError {
                 timeout_ms,
             } => AdminError::Timeout {
                 what: format!("{api_key:?} request to {addr}"),
+                timeout_ms,
+            },
+            ClientError::RawTimeout {
+                api_key,
+                addr,
+                timeout_ms,
+            } => AdminError::Timeout {
+                what: format!("api {api_key} request to {addr}"),
                 timeout_ms,
             },
             ClientError::ConnectTimeout { addr, timeout_ms } => AdminError::Timeout {
@@ -574,7 +583,8 @@ impl AdminClient {
 
     /// AddRaftVoter (KIP-853): adds `(voter_id, directory_id)` with its
     /// `endpoints`; the leader answers once the change is committed or
-    /// `timeout_ms` passes. Errors: [`AdminError`]; REQUEST_TIMED_OUT (the
+    /// `timeout_ms` passes. Sent at v1 (KIP-1186, `AckWhenCommitted` true)
+    /// to a controller that advertises it, v0 otherwise. Errors: [`AdminError`]; REQUEST_TIMED_OUT (the
     /// voter is not caught up, or another change is pending) is retriable.
     pub async fn add_raft_voter(
         &mut self,
@@ -595,21 +605,29 @@ impl AdminClient {
         let wait = self.timeout + Duration::from_millis(u64::try_from(timeout_ms).unwrap_or(0));
         let mut last = None;
         for _ in 0..=MAX_REDIRECTS {
-            let version = self.version(ApiKey::AddRaftVoter)?;
             let request = AddRaftVoterRequest::default()
                 .with_cluster_id(None)
                 .with_timeout_ms(timeout_ms)
                 .with_voter_id(voter_id)
                 .with_voter_directory_id(directory_id)
                 .with_listeners(listeners.clone());
-            let ResponseKind::AddRaftVoter(r) = self
-                .conn
-                .call_with_timeout(version, RequestKind::AddRaftVoter(request), wait)
-                .await?
-            else {
-                return Err(AdminError::Protocol(
-                    "AddRaftVoter answered with another api".into(),
-                ));
+            let r = match self.add_raft_voter_v1_version() {
+                // KIP-1186: v1 where the controller has it (Kafka 4.2+),
+                // with AckWhenCommitted true: answered at commit, as v0.
+                Some(version) => self.add_raft_voter_v1(request, version, wait).await?,
+                None => {
+                    let version = self.version(ApiKey::AddRaftVoter)?;
+                    let ResponseKind::AddRaftVoter(r) = self
+                        .conn
+                        .call_with_timeout(version, RequestKind::AddRaftVoter(request), wait)
+                        .await?
+                    else {
+                        return Err(AdminError::Protocol(
+                            "AddRaftVoter answered with another api".into(),
+                        ));
+                    };
+                    r
+                }
             };
             match AdminError::from_code(r.error_code, r.error_message.as_ref()) {
                 None => return Ok(()),

@@ -80,8 +80,26 @@ enum QuorumCommand {
         /// Its directory id.
         #[arg(long, value_name = "UUID")]
         directory_id: String,
+        /// Also unregister the controller once it is removed from the voters
+        /// (UnregisterController, KIP-1312; Kafka 4.4's
+        /// `kafka-metadata-quorum remove-controller --unregister`): its
+        /// registration would otherwise block `metadata.version` upgrades.
+        #[arg(long)]
+        unregister: bool,
+    },
+    /// Unregister a controller (UnregisterController, KIP-1312, Kafka 4.4;
+    /// the shape of `kafka-cluster unregister-controller`): removes the
+    /// KIP-919 registration of a controller that is no longer a voter.
+    UnregisterController {
+        /// The ID of the controller to unregister.
+        #[arg(long = "id", short = 'i')]
+        id: i32,
     },
 }
+
+/// Kafka 4.4's `ClusterTool` line for a cluster without api 94.
+const UNREGISTRATION_UNSUPPORTED: &str =
+    "The target cluster does not support the controller unregistration API.";
 
 /// Errors of the admin commands (`quorum`, `features`).
 #[derive(Debug, thiserror::Error)]
@@ -95,6 +113,22 @@ pub(super) enum AdminCliError {
     /// The tokio runtime did not start.
     #[error("cannot start the async runtime: {0}")]
     Runtime(std::io::Error),
+    /// `unregister-controller` on a cluster without api 94 or below
+    /// `metadata.version` 4.4-IV2 (Kafka 4.4's `ClusterTool` line, then the
+    /// cause).
+    #[error("{UNREGISTRATION_UNSUPPORTED} ({0})")]
+    Unsupported(AdminError),
+    /// `remove-voter --unregister`: the voter was removed, its
+    /// unregistration failed (Kafka 4.4's `MetadataQuorumCommand` message).
+    #[error(
+        "Failed to unregister controller {id}: {source}. To unregister the controller from the cluster, run `kraft-controller quorum unregister-controller --id {id}`."
+    )]
+    Unregister {
+        /// The controller id.
+        id: i32,
+        /// Why.
+        source: AdminError,
+    },
 }
 
 /// Runs `quorum` and maps the outcome to an exit code (0, 1, or
@@ -207,6 +241,7 @@ async fn execute(args: QuorumArgs) -> Result<String, AdminCliError> {
         QuorumCommand::RemoveVoter {
             node_id,
             directory_id,
+            unregister,
         } => {
             if node_id < 0 {
                 return Err(AdminCliError::Usage(format!(
@@ -218,10 +253,37 @@ async fn execute(args: QuorumArgs) -> Result<String, AdminCliError> {
                 AdminClient::connect_with_tls(&args.bootstrap_controller, timeout, tls.clone())
                     .await?;
             admin.remove_raft_voter(node_id, dir).await?;
-            Ok(format!(
+            let removed = format!(
                 "Removed KRaft controller {node_id} with directory id {}\n",
                 kafka_uuid::to_string(dir)
-            ))
+            );
+            if !unregister {
+                return Ok(removed);
+            }
+            print!("{removed}");
+            admin
+                .unregister_controller(node_id)
+                .await
+                .map_err(|source| AdminCliError::Unregister {
+                    id: node_id,
+                    source,
+                })?;
+            Ok(format!("Unregistered KRaft controller {node_id}\n"))
+        }
+        QuorumCommand::UnregisterController { id } => {
+            let mut admin =
+                AdminClient::connect_with_tls(&args.bootstrap_controller, timeout, tls.clone())
+                    .await?;
+            match admin.unregister_controller(id).await {
+                Ok(()) => Ok(format!("Controller {id} is no longer registered.\n")),
+                // Kafka's ClusterTool prints its line for any
+                // UnsupportedVersionException (no api 94, or metadata.version
+                // below 4.4-IV2); the cause follows it here.
+                Err(e) if e.code() == Some(kraft_common::errors::UNSUPPORTED_VERSION) => {
+                    Err(AdminCliError::Unsupported(e))
+                }
+                Err(e) => Err(e.into()),
+            }
         }
     }
 }

@@ -6,6 +6,7 @@
 //! |---|---|
 //! | FeatureLevelRecord (12) | sets a finalized feature level; level 0 removes it (Kafka's `FeatureControlManager`); one naming `kraft.version` is skipped (KAFKA-18979: that level is the Raft layer's) |
 //! | RegisterControllerRecord (27) | replaces the registration of its controller id (KIP-919) |
+//! | UnregisterControllerRecord (29) | removes the registration of its controller id (KIP-1312, Kafka 4.4; an unknown id is an error, as Kafka's replay throws) |
 //! | broker records (0, 1, 7, 8, 17) | broker registrations, fencing, controlled shutdown (`metadata::brokers`) |
 //! | topic records (2, 3, 5, 9, 28) | topics, partitions, leaders, ISRs (`metadata::topics`) |
 //! | ConfigRecord (4) | a resource's dynamic config key set or (null value) deleted (`metadata::configs`) |
@@ -42,6 +43,7 @@ use super::records::{
     NO_OP_RECORD_API_KEY, PRODUCER_IDS_RECORD_API_KEY, ProducerIdsRecord,
     REGISTER_CONTROLLER_RECORD_API_KEY, REMOVE_ACCESS_CONTROL_ENTRY_RECORD_API_KEY,
     REMOVE_TOPIC_RECORD_API_KEY, RecordsError, RegisterControllerRecord, RemoveTopicRecord,
+    UNREGISTER_CONTROLLER_RECORD_API_KEY, UnregisterControllerRecord,
     decode_remove_access_control_entry, partition_record_version, register_broker_record_version,
 };
 use super::topics::{TopicRecordError, TopicsImage, is_topic_record};
@@ -91,6 +93,18 @@ pub enum ImageError {
         offset: i64,
         /// What was wrong.
         source: TopicRecordError,
+    },
+    /// An UnregisterControllerRecord of a controller the image holds no
+    /// registration for (Kafka 4.4's `ClusterControlManager.replay` throws:
+    /// "no controller registration found for that id").
+    #[error(
+        "UnregisterControllerRecord at offset {offset}: no registration of controller {controller_id}"
+    )]
+    UnknownController {
+        /// Offset of the record.
+        offset: i64,
+        /// The controller id it names.
+        controller_id: i32,
     },
     /// A RemoveAccessControlEntryRecord of an ACL the image does not hold
     /// (Kafka's replay throws).
@@ -296,6 +310,17 @@ impl MetadataImage {
                         supported_features: r.features,
                     },
                 );
+            }
+            (UNREGISTER_CONTROLLER_RECORD_API_KEY, 0) => {
+                // KIP-1312: the registration is gone, and with it from every
+                // snapshot of this image.
+                let r = UnregisterControllerRecord::decode_message(&framed.message).map_err(err)?;
+                if self.controllers.remove(&r.controller_id).is_none() {
+                    return Err(ImageError::UnknownController {
+                        offset,
+                        controller_id: r.controller_id,
+                    });
+                }
             }
             (key, version) if is_broker_record(key, version) => {
                 apply_broker_record(&mut self.brokers, offset, &framed)

@@ -140,6 +140,16 @@ pub enum ClientError {
         /// Time left, ms.
         remaining_ms: u128,
     },
+    /// No answer to a [`Connection::call_raw`] within its timeout.
+    #[error("request of api {api_key} to {addr} timed out after {timeout_ms} ms")]
+    RawTimeout {
+        /// Api key of the request.
+        api_key: i16,
+        /// Where it went.
+        addr: String,
+        /// The timeout, ms.
+        timeout_ms: u128,
+    },
     /// [`PeerManager::send`] to a node it has no address for.
     #[error("no address known for node {0}")]
     UnknownNode(i32),
@@ -151,12 +161,39 @@ impl From<WireError> for ClientError {
     }
 }
 
+#[path = "client_raw.rs"]
+mod raw;
+
 struct Pending {
-    api_key: ApiKey,
     api_version: i16,
     /// Largest answer accepted, bytes ([`max_response_bytes`]).
     max_response_bytes: usize,
-    reply: oneshot::Sender<Result<ResponseKind, ClientError>>,
+    reply: Reply,
+}
+
+/// Where an answer goes, and how it is decoded.
+enum Reply {
+    /// A `kafka-protocol` response of `api_key`.
+    Decoded {
+        api_key: ApiKey,
+        reply: oneshot::Sender<Result<ResponseKind, ClientError>>,
+    },
+    /// The body after a response header v1, for the apis `kafka-protocol`
+    /// lacks ([`super::own_messages`]).
+    Raw(oneshot::Sender<Result<Bytes, ClientError>>),
+}
+
+impl Reply {
+    fn fail(self, error: ClientError) {
+        match self {
+            Reply::Decoded { reply, .. } => {
+                let _ = reply.send(Err(error));
+            }
+            Reply::Raw(reply) => {
+                let _ = reply.send(Err(error));
+            }
+        }
+    }
 }
 
 struct Shared {
@@ -175,10 +212,10 @@ impl Shared {
             Err(poisoned) => poisoned.into_inner().drain().map(|(_, p)| p).collect(),
         };
         for p in drained {
-            let _ = p.reply.send(Err(ClientError::Disconnected {
+            p.reply.fail(ClientError::Disconnected {
                 addr: self.addr.clone(),
                 reason: reason.to_owned(),
-            }));
+            });
         }
     }
 
@@ -325,23 +362,26 @@ impl Connection {
                             // the stream is out of step with our requests.
                             break format!("response with unknown correlation id {correlation_id}");
                         };
-                        let result =
-                            decode_response(pending.api_key, pending.api_version, frame.clone())
-                                .or_else(|e| {
-                                    // KIP-511: a server that does not support our
-                                    // ApiVersions version answers at v0.
-                                    if pending.api_key == ApiKey::ApiVersions
-                                        && pending.api_version > 0
-                                    {
-                                        decode_response(ApiKey::ApiVersions, 0, frame)
-                                            .map_err(|_| e)
-                                    } else {
-                                        Err(e)
-                                    }
-                                })
-                                .map(|(_, body)| body)
-                                .map_err(ClientError::from);
-                        let _ = pending.reply.send(result);
+                        let (api_key, reply) = match pending.reply {
+                            Reply::Decoded { api_key, reply } => (api_key, reply),
+                            Reply::Raw(reply) => {
+                                let _ = reply.send(raw::response_body(frame));
+                                continue;
+                            }
+                        };
+                        let result = decode_response(api_key, pending.api_version, frame.clone())
+                            .or_else(|e| {
+                                // KIP-511: a server that does not support our
+                                // ApiVersions version answers at v0.
+                                if api_key == ApiKey::ApiVersions && pending.api_version > 0 {
+                                    decode_response(ApiKey::ApiVersions, 0, frame).map_err(|_| e)
+                                } else {
+                                    Err(e)
+                                }
+                            })
+                            .map(|(_, body)| body)
+                            .map_err(ClientError::from);
+                        let _ = reply.send(result);
                     }
                 }
             };
@@ -417,19 +457,8 @@ impl Connection {
         api_version: i16,
         body: &RequestKind,
     ) -> Result<oneshot::Receiver<Result<ResponseKind, ClientError>>, ClientError> {
-        if self.is_closed() {
-            return Err(ClientError::Disconnected {
-                addr: self.shared.addr.clone(),
-                reason: "connection already closed".to_owned(),
-            });
-        }
-        let correlation_id = self
-            .shared
-            .next_correlation_id
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |id| {
-                Some(if id == i32::MAX { 0 } else { id + 1 })
-            })
-            .unwrap_or(0);
+        self.check_open()?;
+        let correlation_id = self.next_correlation_id();
         let frame = encode_request(
             api_key,
             api_version,
@@ -438,15 +467,42 @@ impl Connection {
             body,
         )?;
         let (tx, rx) = oneshot::channel();
-        self.shared.insert(
-            correlation_id,
-            Pending {
-                api_key,
-                api_version,
-                max_response_bytes: max_response_bytes(body, self.config.max_frame_bytes),
-                reply: tx,
-            },
-        );
+        let pending = Pending {
+            api_version,
+            max_response_bytes: max_response_bytes(body, self.config.max_frame_bytes),
+            reply: Reply::Decoded { api_key, reply: tx },
+        };
+        self.enqueue(correlation_id, frame, pending)?;
+        Ok(rx)
+    }
+
+    fn check_open(&self) -> Result<(), ClientError> {
+        if self.is_closed() {
+            return Err(ClientError::Disconnected {
+                addr: self.shared.addr.clone(),
+                reason: "connection already closed".to_owned(),
+            });
+        }
+        Ok(())
+    }
+
+    fn next_correlation_id(&self) -> i32 {
+        self.shared
+            .next_correlation_id
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |id| {
+                Some(if id == i32::MAX { 0 } else { id + 1 })
+            })
+            .unwrap_or(0)
+    }
+
+    /// Registers `pending` under `correlation_id` and writes `frame`.
+    fn enqueue(
+        &self,
+        correlation_id: i32,
+        frame: Bytes,
+        pending: Pending,
+    ) -> Result<(), ClientError> {
+        self.shared.insert(correlation_id, pending);
         // A close that drained the map before our insert must not leave this
         // request waiting for its timeout.
         if self.is_closed() && self.shared.take(correlation_id).is_some() {
@@ -462,7 +518,7 @@ impl Connection {
                 reason: "writer task ended".to_owned(),
             });
         }
-        Ok(rx)
+        Ok(())
     }
 
     /// Closes the connection and fails every request in flight.

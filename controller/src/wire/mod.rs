@@ -1,8 +1,9 @@
 //! The Kafka wire layer: framing (4-byte big-endian size), request and
 //! response headers, the table of APIs and versions we serve, ApiVersions
 //! negotiation, and a pipelined client with a peer-connection manager.
-//! Message bodies are `kafka-protocol`'s structs; nothing here hand-writes a
-//! message codec.
+//! Message bodies are `kafka-protocol`'s structs, except the few it lacks
+//! ([`own_messages`]: UnregisterController, AddRaftVoter v1), hand-encoded
+//! and checked against Kafka 4.4.0's bytes.
 //!
 //! It owns bytes and connections, and must not make protocol decisions: what
 //! to answer to a request, and when to send one, is the server's and the raft
@@ -26,6 +27,7 @@ pub mod client;
 mod codec;
 mod frame;
 mod guard;
+pub mod own_messages;
 pub mod response_limit;
 pub(crate) mod schema_guard;
 pub mod tls;

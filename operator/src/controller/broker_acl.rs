@@ -89,6 +89,7 @@ mod tests {
             change_result: Ok(()),
             calls: Mutex::new(vec![]),
             broker_acls: Mutex::new(vec![]),
+            unregistration: None,
         })
     }
 

@@ -6,7 +6,9 @@
 //! (an admin RPC, a StatefulSet scale, a pod delete, or none), and
 //! [`conclude`] maps the action and the effect's answer onto the status
 //! change, the outcome for the conditions, the requeue delay and the Event.
-//! [`execute`] is the thin I/O loop over them. Nothing here plans: the
+//! [`execute`] is the thin I/O loop over them; after a committed removal,
+//! and on steady passes, it also runs the unregistration step
+//! (`controller/unregister.rs`, KIP-1312). Nothing here plans: the
 //! planner chose the action; nothing here builds objects: `build` does.
 
 use std::time::Duration;
@@ -401,6 +403,20 @@ pub async fn execute<Q: QuorumClient>(
             Ok(())
         }
     };
+    // KIP-1312: a committed removal leaves the controller's registration
+    // behind: listed as stale, unregistered on a steady pass once its pod
+    // is gone (controller/unregister.rs).
+    match (&prepared.effect, &answer) {
+        (Effect::RemoveVoter { node_id, .. }, Ok(())) => {
+            super::unregister::after_removal(status, *node_id);
+        }
+        (Effect::None, _) if *plan == Plan::Steady => {
+            for event in super::unregister::retry_stale(session, status).await {
+                events::publish(&ctx.recorder, kq, event).await;
+            }
+        }
+        _ => {}
+    }
     let c = conclude(plan, q, &answer);
     if c.pending == PendingUpdate::Clear {
         status.pending_change = None;

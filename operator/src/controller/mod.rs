@@ -27,6 +27,7 @@ pub mod executor;
 pub mod identity;
 pub mod observe;
 pub mod status;
+pub mod unregister;
 
 use std::{
     collections::HashMap,

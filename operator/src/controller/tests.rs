@@ -201,6 +201,7 @@ fn fake(description: Option<QuorumDescription>) -> Arc<FakeQuorum> {
         change_result: Ok(()),
         calls: Mutex::new(vec![]),
         broker_acls: Mutex::new(vec![]),
+        unregistration: None,
     })
 }
 
@@ -602,6 +603,9 @@ async fn scaling_four_to_three_removes_the_highest_voter_first() {
     assert_eq!(seen[7].body["reason"], "VoterRemoved");
     let last = status_of(&seen[8]);
     assert!(last.get("pendingChange").is_none());
+    // KIP-1312: its registration is listed until its pod is gone and the
+    // quorum can unregister it (controller/unregister.rs).
+    assert_eq!(last["staleRegistrations"], serde_json::json!([3]));
     // The PDB follows the live voter set of 4 until the removal is observed.
     assert_eq!(seen[5].body["spec"]["maxUnavailable"], 1);
 }

@@ -13,14 +13,20 @@
 
 use std::{collections::BTreeMap, collections::VecDeque, net::SocketAddr, time::Duration};
 
-use kraft_common::{Endpoint, errors::NOT_LEADER_OR_FOLLOWER};
+use kraft_common::{
+    Endpoint,
+    errors::{CONTROLLER_ID_NOT_REGISTERED, NOT_LEADER_OR_FOLLOWER, UNSUPPORTED_VERSION},
+};
 use kraft_controller::{
     admin::{AdminClient, AdminError, QuorumInfo, ReplicaInfo},
     raft::membership::KRAFT_VERSION_FEATURE,
 };
 use uuid::Uuid;
 
-use super::{AdminTls, QuorumClient, QuorumDescription, QuorumError, QuorumSession, ReplicaState};
+use super::{
+    AdminTls, QuorumClient, QuorumDescription, QuorumError, QuorumSession, ReplicaState,
+    Unregistration,
+};
 use crate::crd::CONTROLLER_LISTENER_NAME;
 
 /// The production [`QuorumClient`].
@@ -164,6 +170,25 @@ impl QuorumSession for AdminQuorumSession {
         result.map_err(|e| self.failed(&addr, e))
     }
 
+    async fn unregister_controller(&mut self, node_id: i32) -> Result<Unregistration, QuorumError> {
+        let c = self.connected().await?;
+        let addr = c.connected_addr().to_owned();
+        let served = c.unregister_controller_version().is_some();
+        if let Some(reason) = unregistration_unsupported(c.finalized_metadata_version(), served) {
+            return Ok(Unregistration::Unsupported { reason });
+        }
+        match c.unregister_controller(node_id).await {
+            Ok(()) => Ok(Unregistration::Unregistered),
+            Err(e) if e.code() == Some(CONTROLLER_ID_NOT_REGISTERED) => {
+                Ok(Unregistration::Unregistered)
+            }
+            Err(e) if e.code() == Some(UNSUPPORTED_VERSION) => Ok(Unregistration::Unsupported {
+                reason: e.to_string(),
+            }),
+            Err(e) => Err(self.failed(&addr, e)),
+        }
+    }
+
     async fn ensure_broker_acls(&mut self, principal: &str) -> Result<usize, QuorumError> {
         let c = self.connected().await?;
         let addr = c.connected_addr().to_owned();
@@ -176,6 +201,28 @@ impl QuorumSession for AdminQuorumSession {
             }
         }
         Ok(created)
+    }
+}
+
+/// Why a controller cannot unregister another (KIP-1312), `None` when it
+/// can: `served` says whether it advertises UnregisterController (api 94,
+/// Kafka 4.4) in ApiVersions, and its finalized `metadata.version` (from
+/// the same answer) must be 4.4-IV2 (33) or later (Kafka's
+/// `MetadataVersion.isControllerUnregistrationSupported`).
+pub fn unregistration_unsupported(metadata_version: Option<i16>, served: bool) -> Option<String> {
+    use kraft_controller::metadata::unregistration::CONTROLLER_UNREGISTRATION_MIN_LEVEL;
+    if !served {
+        return Some(
+            "the controllers do not serve UnregisterController (api 94, Kafka 4.4, KIP-1312)"
+                .into(),
+        );
+    }
+    match metadata_version {
+        Some(l) if l >= CONTROLLER_UNREGISTRATION_MIN_LEVEL => None,
+        Some(l) => Some(format!(
+            "finalized metadata.version level {l} is below 4.4-IV2 ({CONTROLLER_UNREGISTRATION_MIN_LEVEL}), which unregistration needs"
+        )),
+        None => Some("no finalized metadata.version".into()),
     }
 }
 
@@ -267,6 +314,18 @@ pub fn description(q: &QuorumInfo) -> QuorumDescription {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unregistration_needs_api_94_and_metadata_version_4_4_iv2() {
+        let at = Some;
+        assert_eq!(unregistration_unsupported(at(33), true), None);
+        assert_eq!(unregistration_unsupported(at(34), true), None);
+        let below = unregistration_unsupported(at(32), true).expect("refused");
+        assert!(below.contains("level 32 is below 4.4-IV2 (33)"), "{below}");
+        let old = unregistration_unsupported(at(33), false).expect("refused");
+        assert!(old.contains("api 94"), "{old}");
+        assert!(unregistration_unsupported(None, true).is_some());
+    }
 
     #[test]
     fn request_timed_out_is_retriable_and_duplicate_voter_is_rejected() {

@@ -24,11 +24,14 @@ pub struct FakeQuorum {
     /// The answer to every voter change.
     pub change_result: Result<(), QuorumError>,
     /// Every call, as `describe ADDR`, `add_voter ADDR ID DIR HOST:PORT`,
-    /// `remove_voter ADDR ID DIR`, `upgrade_kraft_version ADDR`,
-    /// `ensure_broker_acls ADDR PRINCIPAL`.
+    /// `remove_voter ADDR ID DIR`, `upgrade_kraft_version ADDR`, `unregister ADDR
+    /// ID` (only when the request is sent), `ensure_broker_acls ADDR PRINCIPAL`.
     pub calls: Mutex<Vec<String>>,
     /// The principals holding the brokers' CLUSTER_ACTION ACL.
     pub broker_acls: Mutex<Vec<String>>,
+    /// The answer to every UnregisterController; `None` plays a quorum
+    /// before Kafka 4.4 (`Unsupported`, nothing sent).
+    pub unregistration: Option<Result<super::Unregistration, QuorumError>>,
 }
 
 impl QuorumClient for Arc<FakeQuorum> {
@@ -100,6 +103,23 @@ impl QuorumSession for FakeSession {
             .expect("lock")
             .push(format!("upgrade_kraft_version {addr}"));
         self.quorum.change_result.clone()
+    }
+    async fn unregister_controller(
+        &mut self,
+        node_id: i32,
+    ) -> Result<super::Unregistration, QuorumError> {
+        let Some(answer) = self.quorum.unregistration.clone() else {
+            return Ok(super::Unregistration::Unsupported {
+                reason: "the controllers do not serve UnregisterController (api 94)".into(),
+            });
+        };
+        let addr = self.connected.clone().unwrap_or_default();
+        self.quorum
+            .calls
+            .lock()
+            .expect("lock")
+            .push(format!("unregister {addr} {node_id}"));
+        answer
     }
     async fn ensure_broker_acls(&mut self, principal: &str) -> Result<usize, QuorumError> {
         let addr = self.connected.clone().unwrap_or_default();

@@ -1,7 +1,8 @@
 //! The seam between the reconciler and the controllers' admin RPCs
 //! (DescribeQuorum 55, AddRaftVoter 80, RemoveRaftVoter 81; KIP-853; the
-//! kraft.version upgrade of an adopted static quorum: UpdateFeatures 57; and
-//! the brokers' CLUSTER_ACTION ACL: DescribeAcls 29, CreateAcls 30).
+//! kraft.version upgrade of an adopted static quorum: UpdateFeatures 57;
+//! UnregisterController 94, KIP-1312; and the brokers' CLUSTER_ACTION ACL:
+//! DescribeAcls 29, CreateAcls 30).
 //!
 //! Owns the operator-side view of a quorum ([`QuorumDescription`]), the
 //! [`QuorumClient`] and [`QuorumSession`] traits the reconciler calls, and the
@@ -145,6 +146,19 @@ pub enum QuorumError {
     },
 }
 
+/// What an UnregisterController call came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Unregistration {
+    /// The registration is gone (removed now, or already absent).
+    Unregistered,
+    /// The quorum cannot unregister yet; nothing was sent or changed. The
+    /// reason says why (no api 94, or `metadata.version` below 4.4-IV2).
+    Unsupported {
+        /// Why, for status and the Event.
+        reason: String,
+    },
+}
+
 /// The TLS client of the operator's admin connections to one quorum.
 pub type AdminTls = std::sync::Arc<kraft_controller::wire::tls::TlsClient>;
 
@@ -197,6 +211,17 @@ pub trait QuorumSession: Send {
     /// is committed; at level 1 already it is a no-op, so a repeat is safe.
     fn upgrade_kraft_version(&mut self) -> impl Future<Output = Result<(), QuorumError>> + Send;
 
+    /// UnregisterController (94, KIP-1312, Kafka 4.4): removes the KIP-919
+    /// registration of `node_id`, a controller that is no longer a voter,
+    /// when the active controller serves api 94 and the finalized
+    /// `metadata.version` is 4.4-IV2 (level 33) or later
+    /// ([`Unregistration::Unsupported`] otherwise, nothing sent). A
+    /// controller already unregistered (CONTROLLER_ID_NOT_REGISTERED) counts
+    /// as [`Unregistration::Unregistered`].
+    fn unregister_controller(
+        &mut self,
+        node_id: i32,
+    ) -> impl Future<Output = Result<Unregistration, QuorumError>> + Send;
     /// Makes sure every ACL a Kafka broker with `principal` needs is stored
     /// (`kraft_controller::admin::broker_acls`: CLUSTER_ACTION on the
     /// cluster, CREATE on the internal topics; each DescribeAcls 29, then

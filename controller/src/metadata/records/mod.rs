@@ -23,7 +23,7 @@
 //! the metadata image's job). This file holds the framing, the record type
 //! names and the no-op record; one file per record family:
 //! [`feature`] (FeatureLevelRecord), [`registration`]
-//! (RegisterControllerRecord, KIP-919), [`config`] (ConfigRecord and the
+//! (RegisterControllerRecord, KIP-919; UnregisterControllerRecord, KIP-1312), [`config`] (ConfigRecord and the
 //! KIP-868 transaction markers), [`producer_ids`] (ProducerIdsRecord).
 
 pub mod acl;
@@ -64,9 +64,10 @@ pub enum RecordsError {
     Utf8,
 }
 
-/// Kafka 4.1's `MetadataRecordType` names for the api keys (as `kafka-dump-log
+/// Kafka 4.4's `MetadataRecordType` names for the api keys (as `kafka-dump-log
 /// --cluster-metadata-decoder` prints them); `None` for keys unknown here
-/// (6, 13 and 16 are retired ids Kafka 4.1 no longer defines).
+/// (6, 13 and 16 are retired ids Kafka no longer defines; 29,
+/// UNREGISTER_CONTROLLER_RECORD, is new in 4.4, KIP-1312).
 pub fn metadata_record_type_name(api_key: u32) -> Option<&'static str> {
     Some(match api_key {
         0 => "REGISTER_BROKER_RECORD",
@@ -95,6 +96,7 @@ pub fn metadata_record_type_name(api_key: u32) -> Option<&'static str> {
         26 => "REMOVE_DELEGATION_TOKEN_RECORD",
         27 => "REGISTER_CONTROLLER_RECORD",
         28 => "CLEAR_ELR_RECORD",
+        29 => "UNREGISTER_CONTROLLER_RECORD",
         _ => return None,
     })
 }
@@ -276,7 +278,7 @@ mod kafka_4_1_schema_tests {
             Some("REMOVE_USER_SCRAM_CREDENTIAL_RECORD")
         );
         assert_eq!(metadata_record_type_name(28), Some("CLEAR_ELR_RECORD"));
-        for retired in [6, 13, 16, 29] {
+        for retired in [6, 13, 16, 30] {
             assert_eq!(metadata_record_type_name(retired), None, "{retired}");
         }
     }

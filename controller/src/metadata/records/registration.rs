@@ -1,5 +1,7 @@
 //! RegisterControllerRecord (api key 27, KIP-919): a controller's
-//! registration, with its endpoints and supported features.
+//! registration, with its endpoints and supported features; and
+//! UnregisterControllerRecord (api key 29, KIP-1312, Kafka 4.4), which
+//! removes it.
 //!
 //! Owns its byte layout; it must not decide who registers (that is
 //! `metadata::registration`).
@@ -12,6 +14,50 @@ use super::{FRAME_VERSION, Reader, RecordsError, put_compact_string, put_uvarint
 /// (`MetadataRecordType.REGISTER_CONTROLLER_RECORD`, KIP-919; 27 in Kafka
 /// 4.1's `RegisterControllerRecord.json`).
 pub const REGISTER_CONTROLLER_RECORD_API_KEY: u32 = 27;
+
+/// Api key of UnregisterControllerRecord
+/// (`MetadataRecordType.UNREGISTER_CONTROLLER_RECORD`, KIP-1312; 29 in Kafka
+/// 4.4.0's `UnregisterControllerRecord.json`).
+pub const UNREGISTER_CONTROLLER_RECORD_API_KEY: u32 = 29;
+
+/// UnregisterControllerRecord (api key 29, version 0, flexible; KIP-1312,
+/// Kafka 4.4): the registration of `controller_id` is gone. Fields:
+/// `ControllerId` int32, then tagged fields. Kafka's
+/// `ClusterControlManager.unregisterController` writes it only at
+/// `metadata.version` 4.4-IV2 (level 33) or later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnregisterControllerRecord {
+    /// The id of the controller whose registration is removed.
+    pub controller_id: i32,
+}
+
+impl UnregisterControllerRecord {
+    /// The record value as stored in a batch: frame version 1, api key 29,
+    /// version 0, `ControllerId`, no tagged fields (8 bytes).
+    pub fn encode_framed(&self) -> Bytes {
+        let mut buf = BytesMut::new();
+        put_uvarint(&mut buf, FRAME_VERSION);
+        put_uvarint(&mut buf, UNREGISTER_CONTROLLER_RECORD_API_KEY);
+        put_uvarint(&mut buf, 0);
+        buf.put_i32(self.controller_id);
+        put_uvarint(&mut buf, 0);
+        buf.freeze()
+    }
+
+    /// Decodes the message part (after the frame) at version 0; tagged
+    /// fields are skipped.
+    ///
+    /// Errors: [`RecordsError::Truncated`].
+    pub fn decode_message(message: &[u8]) -> Result<Self, RecordsError> {
+        let mut r = Reader {
+            bytes: message,
+            position: 0,
+        };
+        let controller_id = r.i32()?;
+        r.skip_tagged_fields()?;
+        Ok(Self { controller_id })
+    }
+}
 
 /// One listener of a registered controller (`ControllerEndpoint` of
 /// RegisterControllerRecord).
@@ -141,6 +187,54 @@ impl RegisterControllerRecord {
             endpoints,
             features,
         })
+    }
+}
+
+#[cfg(test)]
+mod unregister_controller_tests {
+    use super::*;
+    use crate::metadata::records::*;
+
+    /// Golden bytes from Kafka 4.4.0's `MetadataRecordSerde.write` of
+    /// `new UnregisterControllerRecord().setControllerId(3000)` at version 0
+    /// (`controller/tests/golden/unregister-controller-golden.jsh`, line
+    /// `RECORD_29_V0 011d0000000bb800`).
+    #[test]
+    fn an_unregister_controller_record_is_framed_as_kafka_4_4_frames_it() {
+        let expected = [
+            0x01, // frame version 1
+            0x1d, // api key 29: UNREGISTER_CONTROLLER_RECORD
+            0x00, // version 0
+            0x00, 0x00, 0x0b, 0xb8, // ControllerId int32 = 3000
+            0x00, // no tagged fields
+        ];
+        let record = UnregisterControllerRecord {
+            controller_id: 3000,
+        };
+        let bytes = record.encode_framed();
+        assert_eq!(&bytes[..], &expected[..]);
+        let framed = FramedRecord::decode(&bytes).expect("frame");
+        assert_eq!((framed.api_key, framed.version), (29, 0));
+        assert_eq!(
+            UnregisterControllerRecord::decode_message(&framed.message),
+            Ok(record)
+        );
+        assert_eq!(
+            metadata_record_type_name(framed.api_key),
+            Some("UNREGISTER_CONTROLLER_RECORD")
+        );
+    }
+
+    #[test]
+    fn a_truncated_unregister_controller_record_is_an_error_naming_the_position() {
+        assert_eq!(
+            UnregisterControllerRecord::decode_message(&[0x00, 0x00, 0x0b]),
+            Err(RecordsError::Truncated { position: 0 })
+        );
+        assert_eq!(
+            UnregisterControllerRecord::decode_message(&[0x00, 0x00, 0x0b, 0xb8]),
+            Err(RecordsError::Truncated { position: 4 })
+        );
     }
 }
 
