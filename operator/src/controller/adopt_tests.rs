@@ -125,6 +125,7 @@ fn fake(change_result: Result<(), QuorumError>) -> std::sync::Arc<FakeQuorum> {
         change_result,
         calls: Default::default(),
         broker_acls: Default::default(),
+        unregistration: None,
     })
 }
 
