@@ -178,6 +178,7 @@ mod tests {
                 pod_template: Default::default(),
                 tls: Default::default(),
                 network_policy: Default::default(),
+                recovery: Default::default(),
             },
         )
     }
