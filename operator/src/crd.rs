@@ -489,12 +489,15 @@ pub struct KraftQuorumStatus {
 /// A voter's volume as recorded while it was a caught-up voter: the
 /// PersistentVolumeClaim's `metadata.uid`. A claim that is missing, or
 /// whose uid differs (deleted and re-created empty by the StatefulSet), is
-/// a lost volume.
+/// a lost volume. Recorded once per (node id, directory id): a voter whose
+/// volume was replaced (a new directory id, KIP-853) is recorded again.
 #[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct VoterVolume {
     /// The voter's `node.id` (pod ordinal).
     pub node_id: i32,
+    /// The voter's directory id (Kafka base64 UUID) when recorded.
+    pub directory_id: String,
     /// The uid of its claim `data-<statefulset>-<ordinal>`.
     pub claim_uid: String,
 }

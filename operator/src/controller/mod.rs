@@ -24,6 +24,7 @@ pub mod events;
 pub mod executor;
 pub mod identity;
 pub mod observe;
+pub mod recovery;
 pub mod status;
 
 use std::{
@@ -453,6 +454,11 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
     } else {
         None
     };
+    // A quorum-loss recovery in progress holds the StatefulSet's size
+    // (0 while the survivor's volume is recovered; issue 26).
+    if let Some(n) = recovery::held_replicas(&status.recovery, q.replicas) {
+        q.statefulset_replicas = n;
+    }
     let sts = apply_children(client, &q).await?;
     status.selector = Some(q.selector_string());
     status.brokers = Some(crate::build::brokers::broker_connection(&q));
@@ -516,6 +522,16 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
 
     // 5b. The brokers' CLUSTER_ACTION ACL (TLS only; written once).
     broker_acl::ensure(&mut session, &q, status.bootstrapped).await;
+
+    // 5c. Quorum loss (issue 26): reported, or recovered with opt-in; while
+    // it holds the pass, the membership planner waits.
+    if let Some((outcome, requeue)) =
+        recovery::run(ctx, &kq, &q, &mut status, pods.len(), now).await?
+    {
+        status.conditions = status::conditions(&status.conditions, &outcome, generation, now);
+        write_status(client, &kq, &status).await?;
+        return Ok(Action::requeue(requeue));
+    }
 
     // 6. Plan.
     let input = observe::planner_input(
