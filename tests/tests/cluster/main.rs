@@ -30,6 +30,7 @@
 mod load;
 mod membership;
 mod one_voter;
+mod quorum_loss;
 mod rotation;
 mod sampled;
 mod security;
