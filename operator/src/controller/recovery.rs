@@ -25,6 +25,7 @@ use kube::{
     api::{DeleteParams, ListParams, PropagationPolicy},
     runtime::events::EventType,
 };
+use tracing::info;
 
 use super::{
     BUSY_REQUEUE, Context, Error, STEADY_REQUEUE, apply,
@@ -314,6 +315,9 @@ pub async fn run<Q: QuorumClient>(
         job,
         leader,
     });
+    if step != Step::None {
+        info!(quorum = %format!("{ns}/{}", q.name), ?step, "quorum loss");
+    }
     let survivor = rec.survivor.unwrap_or(-1);
     let progressing = |message: String| Outcome::Progressing {
         reason: RECOVERING.into(),

@@ -37,7 +37,7 @@ async fn a_single_voter_is_restarted_with_a_warning() {
 }
 
 /// Every file under `dir` and its bytes, by path relative to `dir`.
-fn volume_files(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+pub(super) fn volume_files(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
     fn walk(
         root: &std::path::Path,
         dir: &std::path::Path,
@@ -63,7 +63,7 @@ fn volume_files(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec
 
 /// The workspace's `kraft-controller` the node agent runs (as lib.sh:
 /// `$KRAFTWERK_TARGET_DIR`, `$CARGO_TARGET_DIR` or `target/`, then `debug/`).
-fn kraft_controller() -> std::path::PathBuf {
+pub(super) fn kraft_controller() -> std::path::PathBuf {
     let target = std::env::var_os("KRAFTWERK_TARGET_DIR")
         .or_else(|| std::env::var_os("CARGO_TARGET_DIR"))
         .map(std::path::PathBuf::from)
