@@ -94,6 +94,12 @@ pub const ANNOTATION_ROTATE_CA: &str = "kraft.krabka.io/rotate-ca";
 /// `strimzi.io/pause-reconciliation`): no child, membership or certificate
 /// is changed; the condition `Paused` says so. Removing it resumes.
 pub const ANNOTATION_PAUSE: &str = "kraft.krabka.io/pause-reconciliation";
+/// KraftQuorum annotation: asks for one quorum-loss recovery without
+/// `spec.recovery.allowQuorumLossRecovery` (issue 26). Any value not yet
+/// recorded in `status.recovery.request` allows the next recovery the
+/// operator detects; the value is recorded when that recovery starts, so
+/// it never allows a second one (set a new value for that).
+pub const ANNOTATION_RECOVER_QUORUM_LOSS: &str = "kraft.krabka.io/recover-quorum-loss";
 /// StatefulSet annotation: the cluster id, a copy of `status.clusterId` read
 /// back when status is lost.
 pub const ANNOTATION_CLUSTER_ID: &str = "kraft.krabka.io/cluster-id";
@@ -531,6 +537,10 @@ pub struct RecoveryStatus {
     /// The node id whose volume the recovery keeps.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub survivor: Option<i32>,
+    /// The last `kraft.krabka.io/recover-quorum-loss` value a recovery
+    /// started for (it allows no other).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<String>,
 }
 
 impl RecoveryStatus {

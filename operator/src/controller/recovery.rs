@@ -35,7 +35,10 @@ use super::{
 };
 use crate::{
     build::recovery_job::{build_recovery_job, claim_name, job_name},
-    crd::{KraftQuorum, KraftQuorumStatus, RecoveryPhase, RecoveryStatus, VoterVolume},
+    crd::{
+        ANNOTATION_RECOVER_QUORUM_LOSS, KraftQuorum, KraftQuorumStatus, RecoveryPhase,
+        RecoveryStatus, VoterVolume,
+    },
     planner::quorum_loss::{self, JobState, LossInput, Step, StepInput},
     quorum::QuorumClient,
     validate::ValidatedQuorum,
@@ -152,6 +155,14 @@ pub fn loss_input(
         no_leader_ms: no_leader_ms(status, now_ms),
         after_ms,
     }
+}
+
+/// Whether a detected quorum loss may be recovered: with
+/// `spec.recovery.allowQuorumLossRecovery` (`allow`), or with an
+/// [`ANNOTATION_RECOVER_QUORUM_LOSS`] value (`annotation`) no recovery has
+/// started for yet (`rec.request`).
+pub fn recovery_allowed(allow: bool, annotation: Option<&str>, rec: &RecoveryStatus) -> bool {
+    allow || annotation.is_some_and(|a| rec.request.as_deref() != Some(a))
 }
 
 /// The StatefulSet size a recorded phase imposes on this pass's apply:
@@ -306,9 +317,20 @@ pub async fn run<Q: QuorumClient>(
         }
         _ => JobState::Absent,
     };
+    let request = kq
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(ANNOTATION_RECOVER_QUORUM_LOSS))
+        .cloned();
+    let allowed = recovery_allowed(
+        kq.spec.recovery.allow_quorum_loss_recovery,
+        request.as_deref(),
+        rec,
+    );
     let step = quorum_loss::next_step(&StepInput {
         loss,
-        allowed: kq.spec.recovery.allow_quorum_loss_recovery,
+        allowed,
         phase: rec.phase,
         survivor: rec.survivor,
         pods,
@@ -355,10 +377,13 @@ pub async fn run<Q: QuorumClient>(
         Step::Begin { survivor } => {
             status.recovery.phase = Some(RecoveryPhase::Stopping);
             status.recovery.survivor = Some(survivor);
+            if !kq.spec.recovery.allow_quorum_loss_recovery {
+                status.recovery.request.clone_from(&request);
+            }
             apply::write_status(client, kq, status).await?;
             apply::scale_statefulset(client, q, 0).await?;
             let note = format!(
-                "quorum lost: no leader and a majority of voters' volumes gone; recovering from node {survivor}'s volume (spec.recovery.allowQuorumLossRecovery): statefulset {} scaled to 0",
+                "quorum lost: no leader and a majority of voters' volumes gone; recovering from node {survivor}'s volume (spec.recovery.allowQuorumLossRecovery or {ANNOTATION_RECOVER_QUORUM_LOSS}): statefulset {} scaled to 0",
                 q.name
             );
             event(EventType::Warning, RECOVERING, "Stop", note.clone()).await;

@@ -203,3 +203,24 @@ async fn the_recovery_ends_when_the_survivor_leads_and_the_planner_takes_over() 
     assert!(status["recovery"]["noLeaderSince"].is_null(), "{status}");
     assert_eq!(condition(status, "Progressing").1, "WaitingForObserver");
 }
+
+#[tokio::test]
+async fn the_annotation_starts_one_recovery_and_is_recorded_with_it() {
+    let mut kq = leaderless(false, lost_volumes());
+    kq["metadata"]["annotations"] = json!({"kraft.krabka.io/recover-quorum-loss": "once"});
+    let mut steps = children_steps(3, 3);
+    steps.extend(claims_after_loss());
+    steps.extend([
+        step("PATCH", KQ_STATUS, Reply::KqWithStatus),
+        step("PATCH", STS, Reply::Echo),
+        step("POST", EVENTS, Reply::Echo),
+        step("PATCH", KQ_STATUS, Reply::KqWithStatus),
+    ]);
+    let (result, seen) = pass(&kq, fake(None), steps).await;
+    result.expect("pass succeeds");
+    let n = seen.len();
+    let recorded = &status_of(&seen[n - 4])["recovery"];
+    assert_eq!(recorded["phase"], "Stopping", "{recorded}");
+    assert_eq!(recorded["request"], "once", "{recorded}");
+    assert_eq!(seen[n - 3].body["spec"]["replicas"], 0);
+}

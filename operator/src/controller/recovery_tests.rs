@@ -170,3 +170,16 @@ fn the_recover_job_s_failure_carries_its_pod_s_stop_line() {
         JobState::Failed("Job has reached the specified backoff limit".into())
     );
 }
+
+#[test]
+fn the_annotation_allows_one_recovery_per_value() {
+    let mut rec = RecoveryStatus::default();
+    assert!(!recovery_allowed(false, None, &rec));
+    assert!(recovery_allowed(true, None, &rec));
+    assert!(recovery_allowed(false, Some("2026-12-05"), &rec));
+    // Recorded when its recovery started: the same value allows no other.
+    rec.request = Some("2026-12-05".into());
+    assert!(!recovery_allowed(false, Some("2026-12-05"), &rec));
+    assert!(recovery_allowed(false, Some("2026-12-06"), &rec));
+    assert!(recovery_allowed(true, Some("2026-12-05"), &rec));
+}

@@ -106,7 +106,8 @@ pub enum JobState {
 pub struct StepInput {
     /// What [`detect`] found this pass.
     pub loss: Loss,
-    /// `spec.recovery.allowQuorumLossRecovery`.
+    /// `spec.recovery.allowQuorumLossRecovery`, or a new
+    /// `kraft.krabka.io/recover-quorum-loss` annotation.
     pub allowed: bool,
     /// The step recorded in `status.recovery.phase`.
     pub phase: Option<RecoveryPhase>,
@@ -215,7 +216,7 @@ pub fn next_step(input: &StepInput) -> Step {
                         lost,
                         survivors,
                         *voters,
-                        "spec.recovery.allowQuorumLossRecovery is false, so the operator touches nothing",
+                        "spec.recovery.allowQuorumLossRecovery is false (and no new kraft.krabka.io/recover-quorum-loss annotation), so the operator touches nothing",
                     )
                 } else if survivors.len() > 1 {
                     report(
