@@ -72,6 +72,8 @@ WORKLOAD_RULES = {
     ("cert-manager.io", "issuers"): {"get"},
     ("cert-manager.io", "clusterissuers"): {"get"},
     ("", "pods"): {"list", "watch", "delete"},
+    ("", "persistentvolumeclaims"): {"get"},
+    ("batch", "jobs"): {"get", "create", "patch", "delete"},
     ("events.k8s.io", "events"): {"create", "patch"},
 }
 

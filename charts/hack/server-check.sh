@@ -157,6 +157,8 @@ if out="$("$HELM" install kw "$chart" --namespace "$ns" --set watchNamespace="$n
     "no $ns $ns update leases.coordination.k8s.io/someone-else" \
     "no $ns $ns delete statefulsets.apps" \
     "no $ns $ns delete persistentvolumeclaims" \
+    "yes $ns $ns get persistentvolumeclaims" \
+    "yes $ns $ns create jobs.batch" \
     "no $ns $ns get secrets" \
     "no $ns $ns update kraftquorums.kraft.krabka.io" \
     "no $other $ns list kraftquorums.kraft.krabka.io" \

@@ -98,6 +98,12 @@ pub const ANNOTATION_ROTATE_CA: &str = "kraft.krabka.io/rotate-ca";
 /// `strimzi.io/pause-reconciliation`): no child, membership or certificate
 /// is changed; the condition `Paused` says so. Removing it resumes.
 pub const ANNOTATION_PAUSE: &str = "kraft.krabka.io/pause-reconciliation";
+/// KraftQuorum annotation: asks for one quorum-loss recovery without
+/// `spec.recovery.allowQuorumLossRecovery` (issue 26). Any value not yet
+/// recorded in `status.recovery.request` allows the next recovery the
+/// operator detects; the value is recorded when that recovery starts, so
+/// it never allows a second one (set a new value for that).
+pub const ANNOTATION_RECOVER_QUORUM_LOSS: &str = "kraft.krabka.io/recover-quorum-loss";
 /// StatefulSet annotation: the cluster id, a copy of `status.clusterId` read
 /// back when status is lost.
 pub const ANNOTATION_CLUSTER_ID: &str = "kraft.krabka.io/cluster-id";
@@ -330,6 +336,52 @@ pub struct KraftQuorumSpec {
     /// a dynamic one (issue 22); set at creation only.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adopt: Option<AdoptSpec>,
+    /// What the operator does when the quorum lost a majority of its
+    /// voters' volumes for good (issue 26; docs/disaster-recovery.md).
+    #[serde(default)]
+    pub recovery: RecoverySpec,
+}
+
+/// Shortest `spec.recovery.quorumLossAfterSeconds` the CRD accepts (s).
+pub const MIN_QUORUM_LOSS_AFTER_SECONDS: i64 = 60;
+/// Default `spec.recovery.quorumLossAfterSeconds` (s): 300, the default
+/// `tolerationSeconds` of Kubernetes' `node.kubernetes.io/unreachable` and
+/// `not-ready` taints, so that pods of a node that is only unreachable are
+/// evicted and rescheduled before the quorum counts as lost; far above a
+/// KRaft election (`controller.quorum.election.timeout.ms`, 1000 ms) and
+/// the operator's own wait for a voter change (`PENDING_TIMEOUT_MS`, 120 s).
+pub const DEFAULT_QUORUM_LOSS_AFTER_SECONDS: i64 = 300;
+
+/// Recovery from the loss of a majority of voters (`spec.recovery`, issue 26).
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct RecoverySpec {
+    /// Let the operator bring the quorum back from its one surviving volume
+    /// (`kraft-controller recover`, then the lost voters re-added with new
+    /// directory ids) when a majority of the voters' volumes are gone and
+    /// no leader was seen for `quorumLossAfterSeconds`. Records that only
+    /// the lost voters held are lost. Off by default: the operator then
+    /// only reports the condition `QuorumLost` and touches nothing.
+    #[serde(default)]
+    pub allow_quorum_loss_recovery: bool,
+    /// How long (s, at least 60) the quorum must have had no leader before
+    /// the loss of a majority of volumes counts as a quorum loss.
+    #[serde(default = "default_quorum_loss_after_seconds")]
+    #[schemars(range(min = 60))]
+    pub quorum_loss_after_seconds: i64,
+}
+
+impl Default for RecoverySpec {
+    fn default() -> Self {
+        RecoverySpec {
+            allow_quorum_loss_recovery: false,
+            quorum_loss_after_seconds: DEFAULT_QUORUM_LOSS_AFTER_SECONDS,
+        }
+    }
+}
+
+fn default_quorum_loss_after_seconds() -> i64 {
+    DEFAULT_QUORUM_LOSS_AFTER_SECONDS
 }
 
 fn default_listener_port() -> i32 {
@@ -458,6 +510,67 @@ pub struct KraftQuorumStatus {
     /// With `spec.adopt`: where the migration of the static quorum stands.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adoption_phase: Option<AdoptionPhase>,
+    /// The record quorum-loss detection and recovery keep (issue 26).
+    #[serde(default, skip_serializing_if = "RecoveryStatus::is_empty")]
+    pub recovery: RecoveryStatus,
+}
+
+/// A voter's volume as recorded while it was a caught-up voter: the
+/// PersistentVolumeClaim's `metadata.uid`. A claim that is missing, or
+/// whose uid differs (deleted and re-created empty by the StatefulSet), is
+/// a lost volume. Recorded once per (node id, directory id): a voter whose
+/// volume was replaced (a new directory id, KIP-853) is recorded again.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct VoterVolume {
+    /// The voter's `node.id` (pod ordinal).
+    pub node_id: i32,
+    /// The voter's directory id (Kafka base64 UUID) when recorded.
+    pub directory_id: String,
+    /// The uid of its claim `data-<statefulset>-<ordinal>`.
+    pub claim_uid: String,
+}
+
+/// A step of the operator's quorum-loss recovery, recorded in
+/// `status.recovery.phase` before it is taken.
+#[derive(Clone, Copy, Debug, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+pub enum RecoveryPhase {
+    /// The StatefulSet is scaled to 0, so no controller holds a volume.
+    Stopping,
+    /// A Job runs `kraft-controller recover` on the survivor's volume.
+    Recovering,
+    /// The StatefulSet is back at its size: the survivor elects itself and
+    /// the others come back as observers on new volumes.
+    Starting,
+}
+
+/// `status.recovery`: quorum-loss detection and the recovery in progress.
+#[derive(Clone, Debug, Default, Deserialize, Serialize, JsonSchema, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct RecoveryStatus {
+    /// Each voter's volume, recorded while it was a caught-up voter.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub volumes: Vec<VoterVolume>,
+    /// RFC 3339 time since which no controller answered as leader.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_leader_since: Option<String>,
+    /// The recovery step in progress, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<RecoveryPhase>,
+    /// The node id whose volume the recovery keeps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub survivor: Option<i32>,
+    /// The last `kraft.krabka.io/recover-quorum-loss` value a recovery
+    /// started for (it allows no other).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<String>,
+}
+
+impl RecoveryStatus {
+    /// Nothing recorded (left out of the status object).
+    pub fn is_empty(&self) -> bool {
+        self == &RecoveryStatus::default()
+    }
 }
 
 /// How Apache Kafka brokers attach to the quorum (`status.brokers`): the same

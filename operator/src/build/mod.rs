@@ -10,6 +10,7 @@ pub mod certificate;
 pub mod configmap;
 pub mod networkpolicy;
 pub mod pdb;
+pub mod recovery_job;
 pub mod service;
 pub mod statefulset;
 

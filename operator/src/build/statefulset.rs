@@ -159,7 +159,7 @@ fn format_env(q: &ValidatedQuorum) -> Vec<EnvVar> {
 /// group-owned by 65532 (`fsGroup`, changed only when its root does not match
 /// already, so a large volume is not walked at every start), and the
 /// runtime's default seccomp profile.
-fn pod_security_context() -> PodSecurityContext {
+pub(crate) fn pod_security_context() -> PodSecurityContext {
     PodSecurityContext {
         run_as_non_root: Some(true),
         run_as_user: Some(CONTROLLER_UID),
@@ -176,7 +176,7 @@ fn pod_security_context() -> PodSecurityContext {
 
 /// Container-level security: no privilege escalation, a read-only root
 /// filesystem (writes go to the data volume only), every capability dropped.
-fn container_security_context() -> SecurityContext {
+pub(crate) fn container_security_context() -> SecurityContext {
     SecurityContext {
         allow_privilege_escalation: Some(false),
         read_only_root_filesystem: Some(true),

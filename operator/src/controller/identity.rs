@@ -206,6 +206,7 @@ mod tests {
                 tls: Default::default(),
                 network_policy: Default::default(),
                 adopt: None,
+                recovery: Default::default(),
             },
         )
     }

@@ -26,6 +26,7 @@ pub mod events;
 pub mod executor;
 pub mod identity;
 pub mod observe;
+pub mod recovery;
 pub mod status;
 pub mod unregister;
 
@@ -456,6 +457,11 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
     } else {
         None
     };
+    // A quorum-loss recovery in progress holds the StatefulSet's size
+    // (0 while the survivor's volume is recovered; issue 26).
+    if let Some(n) = recovery::held_replicas(&status.recovery, q.replicas) {
+        q.statefulset_replicas = n;
+    }
     let sts = apply_children(client, &q).await?;
     status.selector = Some(q.selector_string());
     status.brokers = Some(crate::build::brokers::broker_connection(&q));
@@ -536,6 +542,16 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
         if let Some(event) = event {
             publish(&ctx.recorder, &kq, event).await;
         }
+        return Ok(Action::requeue(requeue));
+    }
+
+    // 5d. Quorum loss (issue 26): reported, or recovered with opt-in; while
+    // it holds the pass, the membership planner waits.
+    if let Some((outcome, requeue)) =
+        recovery::run(ctx, &kq, &q, &mut status, pods.len(), now).await?
+    {
+        status.conditions = status::conditions(&status.conditions, &outcome, generation, now);
+        write_status(client, &kq, &status).await?;
         return Ok(Action::requeue(requeue));
     }
 

@@ -107,9 +107,23 @@ async fn a_lost_status_is_restored_from_the_statefulset_not_generated() {
     ];
     // The rest of the pass as for any bootstrapped quorum.
     steps.extend(children_steps(3, 3).into_iter().skip(1));
+    // No claim recorded yet: each caught-up voter's is read once (issue 26).
+    for i in 0..3 {
+        let claim = json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": format!("data-kq-{i}"), "namespace": NS, "uid": format!("claim-{i}")}});
+        let path = format!("/api/v1/namespaces/ns/persistentvolumeclaims/data-kq-{i}");
+        steps.push(step("GET", &path, Reply::Json(claim)));
+    }
     steps.push(step("PATCH", KQ_STATUS, Reply::KqWithStatus));
     let (result, seen) = pass(&kq, fake(Some(quorum(3, 0))), steps).await;
     result.expect("pass succeeds");
+    let recorded = &status_of(seen.last().expect("status write"))["recovery"]["volumes"];
+    assert_eq!(recorded[2]["claimUid"], "claim-2", "{recorded}");
+    assert_eq!(
+        recorded[2]["directoryId"],
+        kafka_uuid::to_string(dir(2)),
+        "{recorded}"
+    );
     let restored = status_of(&seen[1]);
     assert_eq!(restored["clusterId"], CLUSTER);
     assert_eq!(restored["bootstrapped"], true);

@@ -228,6 +228,8 @@ fn bootstrapped_status(voters: i32) -> Value {
         "leaderId": 0,
         "initialVoters": (0..3).map(|i| json!({"nodeId": i, "directoryId": kafka_uuid::to_string(dir(i))})).collect::<Vec<_>>(),
         "voters": (0..voters).map(|i| json!({"nodeId": i, "directoryId": kafka_uuid::to_string(dir(i))})).collect::<Vec<_>>(),
+        // Every voter's claim already recorded (issue 26), so a pass reads none.
+        "recovery": {"volumes": (0..voters).map(|i| json!({"nodeId": i, "directoryId": kafka_uuid::to_string(dir(i)), "claimUid": format!("claim-{i}")})).collect::<Vec<_>>()},
     })
 }
 
@@ -765,3 +767,5 @@ mod restart;
 mod rotation_tests;
 
 mod adopt_pass;
+#[path = "recovery_pass_tests.rs"]
+mod recovery_pass;

@@ -19,6 +19,8 @@ use uuid::Uuid;
 
 use crate::crd::ChangeKind;
 
+pub mod quorum_loss;
+
 /// A change recorded in flight for longer than this (ms) is dropped and
 /// planned afresh: the leader itself refuses a second concurrent change
 /// (KIP-853), so re-planning can never run two at once.

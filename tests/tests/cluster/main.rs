@@ -33,6 +33,7 @@ mod adopt;
 mod load;
 mod membership;
 mod one_voter;
+mod quorum_loss;
 mod rotation;
 mod sampled;
 mod security;

@@ -37,7 +37,7 @@ async fn a_single_voter_is_restarted_with_a_warning() {
 }
 
 /// Every file under `dir` and its bytes, by path relative to `dir`.
-fn volume_files(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+pub(super) fn volume_files(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
     fn walk(
         root: &std::path::Path,
         dir: &std::path::Path,
