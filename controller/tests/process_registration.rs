@@ -66,7 +66,7 @@ fn complete(quorum: &Quorum, image: &Value) -> bool {
                         fs.iter().any(|f| {
                             f["name"] == "metadata.version"
                                 && f["min_version"] == 7
-                                && f["max_version"] == 27
+                                && f["max_version"] == 33
                         })
                     })
             })
