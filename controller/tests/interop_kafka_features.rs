@@ -6,7 +6,8 @@
 //! reads kraft.version 1, and every node reports it. Against our controller
 //! formatted at 4.0-IV3, Kafka's `upgrade --metadata 4.1-IV1` raises
 //! metadata.version to 27 and its `downgrade --metadata 4.0-IV0` is refused
-//! with Kafka's own message. Needs Java and `make kafka-jars`; built only
+//! with Kafka's own message; our `features downgrade` then writes a safe
+//! one. Needs Java and `make kafka-jars`; built only
 //! with the `interop` feature.
 
 mod interop;
@@ -203,4 +204,21 @@ fn kafka_4_4_0_feature_command_upgrades_our_metadata_version_and_is_refused_a_lo
         feature_row(&last, "metadata.version").contains("FinalizedVersionLevel: 4.1-IV1 "),
         "{last}"
     );
+
+    // Our CLI: 4.1-IV1 → 4.1-IV0 loses nothing (level 27 changed no
+    // metadata), so the safe downgrade is written.
+    let out = run_ours(&[
+        "features",
+        "--bootstrap-controller",
+        &address,
+        "downgrade",
+        "--metadata",
+        "4.1-IV0",
+    ]);
+    assert_eq!(out, "metadata.version was downgraded to 26.\n");
+    wait_for(Duration::from_secs(30), "describe at 4.1-IV0", || {
+        feature_row(&describe(), "metadata.version")
+            .contains("FinalizedVersionLevel: 4.1-IV0 ")
+            .then_some(())
+    });
 }
