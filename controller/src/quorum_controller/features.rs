@@ -40,12 +40,14 @@ fn invalid(feature: &str, level: i16, reason: &str) -> (ResponseError, String) {
 }
 
 /// The response of a request that failed with `error`: the top-level error
-/// only, no per-feature result (Kafka's `QuorumController.updateFeatures`).
+/// only, no per-feature result, the message behind Kafka 4.4's own prefix
+/// (`QuorumController.updateFeatures`, read from kafka-metadata-4.4.0.jar:
+/// Kafka's tools print it, so it keeps Kafka's capital).
 pub fn refused_response(error: ResponseError, message: &str) -> UpdateFeaturesResponse {
     UpdateFeaturesResponse::default()
         .with_error_code(error.code())
         .with_error_message(Some(StrBytes::from_string(format!(
-            "the update failed for all features since the following feature had an error: {message}"
+            "The update failed for all features since the following feature had an error: {message}"
         ))))
 }
 

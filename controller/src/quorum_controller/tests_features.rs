@@ -213,7 +213,14 @@ impl Node {
             "{message:?}"
         );
         assert!(results.is_empty());
-        message.expect("a message")
+        let message = message.expect("a message");
+        assert!(
+            message.starts_with(
+                "The update failed for all features since the following feature had an error: "
+            ),
+            "Kafka's prefix: {message}"
+        );
+        message
     }
 }
 
