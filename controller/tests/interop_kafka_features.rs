@@ -3,12 +3,16 @@
 //! three of our controllers formatted with `controller.quorum.voters`
 //! (kraft.version 0), Kafka's `upgrade --feature kraft.version=1` (Admin
 //! `updateFeatures`, UpdateFeatures v1) succeeds, Kafka's `describe` then
-//! reads kraft.version 1, and every node reports it. Needs Java and
-//! `make kafka-jars`; built only with the `interop` feature.
+//! reads kraft.version 1, and every node reports it. Against our controller
+//! formatted at 4.0-IV3, Kafka's `upgrade --metadata 4.1-IV1` raises
+//! metadata.version to 27 and its `downgrade --metadata 4.0-IV0` is refused
+//! with Kafka's own message; our `features downgrade` then writes a safe
+//! one. Needs Java and `make kafka-jars`; built only
+//! with the `interop` feature.
 
 mod interop;
 
-use std::time::Duration;
+use std::{process::Command, time::Duration};
 
 use interop::*;
 
@@ -86,4 +90,106 @@ fn kafka_4_4_0_feature_command_upgrades_our_static_quorum_to_kraft_version_1() {
         kraft_version_row(&after).contains("FinalizedVersionLevel: 1 "),
         "{after}"
     );
+}
+
+#[test]
+fn kafka_4_4_0_feature_command_upgrades_our_metadata_version_and_is_refused_a_lossy_downgrade() {
+    let root = tempfile::tempdir().expect("create a temp dir");
+    let mut nodes = nodes(root.path(), 1);
+    let config = nodes[0].config.display().to_string();
+    run_ours(&[
+        "format",
+        "--config",
+        &config,
+        "--cluster-id",
+        CLUSTER_ID,
+        "--standalone",
+        "--release-version",
+        "4.0-IV3",
+    ]);
+    nodes[0].start();
+    let address = nodes[0].address();
+    wait_for_leader(&address);
+    let describe = || {
+        kafka_at(
+            Some("4.4.0"),
+            FEATURE_COMMAND,
+            &["--bootstrap-controller", &address, "describe"],
+        )
+    };
+    let before = describe();
+    assert!(
+        feature_row(&before, "metadata.version").contains("FinalizedVersionLevel: 4.0-IV3 "),
+        "{before}"
+    );
+
+    let out = kafka_at(
+        Some("4.4.0"),
+        FEATURE_COMMAND,
+        &[
+            "--bootstrap-controller",
+            &address,
+            "upgrade",
+            "--metadata",
+            "4.1-IV1",
+        ],
+    );
+    assert!(
+        out.contains("metadata.version was upgraded to 27."),
+        "{out}"
+    );
+    // The answer comes on commit; the describe may read a view a moment older.
+    wait_for(Duration::from_secs(30), "describe at 4.1-IV1", || {
+        feature_row(&describe(), "metadata.version")
+            .contains("FinalizedVersionLevel: 4.1-IV1 ")
+            .then_some(())
+    });
+
+    // 4.1-IV1 → 4.0-IV0 crosses 4.0-IV1, which changed the metadata.
+    let refused = Command::new(kafka_run_class())
+        .env("KAFKA_VERSION", "4.4.0")
+        .args([
+            FEATURE_COMMAND,
+            "--bootstrap-controller",
+            &address,
+            "downgrade",
+            "--metadata",
+            "4.0-IV0",
+        ])
+        .output()
+        .expect("kafka-run-class runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&refused.stdout),
+        String::from_utf8_lossy(&refused.stderr)
+    );
+    assert!(!refused.status.success(), "{text}");
+    assert!(
+        text.contains(
+            "Unsupported metadata.version downgrade from 4.1-IV1 to 4.0-IV0. Refusing to perform the requested downgrade because it might delete metadata information."
+        ),
+        "{text}"
+    );
+    let last = describe();
+    assert!(
+        feature_row(&last, "metadata.version").contains("FinalizedVersionLevel: 4.1-IV1 "),
+        "{last}"
+    );
+
+    // Our CLI: 4.1-IV1 → 4.1-IV0 loses nothing (level 27 changed no
+    // metadata), so the safe downgrade is written.
+    let out = run_ours(&[
+        "features",
+        "--bootstrap-controller",
+        &address,
+        "downgrade",
+        "--metadata",
+        "4.1-IV0",
+    ]);
+    assert_eq!(out, "metadata.version was downgraded to 26.\n");
+    wait_for(Duration::from_secs(30), "describe at 4.1-IV0", || {
+        feature_row(&describe(), "metadata.version")
+            .contains("FinalizedVersionLevel: 4.1-IV0 ")
+            .then_some(())
+    });
 }

@@ -16,8 +16,7 @@
 //!    makes them voters (KIP-853). Two voters of one implementation, one of
 //!    the other. The founder writes a ConfigRecord (Kafka's
 //!    `kafka-configs --bootstrap-controller`), lowers `transaction.version`
-//!    if it is Kafka's (`kafka-features downgrade`; ours updates
-//!    `kraft.version` only), registers the broker and creates a topic
+//!    (`kafka-features downgrade`), registers the broker and creates a topic
 //!    (`kafka-topics` through the broker).
 //! 2. `kill -9` of the founder: a joiner of the other implementation takes
 //!    over and commits past the founder's log end offset. The founder
@@ -276,9 +275,8 @@ impl Mixed {
     /// a broker refuses more than double its current count when it starts
     /// and logs `Cluster default configs could not be applied`), and a
     /// FeatureLevelRecord (Kafka's `kafka-features downgrade`, UpdateFeatures)
-    /// lowering `transaction.version` by one, when the leader is Kafka's
-    /// (ours updates `kraft.version` only: it answers INVALID_UPDATE_VERSION
-    /// for any other feature).
+    /// lowering `transaction.version` by one, whichever implementation
+    /// leads.
     fn write_records(&mut self, leader: &str, threads: u32) {
         let threads = format!("log.cleaner.threads={threads}");
         let out = tool(
@@ -302,14 +300,6 @@ impl Mixed {
             "kafka-configs {threads} at {leader}:\n{}",
             out.all()
         );
-        let leader_is_ours = self
-            .members
-            .iter()
-            .any(|m| m.is_ours() && m.address() == leader);
-        if leader_is_ours {
-            self.assert_no_replay_faults();
-            return;
-        }
         let current = tool(
             VERSION,
             FEATURE_COMMAND,

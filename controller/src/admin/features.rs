@@ -15,10 +15,17 @@ use super::{AdminClient, AdminError, MAX_REDIRECTS, NOT_LEADER_OR_FOLLOWER};
 
 /// Kafka's `FeatureUpdate.UpgradeType.UPGRADE` (1).
 pub const UPGRADE_TYPE_UPGRADE: i8 = 1;
+/// Kafka's `FeatureUpdate.UpgradeType.SAFE_DOWNGRADE` (2).
+pub const UPGRADE_TYPE_SAFE_DOWNGRADE: i8 = 2;
+/// Kafka's `FeatureUpdate.UpgradeType.UNSAFE_DOWNGRADE` (3).
+pub const UPGRADE_TYPE_UNSAFE_DOWNGRADE: i8 = 3;
 
 impl AdminClient {
     /// UpdateFeatures (57): finalizes each `(feature, level)` of `updates`
-    /// as an upgrade; `validate_only` asks the controller to check without
+    /// with `upgrade_type` (one of the `UPGRADE_TYPE_*` codes; at v0 a
+    /// downgrade type is sent as `AllowDowngrade`, and UNSAFE_DOWNGRADE is
+    /// not distinguished, as in Kafka's admin client); `validate_only` asks
+    /// the controller to check without
     /// changing anything (`--dry-run`). `timeout_ms` bounds the controller's
     /// wait. Errors: [`AdminError`]; INVALID_UPDATE_VERSION (95) with the
     /// controller's reason for a refused update, NOT_CONTROLLER when no
@@ -26,6 +33,7 @@ impl AdminClient {
     pub async fn update_features(
         &mut self,
         updates: &[(String, i16)],
+        upgrade_type: i8,
         validate_only: bool,
         timeout_ms: i32,
     ) -> Result<(), AdminError> {
@@ -39,10 +47,14 @@ impl AdminClient {
                     updates
                         .iter()
                         .map(|(name, level)| {
-                            update_features_request::FeatureUpdateKey::default()
+                            let key = update_features_request::FeatureUpdateKey::default()
                                 .with_feature(StrBytes::from_string(name.clone()))
-                                .with_max_version_level(*level)
-                                .with_upgrade_type(UPGRADE_TYPE_UPGRADE)
+                                .with_max_version_level(*level);
+                            if version == 0 {
+                                key.with_allow_downgrade(upgrade_type != UPGRADE_TYPE_UPGRADE)
+                            } else {
+                                key.with_upgrade_type(upgrade_type)
+                            }
                         })
                         .collect(),
                 );

@@ -47,6 +47,7 @@ use uuid::Uuid;
 pub use self::{
     acls::{AllowAcl, BROKER_INTERNAL_TOPICS, broker_acls},
     bootstrap::parse_bootstrap_list,
+    features::{UPGRADE_TYPE_SAFE_DOWNGRADE, UPGRADE_TYPE_UNSAFE_DOWNGRADE, UPGRADE_TYPE_UPGRADE},
 };
 use crate::wire::{
     self,

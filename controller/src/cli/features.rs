@@ -1,5 +1,5 @@
 //! `kraft-controller features`: describe the finalized features of the
-//! metadata quorum and upgrade `kraft.version`, in the shape of Kafka's
+//! metadata quorum and upgrade or downgrade them, in the shape of Kafka's
 //! `kafka-features --bootstrap-controller` (its `FeatureCommand` output),
 //! on top of [`crate::admin`].
 //!
@@ -12,7 +12,13 @@ use std::{path::PathBuf, process::ExitCode, time::Duration};
 use clap::{Args, Subcommand};
 
 use super::quorum::{AdminCliError, run_admin};
-use crate::{admin::AdminClient, metadata::version::MetadataVersion};
+use crate::{
+    admin::{
+        AdminClient, UPGRADE_TYPE_SAFE_DOWNGRADE, UPGRADE_TYPE_UNSAFE_DOWNGRADE,
+        UPGRADE_TYPE_UPGRADE,
+    },
+    metadata::version::MetadataVersion,
+};
 
 /// `kraft-controller features`.
 #[derive(Debug, Args)]
@@ -36,16 +42,61 @@ pub struct FeaturesArgs {
 enum FeaturesCommand {
     /// The supported and finalized level of every feature (ApiVersions).
     Describe,
-    /// Upgrade features (UpdateFeatures); this controller implements
-    /// `kraft.version=1` (the static -> dynamic quorum upgrade, KIP-853).
+    /// Upgrade features (UpdateFeatures, UPGRADE), e.g. `kraft.version=1`
+    /// (the static -> dynamic quorum upgrade, KIP-853) or `--metadata 4.4`.
     Upgrade {
-        /// FEATURE=LEVEL, e.g. `kraft.version=1`; repeat for several.
-        #[arg(long, value_name = "FEATURE=LEVEL", required = true)]
-        feature: Vec<String>,
-        /// Validate only (UpdateFeatures' `validate_only`): nothing changes.
-        #[arg(long)]
-        dry_run: bool,
+        #[command(flatten)]
+        updates: Updates,
     },
+    /// Downgrade features (UpdateFeatures, SAFE_DOWNGRADE; UNSAFE_DOWNGRADE
+    /// with `--unsafe`).
+    Downgrade {
+        #[command(flatten)]
+        updates: Updates,
+        /// Downgrade even where metadata may be lost (Kafka 4.4's controller
+        /// refuses it for metadata.version).
+        #[arg(long = "unsafe")]
+        unsafe_downgrade: bool,
+    },
+}
+
+/// The levels asked for, as `kafka-features upgrade|downgrade` takes them.
+#[derive(Debug, Args)]
+struct Updates {
+    /// FEATURE=LEVEL, e.g. `kraft.version=1`; repeat for several.
+    #[arg(long, value_name = "FEATURE=LEVEL")]
+    feature: Vec<String>,
+    /// metadata.version as a release version, e.g. `4.1-IV1` or `4.1`.
+    #[arg(long, value_name = "RELEASE")]
+    metadata: Option<String>,
+    /// Validate only (UpdateFeatures' `validate_only`): nothing changes.
+    #[arg(long)]
+    dry_run: bool,
+}
+
+impl Updates {
+    /// Every `(feature, level)`; errors (one line) for a malformed
+    /// `--feature`, an unknown `--metadata` release, or neither given.
+    fn parse(&self) -> Result<Vec<(String, i16)>, String> {
+        let mut updates = self
+            .feature
+            .iter()
+            .map(|s| parse_feature(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        if let Some(release) = &self.metadata {
+            let version = MetadataVersion::parse(release).ok_or_else(|| {
+                format!(
+                    "unknown --metadata {release:?}: expected a release version in {}",
+                    crate::metadata::version::supported_range()
+                )
+            })?;
+            updates.push(("metadata.version".to_owned(), version.feature_level()));
+        }
+        if updates.is_empty() {
+            return Err("give --feature FEATURE=LEVEL or --metadata RELEASE".to_owned());
+        }
+        Ok(updates)
+    }
 }
 
 /// Runs `features` and maps the outcome to an exit code (0, 1, or
@@ -117,27 +168,66 @@ async fn execute(args: FeaturesArgs) -> Result<String, AdminCliError> {
                 AdminClient::connect_with_tls(&args.bootstrap_controller, timeout, tls).await?;
             Ok(format_describe(admin.api_versions()))
         }
-        FeaturesCommand::Upgrade { feature, dry_run } => {
-            let updates = feature
-                .iter()
-                .map(|s| parse_feature(s))
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(AdminCliError::Usage)?;
-            let mut admin =
-                AdminClient::connect_with_tls(&args.bootstrap_controller, timeout, tls).await?;
-            let timeout_ms = i32::try_from(args.timeout_ms).unwrap_or(i32::MAX);
-            admin.update_features(&updates, dry_run, timeout_ms).await?;
-            let verb = if dry_run {
-                "can be upgraded"
+        FeaturesCommand::Upgrade { updates } => {
+            update(
+                &args.bootstrap_controller,
+                timeout,
+                tls,
+                args.timeout_ms,
+                &updates,
+                UPGRADE_TYPE_UPGRADE,
+            )
+            .await
+        }
+        FeaturesCommand::Downgrade {
+            updates,
+            unsafe_downgrade,
+        } => {
+            let upgrade_type = if unsafe_downgrade {
+                UPGRADE_TYPE_UNSAFE_DOWNGRADE
             } else {
-                "was upgraded"
+                UPGRADE_TYPE_SAFE_DOWNGRADE
             };
-            Ok(updates
-                .iter()
-                .map(|(name, level)| format!("{name} {verb} to {}.\n", level_name(name, *level)))
-                .collect())
+            update(
+                &args.bootstrap_controller,
+                timeout,
+                tls,
+                args.timeout_ms,
+                &updates,
+                upgrade_type,
+            )
+            .await
         }
     }
+}
+
+/// Sends one UpdateFeatures of `updates` with `upgrade_type`; Kafka's
+/// `FeatureCommand` lines (`kraft.version was upgraded to 1.`; levels as
+/// numbers).
+async fn update(
+    bootstrap: &str,
+    timeout: Duration,
+    tls: Option<std::sync::Arc<crate::wire::tls::TlsClient>>,
+    timeout_ms: u32,
+    updates: &Updates,
+    upgrade_type: i8,
+) -> Result<String, AdminCliError> {
+    let list = updates.parse().map_err(AdminCliError::Usage)?;
+    let mut admin = AdminClient::connect_with_tls(bootstrap, timeout, tls).await?;
+    let timeout_ms = i32::try_from(timeout_ms).unwrap_or(i32::MAX);
+    admin
+        .update_features(&list, upgrade_type, updates.dry_run, timeout_ms)
+        .await?;
+    let verb = match (upgrade_type == UPGRADE_TYPE_UPGRADE, updates.dry_run) {
+        (true, false) => "was upgraded",
+        (true, true) => "can be upgraded",
+        (false, false) => "was downgraded",
+        (false, true) => "can be downgraded",
+    };
+    Ok(list
+        .iter()
+        .map(|(name, level)| format!("{name} {verb} to {level}.\n"))
+        .collect())
 }
 
 #[cfg(test)]
@@ -153,5 +243,34 @@ mod tests {
         assert!(parse_feature("kraft.version").is_err());
         assert!(parse_feature("=1").is_err());
         assert!(parse_feature("kraft.version=one").is_err_and(|e| e.contains("\"one\"")));
+    }
+
+    fn updates(feature: &[&str], metadata: Option<&str>) -> Updates {
+        Updates {
+            feature: feature.iter().map(|s| (*s).to_owned()).collect(),
+            metadata: metadata.map(str::to_owned),
+            dry_run: false,
+        }
+    }
+
+    #[test]
+    fn metadata_is_a_release_version_turned_into_its_feature_level() {
+        assert_eq!(
+            updates(&["group.version=1"], Some("4.1-IV1")).parse(),
+            Ok(vec![
+                ("group.version".into(), 1),
+                ("metadata.version".into(), 27)
+            ])
+        );
+        assert_eq!(
+            updates(&[], Some("4.4")).parse(),
+            Ok(vec![("metadata.version".into(), 33)])
+        );
+        assert!(
+            updates(&[], Some("9.9"))
+                .parse()
+                .is_err_and(|e| e.contains("\"9.9\""))
+        );
+        assert!(updates(&[], None).parse().is_err());
     }
 }

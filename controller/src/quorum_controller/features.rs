@@ -1,12 +1,14 @@
-//! UpdateFeatures (57) on the controller, as Kafka 4.1's
-//! `QuorumController.updateFeatures` and `FeatureControlManager`: only
-//! `kraft.version` is updated here (0 → 1, KIP-853's static → dynamic
-//! upgrade, KAFKA-16538), through the Raft leader
-//! ([`RaftClient::upgrade_kraft_version`]); every other feature
-//! (`metadata.version` included) is refused with INVALID_UPDATE_VERSION and
-//! a message naming it, never ignored. One refused update fails the whole
-//! request, as in Kafka. Must not append metadata records nor decide the
-//! upgrade's checks (the engine owns those).
+//! UpdateFeatures (57) on the controller, as Kafka 4.4's
+//! `QuorumController.updateFeatures`: the checks of
+//! [`feature_control`](super::feature_control) (Kafka's
+//! `FeatureControlManager`), then `kraft.version` 0 → 1 (KIP-853's static
+//! → dynamic upgrade, KAFKA-16538) through the Raft leader
+//! ([`RaftClient::upgrade_kraft_version`]) and every other feature
+//! (`metadata.version`, `transaction.version`, `group.version`,
+//! `eligible.leader.replicas.version`, `share.version`, `streams.version`)
+//! as FeatureLevelRecords in one batch, answered once committed. One refused
+//! update fails the whole request, as in Kafka. Must not decide the checks
+//! (`feature_control` and the engine own those).
 
 use kafka_protocol::{
     ResponseError,
@@ -14,7 +16,10 @@ use kafka_protocol::{
     protocol::StrBytes,
 };
 
-use super::{Pending, QuorumController};
+use super::{
+    Pending, QuorumController,
+    feature_control::{FeatureUpdate, plan_updates},
+};
 use crate::{
     log::ReplicatedLog,
     metadata::image::MetadataImage,
@@ -22,13 +27,10 @@ use crate::{
         KRaftUpgrade, KRaftUpgradeError, RaftError, ReplyHandle, listener::RaftClient,
         membership::KRAFT_VERSION_FEATURE,
     },
+    wire::supported_features,
 };
 
-/// Kafka's `FeatureUpdate.UpgradeType.UPGRADE` (1), the only type of a
-/// kraft.version update.
-const UPGRADE: i8 = 1;
-
-/// Kafka's message for a refused update
+/// Kafka's message for a refusal of the Raft engine
 /// (`FeatureControlManager.invalidUpdateVersion`'s shape).
 fn invalid(feature: &str, level: i16, reason: &str) -> (ResponseError, String) {
     (
@@ -38,12 +40,14 @@ fn invalid(feature: &str, level: i16, reason: &str) -> (ResponseError, String) {
 }
 
 /// The response of a request that failed with `error`: the top-level error
-/// only, no per-feature result (Kafka's `QuorumController.updateFeatures`).
+/// only, no per-feature result, the message behind Kafka 4.4's own prefix
+/// (`QuorumController.updateFeatures`, read from kafka-metadata-4.4.0.jar:
+/// Kafka's tools print it, so it keeps Kafka's capital).
 pub fn refused_response(error: ResponseError, message: &str) -> UpdateFeaturesResponse {
     UpdateFeaturesResponse::default()
         .with_error_code(error.code())
         .with_error_message(Some(StrBytes::from_string(format!(
-            "the update failed for all features since the following feature had an error: {message}"
+            "The update failed for all features since the following feature had an error: {message}"
         ))))
 }
 
@@ -63,36 +67,22 @@ fn accepted_response(request: &UpdateFeaturesRequest) -> UpdateFeaturesResponse 
         )
 }
 
-/// Checks one update before anything is done: its upgrade type (v0's
-/// `allow_downgrade` counts as a downgrade) and its feature.
-fn precheck(
-    update: &kafka_protocol::messages::update_features_request::FeatureUpdateKey,
-    api_version: i16,
-) -> Result<i16, (ResponseError, String)> {
-    let feature = update.feature.as_str();
-    let level = update.max_version_level;
-    let upgrade_type = if api_version == 0 {
-        if update.allow_downgrade { 2 } else { UPGRADE }
-    } else {
-        update.upgrade_type
-    };
-    if feature != KRAFT_VERSION_FEATURE {
-        return Err(invalid(
-            feature,
-            level,
-            "this controller updates kraft.version only; other features (metadata.version included) are not implemented",
-        ));
-    }
-    if upgrade_type != UPGRADE {
-        return Err(invalid(
-            feature,
-            level,
-            &format!(
-                "upgrade type {upgrade_type} is not supported: kraft.version can only be upgraded"
-            ),
-        ));
-    }
-    Ok(level)
+/// The updates of `request` at `api_version`: v0's `AllowDowngrade` counts
+/// as SAFE_DOWNGRADE (2), its absence as UPGRADE (1).
+fn updates_of(request: &UpdateFeaturesRequest, api_version: i16) -> Vec<FeatureUpdate> {
+    request
+        .feature_updates
+        .iter()
+        .map(|u| FeatureUpdate {
+            feature: u.feature.to_string(),
+            level: u.max_version_level,
+            upgrade_type: match (api_version, u.allow_downgrade) {
+                (0, true) => 2,
+                (0, false) => 1,
+                _ => u.upgrade_type,
+            },
+        })
+        .collect()
 }
 
 /// The answer to a refusal of the engine.
@@ -135,32 +125,48 @@ impl QuorumController {
             refuse(client, not_controller);
             return Ok(());
         }
-        // Every update passes the checks first; kraft.version is the only
-        // feature left then, and as in Kafka's map of updates the last
-        // level given for it wins (one request, one outcome).
-        let mut level = None;
-        for update in &request.feature_updates {
-            match precheck(update, api_version) {
-                Ok(l) => level = Some(l),
+        // Every update passes Kafka's checks first (one refusal refuses the
+        // whole request); then kraft.version goes to the Raft engine and the
+        // other features' records are appended in one batch.
+        let status = client.status();
+        let plan = match plan_updates(
+            image,
+            status.node_id,
+            &supported_features(),
+            status.kraft_version,
+            &updates_of(&request, api_version),
+        ) {
+            Ok(plan) => plan,
+            Err(e) => {
+                refuse(client, (ResponseError::InvalidUpdateVersion, e.to_string()));
+                return Ok(());
+            }
+        };
+        let answer =
+            kafka_protocol::messages::ResponseKind::UpdateFeatures(accepted_response(&request));
+        let mut appended_at = None;
+        if let Some(level) = plan.kraft_version {
+            match client.upgrade_kraft_version(level, request.validate_only) {
+                Ok(KRaftUpgrade::Appended { last_offset, .. }) => appended_at = Some(last_offset),
+                Ok(_) => {}
+                Err(KRaftUpgradeError::Raft(e)) => return Err(e),
                 Err(e) => {
-                    refuse(client, e);
+                    refuse(client, engine_refusal(level, &e));
                     return Ok(());
                 }
             }
         }
-        let answer =
-            kafka_protocol::messages::ResponseKind::UpdateFeatures(accepted_response(&request));
-        let appended_at =
-            match level.map(|l| (l, client.upgrade_kraft_version(l, request.validate_only))) {
-                None => None,
-                Some((_, Ok(KRaftUpgrade::Appended { last_offset, .. }))) => Some(last_offset),
-                Some((_, Ok(_))) => None,
-                Some((_, Err(KRaftUpgradeError::Raft(e)))) => return Err(e),
-                Some((l, Err(e))) => {
-                    refuse(client, engine_refusal(l, &e));
+        if !request.validate_only && !plan.records.is_empty() {
+            let records: Vec<_> = plan.records.iter().map(|r| r.encode_framed()).collect();
+            match super::propose_or_drop(client, &records)? {
+                Some(p) => appended_at = Some(p.last_offset),
+                None => {
+                    self.deactivate(client);
+                    refuse(client, not_controller);
                     return Ok(());
                 }
-            };
+            }
+        }
         match appended_at {
             Some(last_offset) if client.high_watermark().is_none_or(|hw| hw <= last_offset) => {
                 self.pending.push(Pending {

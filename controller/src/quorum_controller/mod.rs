@@ -44,6 +44,7 @@ pub mod delete_topics;
 pub mod describe_configs;
 pub mod dir_assignment;
 pub mod election_configs;
+pub mod feature_control;
 pub mod features;
 pub mod heartbeat;
 pub mod leadership;

@@ -301,10 +301,16 @@ pub fn static_voters(nodes: &[Node]) -> String {
 /// The `Feature: kraft.version` row of a FeatureCommand describe (ours or
 /// Kafka's), its columns separated by single spaces.
 pub fn kraft_version_row(describe: &str) -> String {
+    feature_row(describe, "kraft.version")
+}
+
+/// The `Feature: <feature>` row of a FeatureCommand describe (ours or
+/// Kafka's), its columns separated by single spaces.
+pub fn feature_row(describe: &str, feature: &str) -> String {
     describe
         .lines()
-        .find(|l| l.split_whitespace().nth(1) == Some("kraft.version"))
-        .unwrap_or_else(|| panic!("no kraft.version row:\n{describe}"))
+        .find(|l| l.split_whitespace().nth(1) == Some(feature))
+        .unwrap_or_else(|| panic!("no {feature} row:\n{describe}"))
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ")
