@@ -333,6 +333,9 @@ fn a_static_directory_in_the_3_9_layout_at_a_4_x_release_version_stays_at_kraft_
         ],
     );
     assert!(out.contains("kraft.version was upgraded to 1."), "{out}");
-    assert!(out.contains("metadata.version was upgraded to 27."), "{out}");
+    assert!(
+        out.contains("metadata.version was upgraded to 27."),
+        "{out}"
+    );
     assert_eq!(our_kraft_version(&address), Some(1));
 }
