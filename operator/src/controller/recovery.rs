@@ -37,7 +37,7 @@ use crate::{
     build::recovery_job::{build_recovery_job, claim_name, job_name},
     crd::{
         ANNOTATION_RECOVER_QUORUM_LOSS, KraftQuorum, KraftQuorumStatus, RecoveryPhase,
-        RecoveryStatus, VoterVolume,
+        RecoveryStatus, RetentionPolicy, VoterVolume,
     },
     planner::quorum_loss::{self, JobState, LossInput, Step, StepInput},
     quorum::QuorumClient,
@@ -173,6 +173,16 @@ pub fn held_replicas(rec: &RecoveryStatus, spec_replicas: i32) -> Option<i32> {
         RecoveryPhase::Stopping | RecoveryPhase::Recovering => Some(0),
         RecoveryPhase::Starting => Some(spec_replicas),
     }
+}
+
+/// Holds `q`'s StatefulSet at `replicas` for a recovery, its claims
+/// retained whatever `spec.storage.onScaleDown` says: under the
+/// StatefulSet's `persistentVolumeClaimRetentionPolicy.whenScaled: Delete`
+/// Kubernetes deletes the claim of every pod a scale-down removes, so the
+/// scale to 0 would delete the survivor's claim with the others.
+pub fn hold(q: &mut ValidatedQuorum, replicas: i32) {
+    q.statefulset_replicas = replicas;
+    q.storage.on_scale_down = RetentionPolicy::Retain;
 }
 
 /// The state of the recover Job `job` (none: [`JobState::Absent`]); a
@@ -381,7 +391,9 @@ pub async fn run<Q: QuorumClient>(
                 status.recovery.request.clone_from(&request);
             }
             apply::write_status(client, kq, status).await?;
-            apply::scale_statefulset(client, q, 0).await?;
+            let mut held = q.clone();
+            hold(&mut held, 0);
+            apply::scale_statefulset(client, &held, 0).await?;
             let note = format!(
                 "quorum lost: no leader and a majority of voters' volumes gone; recovering from node {survivor}'s volume (spec.recovery.allowQuorumLossRecovery or {ANNOTATION_RECOVER_QUORUM_LOSS}): statefulset {} scaled to 0",
                 q.name
