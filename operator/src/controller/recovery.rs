@@ -136,7 +136,10 @@ pub fn no_leader_ms(status: &KraftQuorumStatus, now_ms: i64) -> Option<i64> {
     Some(now_ms.saturating_sub(since))
 }
 
-/// The detection input from `status`, the `claims` read and `now_ms`.
+/// The detection input from `status`, the `claims` read and `now_ms`. A
+/// volume recorded under a directory id the voter no longer has (the voter
+/// was replaced and its new volume not recorded yet) is left out: it says
+/// nothing about the new volume, which may hold committed records.
 pub fn loss_input(
     status: &KraftQuorumStatus,
     after_ms: i64,
@@ -149,6 +152,12 @@ pub fn loss_input(
             .recovery
             .volumes
             .iter()
+            .filter(|v| {
+                status
+                    .voters
+                    .iter()
+                    .any(|s| s.node_id == v.node_id && s.directory_id == v.directory_id)
+            })
             .map(|v| (v.node_id, v.claim_uid.clone()))
             .collect(),
         claims: claims.clone(),
