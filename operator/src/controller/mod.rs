@@ -458,9 +458,10 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
         None
     };
     // A quorum-loss recovery in progress holds the StatefulSet's size
-    // (0 while the survivor's volume is recovered; issue 26).
+    // (0 while the survivor's volume is recovered; issue 26), its claims
+    // retained whatever spec.storage.onScaleDown says.
     if let Some(n) = recovery::held_replicas(&status.recovery, q.replicas) {
-        q.statefulset_replicas = n;
+        recovery::hold(&mut q, n);
     }
     let sts = apply_children(client, &q).await?;
     status.selector = Some(q.selector_string());

@@ -37,7 +37,7 @@ use crate::{
     build::recovery_job::{build_recovery_job, claim_name, job_name},
     crd::{
         ANNOTATION_RECOVER_QUORUM_LOSS, KraftQuorum, KraftQuorumStatus, RecoveryPhase,
-        RecoveryStatus, VoterVolume,
+        RecoveryStatus, RetentionPolicy, VoterVolume,
     },
     planner::quorum_loss::{self, JobState, LossInput, Step, StepInput},
     quorum::QuorumClient,
@@ -136,7 +136,10 @@ pub fn no_leader_ms(status: &KraftQuorumStatus, now_ms: i64) -> Option<i64> {
     Some(now_ms.saturating_sub(since))
 }
 
-/// The detection input from `status`, the `claims` read and `now_ms`.
+/// The detection input from `status`, the `claims` read and `now_ms`. A
+/// volume recorded under a directory id the voter no longer has (the voter
+/// was replaced and its new volume not recorded yet) is left out: it says
+/// nothing about the new volume, which may hold committed records.
 pub fn loss_input(
     status: &KraftQuorumStatus,
     after_ms: i64,
@@ -149,6 +152,12 @@ pub fn loss_input(
             .recovery
             .volumes
             .iter()
+            .filter(|v| {
+                status
+                    .voters
+                    .iter()
+                    .any(|s| s.node_id == v.node_id && s.directory_id == v.directory_id)
+            })
             .map(|v| (v.node_id, v.claim_uid.clone()))
             .collect(),
         claims: claims.clone(),
@@ -173,6 +182,16 @@ pub fn held_replicas(rec: &RecoveryStatus, spec_replicas: i32) -> Option<i32> {
         RecoveryPhase::Stopping | RecoveryPhase::Recovering => Some(0),
         RecoveryPhase::Starting => Some(spec_replicas),
     }
+}
+
+/// Holds `q`'s StatefulSet at `replicas` for a recovery, its claims
+/// retained whatever `spec.storage.onScaleDown` says: under the
+/// StatefulSet's `persistentVolumeClaimRetentionPolicy.whenScaled: Delete`
+/// Kubernetes deletes the claim of every pod a scale-down removes, so the
+/// scale to 0 would delete the survivor's claim with the others.
+pub fn hold(q: &mut ValidatedQuorum, replicas: i32) {
+    q.statefulset_replicas = replicas;
+    q.storage.on_scale_down = RetentionPolicy::Retain;
 }
 
 /// The state of the recover Job `job` (none: [`JobState::Absent`]); a
@@ -381,7 +400,9 @@ pub async fn run<Q: QuorumClient>(
                 status.recovery.request.clone_from(&request);
             }
             apply::write_status(client, kq, status).await?;
-            apply::scale_statefulset(client, q, 0).await?;
+            let mut held = q.clone();
+            hold(&mut held, 0);
+            apply::scale_statefulset(client, &held, 0).await?;
             let note = format!(
                 "quorum lost: no leader and a majority of voters' volumes gone; recovering from node {survivor}'s volume (spec.recovery.allowQuorumLossRecovery or {ANNOTATION_RECOVER_QUORUM_LOSS}): statefulset {} scaled to 0",
                 q.name

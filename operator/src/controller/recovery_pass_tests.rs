@@ -224,3 +224,53 @@ async fn the_annotation_starts_one_recovery_and_is_recorded_with_it() {
     assert_eq!(recorded["request"], "once", "{recorded}");
     assert_eq!(seen[n - 3].body["spec"]["replicas"], 0);
 }
+
+/// `spec.storage.onScaleDown: Delete` maps onto the StatefulSet's
+/// `persistentVolumeClaimRetentionPolicy.whenScaled: Delete`, under which
+/// Kubernetes deletes the claim of every pod a scale-down removes: scaling
+/// to 0 for the recovery would delete the survivor's claim too. While the
+/// recovery holds the StatefulSet, its claims are retained.
+#[tokio::test]
+async fn the_scale_to_zero_of_a_recovery_retains_every_claim_even_with_on_scale_down_delete() {
+    // The pass that begins the recovery.
+    let mut kq = leaderless(true, lost_volumes());
+    kq["spec"]["storage"]["onScaleDown"] = json!("Delete");
+    let mut steps = children_steps(3, 3);
+    steps.extend(claims_after_loss());
+    steps.extend([
+        step("PATCH", KQ_STATUS, Reply::KqWithStatus),
+        step("PATCH", STS, Reply::Echo),
+        step("POST", EVENTS, Reply::Echo),
+        step("PATCH", KQ_STATUS, Reply::KqWithStatus),
+    ]);
+    let (result, seen) = pass(&kq, fake(None), steps).await;
+    result.expect("pass succeeds");
+    let scaled = &seen[seen.len() - 3].body["spec"];
+    assert_eq!(scaled["replicas"], 0);
+    assert_eq!(
+        scaled["persistentVolumeClaimRetentionPolicy"]["whenScaled"], "Retain",
+        "{scaled}"
+    );
+    // A later pass while the phase holds the StatefulSet at 0.
+    let mut rec = lost_volumes();
+    rec["phase"] = json!("Stopping");
+    rec["survivor"] = json!(0);
+    let mut kq = leaderless(true, rec);
+    kq["spec"]["storage"]["onScaleDown"] = json!("Delete");
+    let mut steps = children_steps(0, 0);
+    steps.extend(claims_after_loss());
+    steps.extend([
+        step("PATCH", KQ_STATUS, Reply::KqWithStatus),
+        step("PATCH", &format!("{JOBS}/kq-recover-0"), Reply::Echo),
+        step("POST", EVENTS, Reply::Echo),
+        step("PATCH", KQ_STATUS, Reply::KqWithStatus),
+    ]);
+    let (result, seen) = pass(&kq, fake(None), steps).await;
+    result.expect("pass succeeds");
+    let held = &seen[4].body["spec"];
+    assert_eq!(held["replicas"], 0);
+    assert_eq!(
+        held["persistentVolumeClaimRetentionPolicy"]["whenScaled"], "Retain",
+        "{held}"
+    );
+}

@@ -183,3 +183,36 @@ fn the_annotation_allows_one_recovery_per_value() {
     assert!(recovery_allowed(false, Some("2026-12-06"), &rec));
     assert!(recovery_allowed(true, Some("2026-12-05"), &rec));
 }
+
+/// Node 2 was replaced (a new volume, directory id `d2-new`, voter again but
+/// not caught up when last seen), so its claim uid was never recorded: the
+/// record of its old volume must not make the new one count as lost. The
+/// new voter may hold records committed with node 1 that node 0 lacks, so
+/// recovering from node 0 alone could lose committed records.
+#[test]
+fn a_record_of_a_voter_s_previous_directory_id_proves_nothing() {
+    let voter = |id: i32, dir: &str| VoterStatus {
+        node_id: id,
+        directory_id: dir.into(),
+        ..VoterStatus::default()
+    };
+    let status = KraftQuorumStatus {
+        voters: vec![voter(0, "d0"), voter(1, "d1"), voter(2, "d2-new")],
+        recovery: RecoveryStatus {
+            volumes: vec![
+                volume(0, "d0", "u0"),
+                volume(1, "d1", "u1"),
+                volume(2, "d2-old", "u2-old"),
+            ],
+            no_leader_since: Some("2026-11-30T00:00:00Z".into()),
+            ..RecoveryStatus::default()
+        },
+        ..KraftQuorumStatus::default()
+    };
+    // Node 1's claim is gone; node 2's is the new volume's.
+    let claims: BTreeMap<i32, String> = [(0, "u0".to_string()), (2, "u2-new".to_string())].into();
+    let now = t("2026-11-30T00:10:00Z").as_millisecond();
+    let input = loss_input(&status, 300_000, &claims, now);
+    assert!(!input.recorded.contains_key(&2), "{input:?}");
+    assert_eq!(quorum_loss::detect(&input), quorum_loss::Loss::None);
+}

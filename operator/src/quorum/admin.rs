@@ -18,7 +18,7 @@ use kraft_common::{
     errors::{CONTROLLER_ID_NOT_REGISTERED, NOT_LEADER_OR_FOLLOWER, UNSUPPORTED_VERSION},
 };
 use kraft_controller::{
-    admin::{AdminClient, AdminError, QuorumInfo, ReplicaInfo},
+    admin::{AdminClient, AdminError, QuorumInfo, ReplicaInfo, UPGRADE_TYPE_UPGRADE},
     raft::membership::KRAFT_VERSION_FEATURE,
 };
 use uuid::Uuid;
@@ -166,7 +166,9 @@ impl QuorumSession for AdminQuorumSession {
         let c = self.connected().await?;
         let addr = c.connected_addr().to_owned();
         let updates = [(KRAFT_VERSION_FEATURE.to_string(), 1)];
-        let result = c.update_features(&updates, false, change_timeout_ms).await;
+        let result = c
+            .update_features(&updates, UPGRADE_TYPE_UPGRADE, false, change_timeout_ms)
+            .await;
         result.map_err(|e| self.failed(&addr, e))
     }
 
