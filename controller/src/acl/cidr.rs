@@ -45,9 +45,11 @@ fn parse(cidr: &str) -> Result<Block, String> {
             .map_err(|_| format!("{address:?} is not an IPv4 address"))?;
         (u128::from(u32::from(a)), 32)
     };
-    let prefix: u32 = prefix
-        .parse()
-        .ok()
+    // Digits only: Rust's integer parse also takes a leading '+', which
+    // Kafka's CidrUtils refuses.
+    let prefix: u32 = Some(prefix)
+        .filter(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|p| p.parse().ok())
         .filter(|p| *p <= width)
         .ok_or_else(|| format!("prefix length {prefix:?} is not in 0..={width}"))?;
     Ok(Block { v6, bits, prefix })
@@ -109,6 +111,9 @@ mod tests {
             ("10.0.0.0/33", "prefix length \"33\""),
             ("10.0.0/8", "\"10.0.0\" is not an IPv4 address"),
             ("10.0.0.0/x", "prefix length \"x\""),
+            // Kafka 4.4.0's CidrUtils refuses a signed or empty prefix.
+            ("10.0.0.0/+8", "prefix length \"+8\""),
+            ("10.0.0.0/", "prefix length \"\""),
             ("fd00::/129", "prefix length \"129\""),
             ("fd00::zz/64", "is not an IPv6 address"),
         ] {
