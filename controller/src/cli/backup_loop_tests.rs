@@ -249,10 +249,16 @@ fn a_failed_fsync_of_the_copy_stops_the_loop_with_an_error() {
 fn a_failed_fsync_of_the_output_directory_stops_the_loop_with_an_error() {
     let (memory, fs, cfg) = memory_dirs();
     memory.inject(Fault::next(FsOp::SyncDir, Errno::Eio).on_path("/backup"));
+    let mut waits = 0;
 
-    let err = backup_loop(&fs, &cfg, |_| true).expect_err("the loop stops");
+    let err = backup_loop(&fs, &cfg, |_| {
+        waits += 1;
+        waits < 3
+    })
+    .expect_err("the loop stops");
 
     assert!(err.is_fatal(), "{err}");
+    assert_eq!(waits, 0, "no round after the failed fsync");
 }
 
 #[test]
