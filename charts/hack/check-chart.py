@@ -496,13 +496,15 @@ def the_examples_are_valid_kraftquorums():
             raise CheckFailed(f"{f.name}: {e}")
     minimal = yaml.safe_load((EXAMPLES / "kraftquorum-minimal.yaml").read_text())
     check(minimal["spec"]["replicas"] == 3, "the minimal example has 3 voters")
-    # Every field of the spec appears in the full example (clusterId is shown
-    # commented out: setting it in an example would share one id among users).
+    # Every field of the spec appears in the full example (clusterId and adopt
+    # are shown commented out: setting them in an example would share one id
+    # among users, and adopt only fits a static quorum that runs already).
     full = yaml.safe_load((EXAMPLES / "kraftquorum-full.yaml").read_text())
     spec_props = crd_schema()["properties"]["spec"]["properties"]
-    missing = set(spec_props) - set(full["spec"]) - {"clusterId"}
+    missing = set(spec_props) - set(full["spec"]) - {"clusterId", "adopt"}
     check(not missing, f"kraftquorum-full.yaml does not show {sorted(missing)}")
-    check("# clusterId:" in (EXAMPLES / "kraftquorum-full.yaml").read_text(), "clusterId shown in the full example")
+    for commented in ("clusterId", "adopt"):
+        check(f"# {commented}:" in (EXAMPLES / "kraftquorum-full.yaml").read_text(), f"{commented} shown in the full example")
     for field in ("storage", "podTemplate"):  # the CRD's own types (the rest are Kubernetes')
         gaps = set(spec_props[field]["properties"]) - set(full["spec"][field])
         check(not gaps, f"kraftquorum-full.yaml spec.{field} does not show {sorted(gaps)}")

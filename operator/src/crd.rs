@@ -293,7 +293,9 @@ fn default_true_opt() -> Option<bool> {
     validation = Rule::new("self.storage.size == oldSelf.storage.size && has(self.storage.storageClassName) == has(oldSelf.storage.storageClassName) && (!has(self.storage.storageClassName) || self.storage.storageClassName == oldSelf.storage.storageClassName)").message("storage.size and storage.storageClassName are immutable: a StatefulSet's volumeClaimTemplates cannot change"),
     validation = Rule::new("has(self.serviceName) == has(oldSelf.serviceName) && (!has(self.serviceName) || self.serviceName == oldSelf.serviceName)").message("serviceName is immutable: voter endpoints are recorded in the metadata log"),
     validation = Rule::new("has(self.adopt) == has(oldSelf.adopt) && (!has(self.adopt) || self.adopt == oldSelf.adopt)").message("adopt is immutable: it is given when the KraftQuorum is created"),
-    validation = Rule::new("!has(self.adopt) || !has(self.clusterId) || self.clusterId == self.adopt.clusterId").message("clusterId and adopt.clusterId must be equal")
+    validation = Rule::new("!has(self.adopt) || !has(self.clusterId) || self.clusterId == self.adopt.clusterId").message("clusterId and adopt.clusterId must be equal"),
+    validation = Rule::new("has(self.backup) == has(oldSelf.backup) && (!has(self.backup) || self.backup == oldSelf.backup)").message("backup is immutable: it is set when the KraftQuorum is created (a StatefulSet's volumeClaimTemplates cannot change)"),
+    validation = Rule::new("!has(self.backup) || !self.backup.enabled || has(self.backup.storage)").message("backup.storage is required when backup.enabled is true")
 )]
 #[serde(rename_all = "camelCase")]
 pub struct KraftQuorumSpec {
@@ -340,6 +342,68 @@ pub struct KraftQuorumSpec {
     /// voters' volumes for good (issue 26; docs/disaster-recovery.md).
     #[serde(default)]
     pub recovery: RecoverySpec,
+    /// Scheduled backups of the metadata (issue 26, decision D17): a
+    /// sidecar in each controller pod copies the latest snapshot to a
+    /// volume of its own. Set at creation only (a StatefulSet's
+    /// volumeClaimTemplates cannot change).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub backup: Option<BackupSpec>,
+}
+
+/// Shortest `spec.backup.everySeconds` the CRD accepts (s).
+pub const MIN_BACKUP_EVERY_SECONDS: i64 = 60;
+/// Default `spec.backup.everySeconds` (s): one hour, Kafka's default
+/// `metadata.log.max.snapshot.interval.ms`, so a round rarely finds the
+/// same snapshot twice nor misses one.
+pub const DEFAULT_BACKUP_EVERY_SECONDS: i64 = 3600;
+/// Default `spec.backup.keep`: a day of hourly copies.
+pub const DEFAULT_BACKUP_KEEP: i32 = 24;
+
+/// Scheduled backups (`spec.backup`, issue 26, decision D17): with
+/// `enabled`, each controller pod gets a `backup` container running
+/// `kraft-controller snapshot export --output-dir` in its loop mode, which
+/// copies the latest committed snapshot (Kafka's `.checkpoint` format) to
+/// the pod's own `backup-<pod>` volume every `everySeconds` and keeps the
+/// newest `keep` copies.
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BackupSpec {
+    /// Run the backup sidecar (default `false`).
+    #[serde(default)]
+    pub enabled: bool,
+    /// Seconds between two copies (at least 60, default 3600).
+    #[serde(default = "default_backup_every_seconds")]
+    #[schemars(range(min = 60))]
+    pub every_seconds: i64,
+    /// How many copies each volume keeps, newest first (at least 1,
+    /// default 24).
+    #[serde(default = "default_backup_keep")]
+    #[schemars(range(min = 1))]
+    pub keep: i32,
+    /// The backup volumes, one per pod (`backup-<pod>`); required when
+    /// `enabled`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<BackupStorageSpec>,
+}
+
+fn default_backup_every_seconds() -> i64 {
+    DEFAULT_BACKUP_EVERY_SECONDS
+}
+
+fn default_backup_keep() -> i32 {
+    DEFAULT_BACKUP_KEEP
+}
+
+/// The backup volumes (`spec.backup.storage`).
+#[derive(Clone, Debug, Deserialize, Serialize, JsonSchema, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct BackupStorageSpec {
+    /// Requested size of each backup volume, a Kubernetes quantity (e.g.
+    /// `1Gi`): `keep` copies of the latest snapshot must fit.
+    pub size: String,
+    /// StorageClass of the backup volumes; the cluster default when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage_class_name: Option<String>,
 }
 
 /// Shortest `spec.recovery.quorumLossAfterSeconds` the CRD accepts (s).

@@ -92,6 +92,16 @@ pub enum Error {
     /// `spec.storage.size` empty.
     #[error("spec.storage.size is empty; set a quantity such as 1Gi")]
     NoStorageSize,
+    /// `spec.backup` enabled but unusable: the field and the bad value.
+    #[error("spec.backup.{field} is {value}: {expected}")]
+    Backup {
+        /// The field under `spec.backup`.
+        field: &'static str,
+        /// The value given.
+        value: String,
+        /// What it must be.
+        expected: &'static str,
+    },
     /// `spec.listenerPort` not a usable port.
     #[error(
         "spec.listenerPort is {0}; it must be 1-65535 and not {CONTROLLER_HTTP_PORT} (the controller's http port)"
@@ -196,6 +206,60 @@ pub struct ValidatedQuorum {
     /// With `spec.adopt`: the phase of the static quorum's migration
     /// (`status.adoptionPhase`); `None` for a quorum the operator created.
     pub adoption_phase: Option<crate::crd::AdoptionPhase>,
+    /// `spec.backup` when enabled (checked); `None` when absent or disabled.
+    pub backup: Option<ValidBackup>,
+}
+
+/// An enabled `spec.backup`, checked (decision D17).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValidBackup {
+    /// Seconds between two copies (at least 60).
+    pub every_seconds: i64,
+    /// Copies each volume keeps (at least 1).
+    pub keep: i32,
+    /// The backup volumes.
+    pub storage: crate::crd::BackupStorageSpec,
+}
+
+/// Checks `spec.backup`: `None` when absent or not enabled.
+///
+/// Errors: [`Error::Backup`] naming the field and its value.
+fn validate_backup(spec: Option<&crate::crd::BackupSpec>) -> Result<Option<ValidBackup>, Error> {
+    let Some(b) = spec.filter(|b| b.enabled) else {
+        return Ok(None);
+    };
+    if b.every_seconds < crate::crd::MIN_BACKUP_EVERY_SECONDS {
+        return Err(Error::Backup {
+            field: "everySeconds",
+            value: b.every_seconds.to_string(),
+            expected: "at least 60",
+        });
+    }
+    if b.keep < 1 {
+        return Err(Error::Backup {
+            field: "keep",
+            value: b.keep.to_string(),
+            expected: "at least 1",
+        });
+    }
+    let storage = match &b.storage {
+        Some(s) if !s.size.trim().is_empty() => s.clone(),
+        other => {
+            return Err(Error::Backup {
+                field: "storage.size",
+                value: format!(
+                    "{:?}",
+                    other.as_ref().map(|s| s.size.as_str()).unwrap_or("")
+                ),
+                expected: "a quantity such as 1Gi, required when enabled",
+            });
+        }
+    };
+    Ok(Some(ValidBackup {
+        every_seconds: b.every_seconds,
+        keep: b.keep,
+        storage,
+    }))
 }
 
 /// Where the operator runs, so the NetworkPolicy lets it reach port 9093.
@@ -386,6 +450,7 @@ pub fn validate(
     if spec.storage.size.trim().is_empty() {
         return Err(Error::NoStorageSize);
     }
+    let backup = validate_backup(spec.backup.as_ref())?;
     if !(1..=65535).contains(&spec.listener_port) || spec.listener_port == CONTROLLER_HTTP_PORT {
         return Err(Error::ListenerPort(spec.listener_port));
     }
@@ -481,6 +546,7 @@ pub fn validate(
         network_policy: spec.network_policy.clone(),
         operator_peer: None,
         adoption_phase,
+        backup,
     })
 }
 

@@ -30,6 +30,8 @@ fn the_crd_has_the_scale_and_status_subresources_and_the_cel_rules() {
         "rule: self.listenerPort == oldSelf.listenerPort",
         "storage.size and storage.storageClassName are immutable",
         "serviceName is immutable",
+        "backup is immutable",
+        "backup.storage is required when backup.enabled is true",
         "replicas must be between 1 and 9",
         "name: Leader",
         "name: Epoch",

@@ -4,6 +4,7 @@
 //! Owns argument parsing and exit codes only; each subcommand lives in its own
 //! file and calls into the layers below.
 
+pub mod backup_loop;
 pub mod command_config;
 pub mod dir_lock;
 pub mod dump_log;

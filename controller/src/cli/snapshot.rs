@@ -43,8 +43,25 @@ pub struct ExportArgs {
     /// The file to write (replaced atomically); an existing directory gets
     /// the snapshot's own name, `OFFSET-EPOCH.checkpoint`, which Kafka's
     /// `kafka-dump-log` needs to read it.
-    #[arg(long, value_name = "FILE-or-DIR")]
-    output: PathBuf,
+    #[arg(
+        long,
+        value_name = "FILE-or-DIR",
+        required_unless_present = "output_dir",
+        conflicts_with = "output_dir"
+    )]
+    output: Option<PathBuf>,
+    /// Loop mode (decision D17): every `--every-seconds`, copy the latest
+    /// snapshot into this existing directory as `OFFSET-EPOCH.checkpoint`
+    /// unless it is there already, and keep the newest `--keep` copies.
+    /// Runs until SIGTERM; never writes under the metadata log directory.
+    #[arg(long, value_name = "DIR", requires_all = ["every_seconds", "keep"])]
+    output_dir: Option<PathBuf>,
+    /// Loop mode: seconds between two rounds (at least 1).
+    #[arg(long, value_name = "SECONDS", requires = "output_dir")]
+    every_seconds: Option<u64>,
+    /// Loop mode: how many copies to keep (at least 1).
+    #[arg(long, value_name = "COUNT", requires = "output_dir")]
+    keep: Option<usize>,
 }
 
 /// Errors of `snapshot export` and of reading a snapshot file.
@@ -161,7 +178,22 @@ pub fn export(log_dir: &Path, output: &Path) -> Result<(PathBuf, usize), Snapsho
 /// Runs `snapshot export`: exit 0 with one line, or 1 with one error line.
 pub fn run(args: &SnapshotArgs) -> ExitCode {
     let SnapshotCommand::Export(export_args) = &args.command;
-    match export(&export_args.metadata_log_dir, &export_args.output) {
+    let output = match (&export_args.output, &export_args.output_dir) {
+        (Some(output), _) => output,
+        (None, Some(output_dir)) => {
+            return super::backup_loop::run(&super::backup_loop::BackupConfig {
+                metadata_log_dir: export_args.metadata_log_dir.clone(),
+                output_dir: output_dir.clone(),
+                every: std::time::Duration::from_secs(export_args.every_seconds.unwrap_or(0)),
+                keep: export_args.keep.unwrap_or(0),
+            });
+        }
+        (None, None) => {
+            eprintln!("error: --output or --output-dir is required");
+            return ExitCode::FAILURE;
+        }
+    };
+    match export(&export_args.metadata_log_dir, output) {
         Ok((written, size)) => {
             println!(
                 "exported the latest snapshot of {} ({size} bytes) to {}",

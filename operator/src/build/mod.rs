@@ -5,6 +5,7 @@
 //! cluster, the clock or the quorum; everything it needs is in
 //! [`ValidatedQuorum`](crate::validate::ValidatedQuorum).
 
+pub mod backup;
 pub mod brokers;
 pub mod certificate;
 pub mod configmap;
@@ -43,5 +44,7 @@ pub(crate) fn fnv1a_hex(data: &[u8]) -> String {
 
 #[cfg(test)]
 mod adopt_tests;
+#[cfg(test)]
+mod backup_tests;
 #[cfg(test)]
 mod tests;

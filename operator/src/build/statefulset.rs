@@ -1,4 +1,5 @@
-//! The StatefulSet running the controllers. Pure.
+//! The StatefulSet running the controllers (with `spec.backup`, the
+//! backup sidecar and claim of [`super::backup`]). Pure.
 //!
 //! One pod template serves every ordinal, so nothing per-pod is baked in:
 //! the pod's ordinal comes from the label the StatefulSet controller sets
@@ -350,9 +351,15 @@ pub fn build_statefulset(q: &ValidatedQuorum) -> StatefulSet {
         ..Container::default()
     };
 
+    let mut containers = vec![controller];
+    let mut claims = vec![data_claim(q)];
+    if let Some(b) = &q.backup {
+        containers.push(super::backup::backup_container(q, b));
+        claims.push(super::backup::backup_claim(q, b));
+    }
     let pod_spec = PodSpec {
         init_containers: Some(vec![format]),
-        containers: vec![controller],
+        containers,
         volumes: Some(volumes),
         // The controllers never call the Kubernetes API.
         automount_service_account_token: Some(false),
@@ -363,27 +370,6 @@ pub fn build_statefulset(q: &ValidatedQuorum) -> StatefulSet {
         affinity: q.pod_template.affinity.clone(),
         security_context: Some(pod_security_context()),
         ..PodSpec::default()
-    };
-
-    let claim = PersistentVolumeClaim {
-        metadata: ObjectMeta {
-            name: Some(DATA_VOLUME.into()),
-            labels: Some(q.selector_labels()),
-            ..ObjectMeta::default()
-        },
-        spec: Some(PersistentVolumeClaimSpec {
-            access_modes: Some(vec!["ReadWriteOnce".into()]),
-            storage_class_name: q.storage.storage_class_name.clone(),
-            resources: Some(VolumeResourceRequirements {
-                requests: Some(BTreeMap::from([(
-                    "storage".to_string(),
-                    Quantity(q.storage.size.clone()),
-                )])),
-                limits: None,
-            }),
-            ..PersistentVolumeClaimSpec::default()
-        }),
-        status: None,
     };
 
     let mut metadata = child_meta(q, &q.name);
@@ -416,8 +402,32 @@ pub fn build_statefulset(q: &ValidatedQuorum) -> StatefulSet {
                 }),
                 spec: Some(pod_spec),
             },
-            volume_claim_templates: Some(vec![claim]),
+            volume_claim_templates: Some(claims),
             ..StatefulSetSpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// The data volume claim template: ReadWriteOnce, `spec.storage`.
+fn data_claim(q: &ValidatedQuorum) -> PersistentVolumeClaim {
+    PersistentVolumeClaim {
+        metadata: ObjectMeta {
+            name: Some(DATA_VOLUME.into()),
+            labels: Some(q.selector_labels()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PersistentVolumeClaimSpec {
+            access_modes: Some(vec!["ReadWriteOnce".into()]),
+            storage_class_name: q.storage.storage_class_name.clone(),
+            resources: Some(VolumeResourceRequirements {
+                requests: Some(BTreeMap::from([(
+                    "storage".to_string(),
+                    Quantity(q.storage.size.clone()),
+                )])),
+                limits: None,
+            }),
+            ..PersistentVolumeClaimSpec::default()
         }),
         status: None,
     }

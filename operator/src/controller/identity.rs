@@ -207,6 +207,7 @@ mod tests {
                 network_policy: Default::default(),
                 adopt: None,
                 recovery: Default::default(),
+                backup: None,
             },
         )
     }
