@@ -270,6 +270,13 @@ pub fn backup_loop(
 
 /// Runs [`backup_loop`] on the real file system until SIGTERM or SIGINT
 /// (exit 0); exit 1 with one line on a failed fsync or a bad argument.
+///
+/// The signals are awaited on a thread of their own (a tokio runtime that
+/// does nothing else), which sends on a channel the loop waits on between
+/// rounds: the handlers are installed before the first round (a container's
+/// PID 1 ignores a SIGTERM it has no handler for, and the pod would wait its
+/// whole grace period), and a signal that comes during a round ends the
+/// loop right after it.
 pub fn run(config: &BackupConfig) -> ExitCode {
     use tokio::signal::unix::{SignalKind, signal};
     let runtime = match tokio::runtime::Builder::new_current_thread()
@@ -282,8 +289,6 @@ pub fn run(config: &BackupConfig) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    // Registered before the first round: a container's PID 1 ignores a
-    // SIGTERM it has no handler for, and the pod would wait its whole grace.
     let signals = runtime.block_on(async {
         Ok::<_, std::io::Error>((
             signal(SignalKind::terminate())?,
@@ -297,6 +302,16 @@ pub fn run(config: &BackupConfig) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        runtime.block_on(async {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        });
+        let _ = stop_tx.send(());
+    });
     println!(
         "backup: every {}s, keeping {}, from {} to {}",
         config.every.as_secs(),
@@ -305,13 +320,10 @@ pub fn run(config: &BackupConfig) -> ExitCode {
         config.output_dir.display()
     );
     let result = backup_loop(&real_fs(), config, |every| {
-        runtime.block_on(async {
-            tokio::select! {
-                () = tokio::time::sleep(every) => true,
-                _ = term.recv() => false,
-                _ = int.recv() => false,
-            }
-        })
+        matches!(
+            stop_rx.recv_timeout(every),
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout)
+        )
     });
     match result {
         Ok(()) => {
