@@ -7,7 +7,7 @@ use std::{
 };
 
 use super::{Cluster, Outcome, RUNNING, SESSION_TIMEOUT, START_TIMEOUT, healthy};
-use crate::interop::{brokers::newest_snapshot, clients::*, wait_for};
+use crate::interop::{brokers::newest_snapshot, clients::*, poll_until, wait_for};
 
 /// The topic of the traffic steps.
 const TOPIC: &str = "orders";
@@ -340,19 +340,25 @@ pub fn stop_follower(c: &mut Cluster) -> String {
         |v| healthy(v, 3, 3),
     );
     // `ISR updated to 11,13,12  and version …`: an ISR with 12 in it again.
-    let expands = isr_updates(c, FOLLOW)
-        .iter()
-        .skip(updates_at_cont)
-        .filter(|l| {
-            l.split("ISR updated to ")
-                .nth(1)
-                .and_then(|r| r.split_whitespace().next())
-                .is_some_and(|isr| isr.split(',').any(|i| i == "12"))
-        })
-        .count();
+    // The leader logs it when its AlterPartition is answered, which may be
+    // after another broker's metadata already shows the ISR of 3: wait.
+    let expands = poll_until(Duration::from_secs(30), || {
+        let n = isr_updates(c, FOLLOW)
+            .iter()
+            .skip(updates_at_cont)
+            .filter(|l| {
+                l.split("ISR updated to ")
+                    .nth(1)
+                    .and_then(|r| r.split_whitespace().next())
+                    .is_some_and(|isr| isr.split(',').any(|i| i == "12"))
+            })
+            .count();
+        (n > 0).then_some(n)
+    })
+    .unwrap_or(0);
     assert!(
         expands > 0,
-        "step 4: no leader logged an accepted AlterPartition (\"ISR updated to\") for {FOLLOW} after SIGCONT"
+        "step 4: no leader logged an accepted AlterPartition (\"ISR updated to\") for {FOLLOW} within 30 s of every ISR of 3 after SIGCONT"
     );
     let leaders_after: Vec<i32> = after.values().map(|p| p.leader).collect();
     assert_eq!(leaders_after, leaders, "step 4: leaders of {FOLLOW} moved");
