@@ -414,26 +414,19 @@ fn our_controller_runs_on_a_directory_kafka_4_4_formatted_at_its_default_4_4_iv2
     let status = wait_for_leader(&nodes[0].address());
     assert_eq!(status["LeaderId"], "1", "{status:?}");
     let address = nodes[0].address();
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let row = loop {
-        let describe = kafka_at(
-            Some("4.4.0"),
-            FEATURE_COMMAND,
-            &["--bootstrap-controller", &address, "describe"],
-        );
-        let row = describe
-            .lines()
-            .find(|l| l.split_whitespace().nth(1) == Some("metadata.version"))
-            .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "));
-        match row {
-            Some(r) if r.contains("FinalizedVersionLevel: 4.4-IV2") => break r,
-            _ => assert!(
-                std::time::Instant::now() < deadline,
-                "metadata.version not finalized at 4.4-IV2 within 30 s:\n{describe}"
-            ),
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let row = wait_for(
+        Duration::from_secs(30),
+        "metadata.version finalized at 4.4-IV2",
+        || {
+            let describe = kafka_at(
+                Some("4.4.0"),
+                FEATURE_COMMAND,
+                &["--bootstrap-controller", &address, "describe"],
+            );
+            Some(feature_row(&describe, "metadata.version"))
+                .filter(|r| r.contains("FinalizedVersionLevel: 4.4-IV2"))
+        },
+    );
     assert!(row.contains("SupportedMaxVersion: 4.4-IV2"), "{row}");
     assert!(row.contains("SupportedMinVersion: 3.3-IV3"), "{row}");
 }

@@ -132,7 +132,7 @@ impl Drop for HostQuorum {
 /// `metadata.log.dir` `<volume>/data` (where the pod mounts it), run until
 /// it commits a few records and every node holds them, then stopped: the
 /// committed offset and each node's directory id.
-fn run_static_quorum(volumes: &[PathBuf]) -> (i64, Vec<String>) {
+async fn run_static_quorum(volumes: &[PathBuf]) -> (i64, Vec<String>) {
     let ports: Vec<u16> = (0..3)
         .map(|_| {
             std::net::TcpListener::bind("127.0.0.1:0")
@@ -186,31 +186,27 @@ fn run_static_quorum(volumes: &[PathBuf]) -> (i64, Vec<String>) {
         );
     }
     let address = format!("127.0.0.1:{}", ports[0]);
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    let committed = loop {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the static quorum committed nothing in 60 s"
-        );
-        let hw = status_at(&address)
-            .and_then(|s| s.get("HighWatermark")?.parse::<i64>().ok())
-            .unwrap_or(0);
-        if hw > 5 {
-            break hw;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    };
+    let committed = wait::poll(
+        "the static quorum to commit past offset 5",
+        Duration::from_secs(60),
+        || {
+            let hw = status_at(&address)
+                .and_then(|s| s.get("HighWatermark")?.parse::<i64>().ok())
+                .unwrap_or(0);
+            async move { Ok((hw > 5).then_some(hw)) }
+        },
+    )
+    .await
+    .must("the static quorum commits");
     // Each node holds the committed prefix once its own log reaches it.
     for volume in volumes {
-        let deadline = std::time::Instant::now() + Duration::from_secs(30);
-        while records_below(&volume.join("data"), committed).len() < committed as usize {
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{} never held offset {committed}",
-                volume.display()
-            );
-            std::thread::sleep(Duration::from_millis(200));
-        }
+        let what = format!("{} to hold offset {committed}", volume.display());
+        wait::poll(&what, Duration::from_secs(30), || {
+            let held = records_below(&volume.join("data"), committed).len() >= committed as usize;
+            async move { Ok(held.then_some(())) }
+        })
+        .await
+        .must(&what);
     }
     drop(children);
     (committed, dirs)
@@ -223,7 +219,7 @@ async fn a_static_quorum_on_existing_volumes_is_adopted_keeps_every_record_and_t
     for ordinal in 0..3 {
         volumes.push(volume(&ns, ordinal).await);
     }
-    let (committed, dirs) = tokio::task::block_in_place(|| run_static_quorum(&volumes));
+    let (committed, dirs) = run_static_quorum(&volumes).await;
     let before: Vec<Vec<String>> = volumes
         .iter()
         .map(|v| records_below(&v.join("data"), committed))
