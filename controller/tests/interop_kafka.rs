@@ -10,7 +10,6 @@ use std::{collections::BTreeSet, path::Path, time::Duration};
 
 use interop::*;
 
-const FEATURE_COMMAND: &str = "org.apache.kafka.tools.FeatureCommand";
 const QUORUM_COMMAND: &str = "org.apache.kafka.tools.MetadataQuorumCommand";
 const STORAGE_TOOL: &str = "kafka.tools.StorageTool";
 /// Three valid, non-reserved directory ids in canonical text.
@@ -418,11 +417,7 @@ fn our_controller_runs_on_a_directory_kafka_4_4_formatted_at_its_default_4_4_iv2
         Duration::from_secs(30),
         "metadata.version finalized at 4.4-IV2",
         || {
-            let describe = kafka_at(
-                Some("4.4.0"),
-                FEATURE_COMMAND,
-                &["--bootstrap-controller", &address, "describe"],
-            );
+            let describe = kafka_features_describe(&address);
             Some(feature_row(&describe, "metadata.version"))
                 .filter(|r| r.contains("FinalizedVersionLevel: 4.4-IV2"))
         },

@@ -16,8 +16,6 @@ use std::{process::Command, time::Duration};
 
 use interop::*;
 
-const FEATURE_COMMAND: &str = "org.apache.kafka.tools.FeatureCommand";
-
 #[test]
 fn kafka_4_4_0_feature_command_upgrades_our_static_quorum_to_kraft_version_1() {
     let root = tempfile::tempdir().expect("create a temp dir");
@@ -41,11 +39,7 @@ fn kafka_4_4_0_feature_command_upgrades_our_static_quorum_to_kraft_version_1() {
     }
     let address = nodes[0].address();
     wait_for_leader(&address);
-    let before = kafka_at(
-        Some("4.4.0"),
-        FEATURE_COMMAND,
-        &["--bootstrap-controller", &address, "describe"],
-    );
+    let before = kafka_features_describe(&address);
     assert!(
         kraft_version_row(&before).contains("FinalizedVersionLevel: 0 "),
         "{before}"
@@ -81,11 +75,7 @@ fn kafka_4_4_0_feature_command_upgrades_our_static_quorum_to_kraft_version_1() {
             },
         );
     }
-    let after = kafka_at(
-        Some("4.4.0"),
-        FEATURE_COMMAND,
-        &["--bootstrap-controller", &address, "describe"],
-    );
+    let after = kafka_features_describe(&address);
     assert!(
         kraft_version_row(&after).contains("FinalizedVersionLevel: 1 "),
         "{after}"
@@ -110,13 +100,7 @@ fn kafka_4_4_0_feature_command_upgrades_our_metadata_version_and_is_refused_a_lo
     nodes[0].start();
     let address = nodes[0].address();
     wait_for_leader(&address);
-    let describe = || {
-        kafka_at(
-            Some("4.4.0"),
-            FEATURE_COMMAND,
-            &["--bootstrap-controller", &address, "describe"],
-        )
-    };
+    let describe = || kafka_features_describe(&address);
     let before = describe();
     assert!(
         feature_row(&before, "metadata.version").contains("FinalizedVersionLevel: 4.0-IV3 "),

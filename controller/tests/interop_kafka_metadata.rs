@@ -13,8 +13,6 @@ use std::{io::Write, time::Duration};
 
 use interop::*;
 
-const FEATURE_COMMAND: &str = "org.apache.kafka.tools.FeatureCommand";
-
 /// Every line of `records` containing all of `needles`.
 fn lines_with<'a>(records: &'a [String], needles: &[&str]) -> Vec<&'a String> {
     records

@@ -21,7 +21,6 @@ use interop::*;
 
 const STORAGE_TOOL: &str = "kafka.tools.StorageTool";
 const QUORUM_COMMAND: &str = "org.apache.kafka.tools.MetadataQuorumCommand";
-const FEATURE_COMMAND: &str = "org.apache.kafka.tools.FeatureCommand";
 /// Long enough for an election, a catch-up or a commit on a loaded machine.
 const WAIT: Duration = Duration::from_secs(60);
 
@@ -258,11 +257,7 @@ fn a_static_quorum_formatted_by_kafka_4_4_0_is_migrated_to_dynamic_by_our_cli_ke
     wait_for(WAIT, "voters 2, 3, 4", || {
         (voter_ids(&address)? == [2, 3, 4].into()).then_some(())
     });
-    let describe = kafka_at(
-        Some("4.4.0"),
-        FEATURE_COMMAND,
-        &["--bootstrap-controller", &address, "describe"],
-    );
+    let describe = kafka_features_describe(&address);
     assert!(
         kraft_version_row(&describe).contains("FinalizedVersionLevel: 1 "),
         "{describe}"
@@ -301,11 +296,7 @@ fn a_static_directory_in_the_3_9_layout_at_a_4_x_release_version_stays_at_kraft_
     for round in 0..2 {
         nodes[0].start();
         wait_for_leader(&address);
-        let describe = kafka_at(
-            Some("4.4.0"),
-            FEATURE_COMMAND,
-            &["--bootstrap-controller", &address, "describe"],
-        );
+        let describe = kafka_features_describe(&address);
         assert!(
             kraft_version_row(&describe).contains("FinalizedVersionLevel: 0 "),
             "start {round}: {describe}"

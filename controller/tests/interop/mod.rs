@@ -298,6 +298,19 @@ pub fn static_voters(nodes: &[Node]) -> String {
         .join(",")
 }
 
+/// Kafka's `kafka-features` class (`FeatureCommand`).
+pub const FEATURE_COMMAND: &str = "org.apache.kafka.tools.FeatureCommand";
+
+/// Kafka 4.4.0's `kafka-features --bootstrap-controller ADDRESS describe`
+/// (Admin over ApiVersions); its stdout, panics if the tool fails.
+pub fn kafka_features_describe(address: &str) -> String {
+    kafka_at(
+        Some("4.4.0"),
+        FEATURE_COMMAND,
+        &["--bootstrap-controller", address, "describe"],
+    )
+}
+
 /// The `Feature: kraft.version` row of a FeatureCommand describe (ours or
 /// Kafka's), its columns separated by single spaces.
 pub fn kraft_version_row(describe: &str) -> String {
