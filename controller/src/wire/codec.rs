@@ -142,9 +142,15 @@ pub fn decode_request(frame: Bytes) -> Result<DecodedRequest, WireError> {
         correlation_id,
         reason,
     };
-    guard::check_request_body(api_key, api_version, &buf).map_err(malformed)?;
-    let body = RequestKind::decode(api_key, &mut buf, body_version(api_key, api_version))
-        .map_err(|e| malformed(e.to_string()))?;
+    // The guard walks the body at the version `kafka-protocol` decodes it
+    // at: for BrokerHeartbeat v2 that is v1, where tag 1 is an unknown tag
+    // the crate skips by its size. Walked at v2, tag 1 would be read as an
+    // array of its own length while the crate skipped `size` bytes, and the
+    // two would part ways over the bytes after it (a fuzz finding).
+    let version = body_version(api_key, api_version);
+    guard::check_request_body(api_key, version, &buf).map_err(malformed)?;
+    let body =
+        RequestKind::decode(api_key, &mut buf, version).map_err(|e| malformed(e.to_string()))?;
     if buf.has_remaining() {
         return Err(malformed(format!(
             "{} bytes left over after the body",
@@ -242,11 +248,13 @@ pub fn decode_response(
             WireError::MalformedResponse(format!("{api_key:?} v{api_version} header: {e}"))
         })?;
     // kafka-protocol reserves arrays by the count it reads: refuse counts
-    // the bytes left cannot hold before it does (wire/schema_guard.rs).
-    super::schema_guard::check_response_body(api_key, api_version, &buf).map_err(|e| {
+    // the bytes left cannot hold before it does (wire/schema_guard.rs),
+    // walking the body at the version the crate decodes it at.
+    let version = body_version(api_key, api_version);
+    super::schema_guard::check_response_body(api_key, version, &buf).map_err(|e| {
         WireError::MalformedResponse(format!("{api_key:?} v{api_version} body: {e}"))
     })?;
-    let body = ResponseKind::decode(api_key, &mut buf, body_version(api_key, api_version))
+    let body = ResponseKind::decode(api_key, &mut buf, version)
         .map_err(|e| {
             WireError::MalformedResponse(format!("{api_key:?} v{api_version} body: {e}"))
         })?;

@@ -369,7 +369,7 @@ static CONTROLLER_REGISTRATION: Schema = Schema {
     flexible_from: 0,
 };
 
-// ---- BrokerRegistration (62) v0-4, BrokerHeartbeat (63) v0-2 and
+// ---- BrokerRegistration (62) v0-4, BrokerHeartbeat (63) v0-1 (v2 as v1) and
 // UnregisterBroker (64) v0, all flexible.
 static BROKER_REGISTRATION: Schema = Schema {
     fields: &[
@@ -400,11 +400,9 @@ static BROKER_HEARTBEAT: Schema = Schema {
             min: 1,
             ty: Ty::UuidArr, // offline_log_dirs
         },
-        Tagged {
-            tag: 1,
-            min: 2,
-            ty: Ty::UuidArr, // cordoned_log_dirs (Kafka 4.4, v2)
-        },
+        // Tag 1, cordoned_log_dirs (Kafka 4.4, v2), is not listed: v2 is
+        // walked and decoded as v1 (`codec::body_version`), where
+        // `kafka-protocol` keeps tag 1's bytes raw, skipped by their size.
     ],
     flexible_from: 0,
 };
