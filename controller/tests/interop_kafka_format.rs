@@ -29,11 +29,14 @@ use interop::{brokers::KafkaServer, *};
 
 /// Directory ids given to `--initial-controllers`.
 const DIRS: [&str; 2] = ["LaBaIMiMRmy8YSD1cAd8Ew", "q6CGIHGkTStroizn5hrLMg"];
-/// The three modes of `format` (KIP-853).
-const MODES: [&str; 3] = [
+/// The three modes of `format` (KIP-853), and `static`: a config with
+/// `controller.quorum.voters` formatted `--no-initial-controllers`
+/// (kraft.version 0).
+const MODES: [&str; 4] = [
     "standalone",
     "initial-controllers",
     "no-initial-controllers",
+    "static",
 ];
 
 /// One directory formatted by both tools: Kafka's under `kafka/`, ours
@@ -70,14 +73,24 @@ fn cases(root: &Path, release_versions: &[&'static str]) -> Vec<Case> {
                         DIRS[0], DIRS[1]
                     ),
                 ],
+                "static" => vec!["--no-initial-controllers".to_owned()],
                 _ => vec![format!("--{mode}")],
             };
             flags.extend(["--release-version".to_owned(), (*rv).to_owned()]);
+            let (kafka, ours) = (
+                Node::new(&kafka_root, 1, port, &bootstrap),
+                Node::new(&ours_root, 1, port, &bootstrap),
+            );
+            if mode == "static" {
+                for node in [&kafka, &ours] {
+                    node.set_quorum_config(&format!("controller.quorum.voters=1@127.0.0.1:{port}"));
+                }
+            }
             out.push(Case {
                 release_version: rv,
                 mode,
-                kafka: Node::new(&kafka_root, 1, port, &bootstrap),
-                ours: Node::new(&ours_root, 1, port, &bootstrap),
+                kafka,
+                ours,
                 flags,
             });
         }
@@ -152,9 +165,13 @@ fn tree(dir: &Path) -> BTreeMap<String, Option<Vec<u8>>> {
 /// The differences between the two directories of `case`, one line or
 /// paragraph each; empty when they agree.
 fn differences(case: &Case, version: &str) -> Vec<String> {
+    let mode = match case.mode {
+        "static" => "--no-initial-controllers with controller.quorum.voters",
+        _ => &format!("--{}", case.mode),
+    };
     let label = format!(
-        "--release-version {} --{} (Kafka {version})",
-        case.release_version, case.mode
+        "--release-version {} {mode} (Kafka {version})",
+        case.release_version
     );
     let (theirs, ours) = (tree(&case.kafka.dir), tree(&case.ours.dir));
     let mut out = Vec::new();
@@ -192,7 +209,7 @@ fn differences(case: &Case, version: &str) -> Vec<String> {
     out
 }
 
-/// Formats every release version of `release_versions` in the three modes
+/// Formats every release version of `release_versions` in the [`MODES`]
 /// with Kafka `version`'s StorageTool and ours, and fails listing every
 /// difference.
 fn compare_formats(version: &str, release_versions: &[&'static str], zero_checkpoint_data: bool) {

@@ -5,14 +5,15 @@
 //! into the log (the image shows every feature level of 4.4-IV2); a node
 //! formatted `--no-initial-controllers` the same way (a 0-0 checkpoint with
 //! KRaftVersion 1 and no Voters) fetches as an observer, catches up, and
-//! becomes a voter through AddRaftVoter.
+//! becomes a voter through AddRaftVoter; three voters formatted
+//! `--initial-controllers` so elect a leader and reach the same image.
 
 mod support;
 
 use std::time::Duration;
 
 use serde_json::Value;
-use support::{Quorum, QuorumBuilder, wait_for};
+use support::{Mode, Quorum, QuorumBuilder, wait_for};
 
 const TIMEOUT: Duration = Duration::from_secs(30);
 const ZERO_CHECKPOINT: &str = "__cluster_metadata-0/00000000000000000000-0000000000.checkpoint";
@@ -87,4 +88,50 @@ fn nodes_formatted_in_the_kip_1170_layout_lead_commit_and_join_as_observer_then_
             .ok()
             .filter(|q| q.voters.iter().any(|v| v.replica_id == id))
     });
+}
+
+#[test]
+fn three_voters_formatted_with_initial_controllers_in_the_kip_1170_layout_elect_and_agree() {
+    let mut quorum = QuorumBuilder::new(3, Mode::Dynamic)
+        .release_version("4.4-IV2")
+        .format();
+    for id in quorum.ids() {
+        assert_kip_1170_layout(&quorum, id);
+    }
+    quorum.start_all();
+    let (leader, _) = quorum.wait_for_leader(&[1, 2, 3], TIMEOUT);
+    for id in quorum.ids() {
+        wait_for(TIMEOUT, &format!("node {id}'s image at 4.4-IV2"), || {
+            image(&quorum, id).filter(at_4_4_iv2)
+        });
+    }
+    let voters = quorum.describe_quorum(leader).expect("describe").voters;
+    assert_eq!(voters.len(), 3, "{voters:?}");
+}
+
+// A static quorum (controller.quorum.voters) formatted at 4.4-IV2: the 0-0
+// checkpoint holds no KRaftVersion record (kraft.version 0, as Kafka 4.4.0's
+// format writes it), only the bootstrap records; the quorum stays static.
+#[test]
+fn a_static_quorum_formatted_in_the_kip_1170_layout_elects_and_stays_at_kraft_version_0() {
+    let mut quorum = QuorumBuilder::new(3, Mode::Static)
+        .release_version("4.4-IV2")
+        .format();
+    for id in quorum.ids() {
+        assert_kip_1170_layout(&quorum, id);
+    }
+    quorum.start_all();
+    let (leader, _) = quorum.wait_for_leader(&[1, 2, 3], TIMEOUT);
+    for id in quorum.ids() {
+        wait_for(TIMEOUT, &format!("node {id}'s image at 4.4-IV2"), || {
+            image(&quorum, id).filter(at_4_4_iv2)
+        });
+    }
+    let checkpoint = quorum.node(leader).log_dir.join(ZERO_CHECKPOINT);
+    let dumped = support::cli(&["dump-log", &checkpoint.display().to_string()]);
+    assert_eq!(dumped.code, 0, "{dumped}");
+    let dump = format!("{dumped}\n{}", quorum.dump_log(leader));
+    assert!(dump.contains("feature_level=33"), "{dump}");
+    assert!(!dump.contains("KRAFT_VERSION"), "{dump}");
+    assert!(!dump.contains("KRAFT_VOTERS"), "{dump}");
 }

@@ -211,6 +211,10 @@ pub struct FormatPlan {
     /// The bootstrap records when taken from a snapshot
     /// (`--from-snapshot`); `None`: the feature levels of `metadata_version`.
     pub bootstrap_records: Option<Vec<Bytes>>,
+    /// The kraft.version written in the 0-0 checkpoint: 0 when the config
+    /// sets `controller.quorum.voters` (a static quorum: Kafka's
+    /// `Formatter.effectiveKRaftFeatureLevel`), 1 otherwise (KIP-853).
+    pub kraft_version: i16,
     /// `--expect-formatted`: check only, never write.
     pub expect_formatted: bool,
 }
@@ -522,6 +526,11 @@ pub fn plan(args: &FormatArgs) -> Result<FormatPlan, FormatError> {
         metadata_version,
         voters,
         bootstrap_records,
+        kraft_version: if from_config("controller.quorum.voters").is_some() {
+            0
+        } else {
+            1
+        },
         expect_formatted: args.expect_formatted,
     })
 }
@@ -621,7 +630,7 @@ pub fn execute(plan: &FormatPlan, now_ms: i64) -> Result<FormatOutcome, FormatEr
             None,
             Some(encode_bootstrap_snapshot(
                 now_ms,
-                1,
+                plan.kraft_version,
                 plan.voters.clone(),
                 &records,
             )?),
