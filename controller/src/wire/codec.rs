@@ -254,9 +254,10 @@ pub fn decode_response(
     super::schema_guard::check_response_body(api_key, version, &buf).map_err(|e| {
         WireError::MalformedResponse(format!("{api_key:?} v{api_version} body: {e}"))
     })?;
-    let body = ResponseKind::decode(api_key, &mut buf, version).map_err(|e| {
-        WireError::MalformedResponse(format!("{api_key:?} v{api_version} body: {e}"))
-    })?;
+    let body = ResponseKind::decode(api_key, &mut buf, version)
+        .map_err(|e| {
+            WireError::MalformedResponse(format!("{api_key:?} v{api_version} body: {e}"))
+        })?;
     Ok((header.correlation_id, body))
 }
 
