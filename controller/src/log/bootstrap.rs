@@ -158,6 +158,21 @@ mod tests {
     }
 
     #[test]
+    fn the_kip_1170_layout_starts_at_4_2_iv0() {
+        // D18: Kafka 4.1.2's layout up to its last level, Kafka 4.4.0's from
+        // the first level of a release with KIP-1170.
+        let at = |level| {
+            BootstrapLayout::for_version(
+                MetadataVersion::from_feature_level(level).expect("a known level"),
+            )
+        };
+        assert_eq!(at(21), BootstrapLayout::BootstrapCheckpoint);
+        assert_eq!(at(27), BootstrapLayout::BootstrapCheckpoint);
+        assert_eq!(at(28), BootstrapLayout::ZeroCheckpoint);
+        assert_eq!(at(33), BootstrapLayout::ZeroCheckpoint);
+    }
+
+    #[test]
     fn kafka_4_4_bootstraps_share_and_streams_groups_from_4_2() {
         // As `kafka-storage format` 4.4.0 writes at 4.4-IV2, and Kafka 4.4.0's
         // Feature.defaultLevel at 28..31 (jshell).
