@@ -19,4 +19,4 @@ test-interop: ## Apache Kafka's tools against our controllers and files (needs a
 	  exit 0; \
 	fi; \
 	$(MAKE) --no-print-directory kafka-jars && \
-	$(CARGO) test -p kraft-controller --features interop --no-fail-fast --test interop_kafka --test interop_kafka_voters --test interop_kafka_mixed --test interop_kafka_metadata --test interop_kafka_tls --test interop_kafka_brokers --test interop_kafka_configs --test interop_kafka_topics --test interop_kafka_acls --test interop_kafka_recover --test interop_kafka_features --test interop_kafka_static_migration --test interop_kafka_unregister -- --nocapture --test-threads 2
+	$(CARGO) test -p kraft-controller --features interop --no-fail-fast --test interop_kafka --test interop_kafka_format --test interop_kafka_voters --test interop_kafka_mixed --test interop_kafka_metadata --test interop_kafka_tls --test interop_kafka_brokers --test interop_kafka_configs --test interop_kafka_topics --test interop_kafka_acls --test interop_kafka_recover --test interop_kafka_features --test interop_kafka_static_migration --test interop_kafka_unregister -- --nocapture --test-threads 2

@@ -356,7 +356,7 @@ fn main() -> Result<(), Error> {
         &root,
         "snapshot",
         "bootstrap",
-        &encode_bootstrap_snapshot(1_000, 1, voters().to_record())?,
+        &encode_bootstrap_snapshot(1_000, 1, Some(voters().to_record()), &[])?,
     )?;
 
     let states = [

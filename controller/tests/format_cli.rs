@@ -540,3 +540,63 @@ fn expect_formatted_leaves_a_formatted_directory_alone_and_refuses_an_empty_one(
     assert!(err.contains("node id 1, not 2"), "{err}");
     assert_eq!(snapshot_tree(&dir), before);
 }
+
+// A format interrupted before meta.properties (a crash) is formatted again
+// by the next run, maybe at another release version or mode. What the first
+// one wrote must not outlive the second: a stale bootstrap.checkpoint would
+// win over the KIP-1170 0-0 checkpoint when read (D18), and a stale 0-0
+// checkpoint would carry the first run's voters into a
+// --no-initial-controllers node.
+#[test]
+fn formatting_again_after_an_interrupted_format_leaves_nothing_of_the_other_layout() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("meta");
+    let dir_text = dir.display().to_string();
+    let zero = dir.join("__cluster_metadata-0/00000000000000000000-0000000000.checkpoint");
+    let base = [
+        "--metadata-log-dir",
+        &dir_text,
+        "--node-id",
+        "1",
+        "--cluster-id",
+        CLUSTER,
+        "--directory-id",
+        DIR1,
+    ];
+    let initial = initial_controllers();
+    let run = |extra: &[&str]| {
+        let out = format(&[&base[..], extra].concat());
+        assert!(out.status.success(), "{}", stderr(&out));
+    };
+
+    // Old layout with voters, interrupted; then KIP-1170 without voters.
+    run(&[
+        "--initial-controllers",
+        &initial,
+        "--release-version",
+        "4.1-IV1",
+    ]);
+    std::fs::remove_file(dir.join("meta.properties")).expect("interrupt");
+    run(&["--no-initial-controllers", "--release-version", "4.4-IV2"]);
+    assert!(!dir.join("bootstrap.checkpoint").exists());
+    let (text, ok) = dump_log::dump(std::slice::from_ref(&zero));
+    assert!(ok, "{text}");
+    assert!(text.contains("feature_level=33"), "{text}");
+    assert!(!text.contains("KRAFT_VOTERS"), "{text}");
+
+    // KIP-1170 with voters, interrupted; then the old layout without voters.
+    std::fs::remove_file(dir.join("meta.properties")).expect("interrupt");
+    run(&[
+        "--initial-controllers",
+        &initial,
+        "--release-version",
+        "4.4-IV2",
+    ]);
+    std::fs::remove_file(dir.join("meta.properties")).expect("interrupt");
+    run(&["--no-initial-controllers", "--release-version", "4.1-IV1"]);
+    assert!(dir.join("bootstrap.checkpoint").exists());
+    assert!(
+        !zero.exists(),
+        "the interrupted format's 0-0 checkpoint (its voters) is still there"
+    );
+}

@@ -1,6 +1,11 @@
 //! Golden output of `format` through the library with a fixed clock and
 //! fixed directory ids: the exact `dump-log` text of a formatted directory,
-//! and the annotated bytes of a control batch.
+//! the annotated bytes of a control batch, and the 0-0 checkpoint of each
+//! mode at 4.4-IV2 against the bytes Kafka 4.4.0's `kafka-storage format`
+//! wrote (`golden/kafka-4.4.0-format/`, clock-derived fields normalised).
+
+#[path = "support/checkpoint_bytes.rs"]
+mod checkpoint_bytes;
 
 use kraft_controller::{
     cli::{
@@ -112,4 +117,132 @@ fn a_kraft_version_control_batch_golden_bytes() {
     expected[17..21].copy_from_slice(&crc.to_be_bytes());
     assert_eq!(&batch[..], &expected[..]);
     assert_eq!(length, 65);
+}
+
+/// Formats `dir` through the library with `args` (node 1, cluster id
+/// `MkU3OEVBNTcwNTJENDM2Qk`, listener `CONTROLLER://127.0.0.1:19093`) at
+/// 4.4-IV2, as the golden files of `golden/kafka-4.4.0-format/` were made by
+/// Kafka 4.4.0's `StorageTool format --release-version 4.4-IV2`.
+fn format_at_4_4_iv2(dir: &std::path::Path, args: FormatArgs) {
+    let config = dir.with_extension("properties");
+    std::fs::write(
+        &config,
+        "process.roles=controller\nnode.id=1\ncontroller.listener.names=CONTROLLER\n\
+         listeners=CONTROLLER://127.0.0.1:19093\ncontroller.quorum.bootstrap.servers=127.0.0.1:19093\n",
+    )
+    .expect("write properties");
+    let args = FormatArgs {
+        config: Some(config),
+        metadata_log_dir: Some(dir.to_path_buf()),
+        cluster_id: Some("MkU3OEVBNTcwNTJENDM2Qk".into()),
+        release_version: Some("4.4-IV2".into()),
+        ..args
+    };
+    let plan = plan(&args).expect("valid");
+    assert_eq!(
+        execute(&plan, NOW_MS).expect("formats"),
+        FormatOutcome::Formatted
+    );
+    assert!(
+        !dir.join("bootstrap.checkpoint").exists(),
+        "KIP-1170: no bootstrap.checkpoint at 4.4-IV2"
+    );
+}
+
+/// Our 0-0 checkpoint of `dir` against Kafka 4.4.0's `golden` file.
+fn assert_zero_checkpoint_is_kafkas(dir: &std::path::Path, golden: &str) {
+    let ours =
+        std::fs::read(dir.join("__cluster_metadata-0/00000000000000000000-0000000000.checkpoint"))
+            .expect("our 0-0 checkpoint");
+    let theirs = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/golden/kafka-4.4.0-format")
+            .join(golden),
+    )
+    .expect("the golden file");
+    if let Some(diff) = checkpoint_bytes::difference(golden, &ours, &theirs) {
+        panic!("{diff}");
+    }
+}
+
+// KIP-1170: Kafka 4.4.0's format writes the bootstrap records as the data
+// batch of the 0-0 checkpoint, after SnapshotHeader, KRaftVersion 1 and
+// Voters, in every mode.
+#[test]
+fn standalone_at_4_4_iv2_writes_kafka_4_4_0s_zero_checkpoint_bytes() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("sa");
+    format_at_4_4_iv2(
+        &dir,
+        FormatArgs {
+            standalone: true,
+            // The directory id Kafka's format picked for the golden file.
+            directory_id: Some("U6v4Nf1uSwKsCRQuUaaL_w".into()),
+            ..FormatArgs::default()
+        },
+    );
+    assert_zero_checkpoint_is_kafkas(&dir, "standalone.checkpoint");
+}
+
+#[test]
+fn initial_controllers_at_4_4_iv2_writes_kafka_4_4_0s_zero_checkpoint_bytes() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("ic");
+    format_at_4_4_iv2(
+        &dir,
+        FormatArgs {
+            initial_controllers: Some(
+                "1@127.0.0.1:19093:LaBaIMiMRmy8YSD1cAd8Ew,2@127.0.0.1:19094:q6CGIHGkTStroizn5hrLMg"
+                    .into(),
+            ),
+            ..FormatArgs::default()
+        },
+    );
+    assert_zero_checkpoint_is_kafkas(&dir, "initial-controllers.checkpoint");
+}
+
+// Kafka 4.4.0 writes a 0-0 checkpoint with --no-initial-controllers too:
+// KRaftVersion 1 and no Voters record, then the bootstrap records.
+#[test]
+fn no_initial_controllers_at_4_4_iv2_writes_kafka_4_4_0s_zero_checkpoint_bytes() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let dir = tmp.path().join("nic");
+    format_at_4_4_iv2(
+        &dir,
+        FormatArgs {
+            no_initial_controllers: true,
+            ..FormatArgs::default()
+        },
+    );
+    assert_zero_checkpoint_is_kafkas(&dir, "no-initial-controllers.checkpoint");
+}
+
+/// The normaliser itself must see a difference that is not clock-derived:
+/// one flipped byte of a record is reported with its batch and position.
+#[test]
+fn the_byte_comparison_names_the_batch_and_field_of_a_difference() {
+    let theirs = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/golden/kafka-4.4.0-format/no-initial-controllers.checkpoint"),
+    )
+    .expect("the golden file");
+    assert_eq!(
+        checkpoint_bytes::difference("f", &theirs, &theirs),
+        None,
+        "equal to itself"
+    );
+    let mut changed = theirs.clone();
+    // Batch 0 is 99 bytes; the data batch starts at 99, its records at 160:
+    // byte 170 is inside its first record.
+    changed[170] ^= 1;
+    let diff = checkpoint_bytes::difference("f", &changed, &theirs).expect("a difference");
+    assert!(
+        diff.contains("first difference at byte 170")
+            && diff.contains("batch 1 (baseOffset 2, at byte 99), field records, byte 10"),
+        "{diff}"
+    );
+    let mut producer = theirs;
+    producer[99 + 43] ^= 1;
+    let diff = checkpoint_bytes::difference("f", &changed, &producer).expect("a difference");
+    assert!(diff.contains("field producerId"), "{diff}");
 }

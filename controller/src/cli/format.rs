@@ -1,9 +1,14 @@
 //! `kraft-controller format`: prepares a metadata log directory for a new
 //! controller (DESIGN 2.4; Kafka's `StorageTool format` and `Formatter`).
 //!
-//! Writes `meta.properties`, `bootstrap.checkpoint` and, with `--standalone`
-//! or `--initial-controllers`, the `00000000000000000000-0000000000.checkpoint`
-//! holding KRaftVersion(1) and the initial Voters. Everything is validated
+//! Writes what Kafka's `kafka-storage format` of the same `--release-version`
+//! writes (docs/decisions.md D18, [`crate::log::bootstrap::BootstrapLayout`]):
+//! `meta.properties`, and up to 4.1-IV1 (as Kafka 4.1.2) `bootstrap.checkpoint`
+//! plus, with `--standalone` or `--initial-controllers`, the
+//! `00000000000000000000-0000000000.checkpoint` holding KRaftVersion(1) and
+//! the initial Voters; from 4.2-IV0 (KIP-1170, as Kafka 4.4.0) no
+//! `bootstrap.checkpoint`, and the 0-0 checkpoint in every mode with the
+//! bootstrap records as its data batch. Everything is validated
 //! before the first write; `meta.properties` is written last, so a crash in
 //! the middle leaves a directory that the next run formats again. An already
 //! formatted directory with the same cluster id and node id is left alone.
@@ -31,12 +36,14 @@ use uuid::Uuid;
 use crate::{
     log::{
         LogError, MetaProperties,
-        bootstrap::{encode_bootstrap_checkpoint, write_bootstrap_checkpoint},
+        bootstrap::{
+            BOOTSTRAP_CHECKPOINT_FILE, BootstrapLayout, bootstrap_feature_records,
+            encode_bootstrap_checkpoint, write_bootstrap_checkpoint,
+        },
         meta_properties::{parse_properties, validate_cluster_id},
         partition_dir,
         snapshot::{
-            BOOTSTRAP_SNAPSHOT_ID, SnapshotWriter, encode_bootstrap_snapshot, encode_snapshot,
-            snapshot_file_name,
+            BOOTSTRAP_SNAPSHOT_ID, SnapshotWriter, encode_bootstrap_snapshot, snapshot_file_name,
         },
     },
     metadata::{bootstrap::BootstrapMetadata, version::MetadataVersion},
@@ -197,13 +204,17 @@ pub struct FormatPlan {
     /// Whether the directory id was given (flag or this node's
     /// `--initial-controllers` entry) rather than generated.
     pub directory_id_given: bool,
-    /// metadata.version for `bootstrap.checkpoint`.
+    /// metadata.version of the bootstrap records; it also picks the layout.
     pub metadata_version: MetadataVersion,
     /// The initial voters for the 0-0 checkpoint, in dynamic bootstrap modes.
     pub voters: Option<VotersRecord>,
-    /// The records of `bootstrap.checkpoint` when taken from a snapshot
+    /// The bootstrap records when taken from a snapshot
     /// (`--from-snapshot`); `None`: the feature levels of `metadata_version`.
     pub bootstrap_records: Option<Vec<Bytes>>,
+    /// The kraft.version written in the 0-0 checkpoint: 0 when the config
+    /// sets `controller.quorum.voters` (a static quorum: Kafka's
+    /// `Formatter.effectiveKRaftFeatureLevel`), 1 otherwise (KIP-853).
+    pub kraft_version: i16,
     /// `--expect-formatted`: check only, never write.
     pub expect_formatted: bool,
 }
@@ -515,8 +526,22 @@ pub fn plan(args: &FormatArgs) -> Result<FormatPlan, FormatError> {
         metadata_version,
         voters,
         bootstrap_records,
+        kraft_version: if from_config("controller.quorum.voters").is_some() {
+            0
+        } else {
+            1
+        },
         expect_formatted: args.expect_formatted,
     })
+}
+
+/// Removes `path` if it exists and fsyncs its directory.
+fn remove_durably(path: &Path) -> Result<(), FormatError> {
+    match std::fs::remove_file(path) {
+        Ok(()) => Ok(crate::log::fs::fsync_dir(crate::log::fs::parent_of(path))?),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(io("deleting", path)(e)),
+    }
 }
 
 fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> FormatError {
@@ -588,25 +613,49 @@ pub fn execute(plan: &FormatPlan, now_ms: i64) -> Result<FormatOutcome, FormatEr
     }
 
     // Encode everything before the first write.
-    let bootstrap = match &plan.bootstrap_records {
-        Some(records) => encode_snapshot(0, now_ms, 0, &[], records)?,
-        None => encode_bootstrap_checkpoint(plan.metadata_version, now_ms)?,
-    };
-    let snapshot = plan
-        .voters
+    let records = plan
+        .bootstrap_records
         .clone()
-        .map(|voters| encode_bootstrap_snapshot(now_ms, 1, voters))
-        .transpose()?;
+        .unwrap_or_else(|| bootstrap_feature_records(plan.metadata_version));
+    let layout = BootstrapLayout::for_version(plan.metadata_version);
+    let (bootstrap, zero_checkpoint) = match layout {
+        BootstrapLayout::BootstrapCheckpoint => (
+            Some(encode_bootstrap_checkpoint(&records, now_ms)?),
+            plan.voters
+                .clone()
+                .map(|voters| encode_bootstrap_snapshot(now_ms, 1, Some(voters), &[]))
+                .transpose()?,
+        ),
+        BootstrapLayout::ZeroCheckpoint => (
+            None,
+            Some(encode_bootstrap_snapshot(
+                now_ms,
+                plan.kraft_version,
+                plan.voters.clone(),
+                &records,
+            )?),
+        ),
+    };
 
     std::fs::create_dir_all(dir).map_err(io("creating directory", dir))?;
-    write_bootstrap_checkpoint(dir, &bootstrap)?;
-    if let Some(snapshot) = snapshot {
-        std::fs::create_dir_all(&partition).map_err(io("creating directory", &partition))?;
-        crate::log::fs::fsync_dir(dir)?;
-        crate::log::snapshot::delete_partial_snapshots(&partition)?;
-        let mut writer = SnapshotWriter::create(&partition, BOOTSTRAP_SNAPSHOT_ID)?;
-        writer.append(&snapshot)?;
-        writer.freeze()?;
+    // What an interrupted format of another layout or mode left must not
+    // outlive this one: a stale bootstrap.checkpoint would win over the 0-0
+    // checkpoint when read, a stale 0-0 checkpoint would carry its voters.
+    let stale_bootstrap = dir.join(BOOTSTRAP_CHECKPOINT_FILE);
+    match &bootstrap {
+        Some(bytes) => write_bootstrap_checkpoint(dir, bytes)?,
+        None => remove_durably(&stale_bootstrap)?,
+    }
+    match zero_checkpoint {
+        Some(bytes) => {
+            std::fs::create_dir_all(&partition).map_err(io("creating directory", &partition))?;
+            crate::log::fs::fsync_dir(dir)?;
+            crate::log::snapshot::delete_partial_snapshots(&partition)?;
+            let mut writer = SnapshotWriter::create(&partition, BOOTSTRAP_SNAPSHOT_ID)?;
+            writer.append(&bytes)?;
+            writer.freeze()?;
+        }
+        None => remove_durably(&partition.join(&bootstrap_name))?,
     }
     let date = crate::log::meta_properties::java_date_string(now_ms.div_euclid(1000));
     crate::log::fs::write_atomically(

@@ -31,8 +31,10 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Format a metadata log directory (meta.properties, bootstrap.checkpoint,
-    /// and the initial voters in dynamic mode).
+    /// Format a metadata log directory as kafka-storage format of the same
+    /// release version does: meta.properties, the bootstrap records
+    /// (bootstrap.checkpoint up to 4.1-IV1; from 4.2-IV0 in the 0-0
+    /// checkpoint, KIP-1170) and the initial voters in dynamic mode.
     Format(format::FormatArgs),
     /// Run a controller (`--config server.properties`).
     Run(run::RunArgs),

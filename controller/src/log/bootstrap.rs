@@ -1,17 +1,25 @@
-//! `bootstrap.checkpoint`: the feature levels a new cluster starts with, in
-//! the root of `metadata.log.dir` (Kafka's `BootstrapDirectory.writeBinaryFile`
-//! through `BatchFileWriter`).
+//! The bootstrap metadata `format` writes: the feature levels a new cluster
+//! starts with, and where they go on disk ([`BootstrapLayout`]).
 //!
-//! Kafka frames it as a snapshot: a control batch at offset 0 with
-//! SnapshotHeader (`lastContainedLogTimestamp` 0), one data batch with the
+//! Up to 4.1-IV1 they are `bootstrap.checkpoint` in the root of
+//! `metadata.log.dir` (Kafka's `BootstrapDirectory.writeBinaryFile` through
+//! `BatchFileWriter`, as Kafka 4.1.2's `kafka-storage format` writes it):
+//! framed as a snapshot, a control batch at offset 0 with SnapshotHeader
+//! (`lastContainedLogTimestamp` 0), one data batch with the
 //! FeatureLevelRecords in `ApiMessageAndVersion` framing, and a control batch
 //! with SnapshotFooter; epoch 0 throughout, timestamps the time of writing.
+//! From 4.2-IV0 they are the data batch of the
+//! `00000000000000000000-0000000000.checkpoint` instead (KIP-1170, Kafka's
+//! `Formatter.writeBoostrapSnapshot`, as Kafka 4.4.0's writes it; see
+//! [`super::snapshot::encode_bootstrap_snapshot`]).
+//!
 //! The records are those Kafka's `Formatter` writes: `metadata.version`,
 //! then each production feature at its default level for that
 //! metadata.version (Kafka's `Feature.defaultLevel`), in Kafka's order, levels
 //! of 0 left out. Found by the interop test against `kafka-storage format`.
 //!
-//! Owns the file; it must not interpret feature levels.
+//! Owns the file, the records and the choice of layout; it must not
+//! interpret feature levels.
 
 use std::path::Path;
 
@@ -26,14 +34,41 @@ use crate::metadata::{
 /// File name in the root of `metadata.log.dir`.
 pub const BOOTSTRAP_CHECKPOINT_FILE: &str = "bootstrap.checkpoint";
 
-/// The bytes of `bootstrap.checkpoint` for `metadata_version`, stamped
-/// `timestamp_ms`.
-///
-/// Errors: [`super::LogError::Record`] from encoding.
-pub fn encode_bootstrap_checkpoint(
-    metadata_version: MetadataVersion,
-    timestamp_ms: i64,
-) -> Result<Bytes> {
+/// Where `format` puts the bootstrap records (docs/decisions.md D18).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BootstrapLayout {
+    /// `bootstrap.checkpoint` in the root of `metadata.log.dir`, and a 0-0
+    /// checkpoint of control records only, written only with
+    /// `--standalone`/`--initial-controllers`: what Kafka 4.1.2's
+    /// `kafka-storage format` writes (and every Kafka up to 4.1), readable by
+    /// every KRaft server.
+    BootstrapCheckpoint,
+    /// KIP-1170: no `bootstrap.checkpoint`; the 0-0 checkpoint, written in
+    /// every mode, holds the control records (SnapshotHeader, KRaftVersion
+    /// 1, and Voters unless `--no-initial-controllers`) then the bootstrap
+    /// records as one data batch: what Kafka 4.4.0's `kafka-storage format`
+    /// writes.
+    ZeroCheckpoint,
+}
+
+impl BootstrapLayout {
+    /// The layout for `metadata_version`: [`Self::ZeroCheckpoint`] from
+    /// 4.2-IV0 (level 28, the first level of a Kafka release with KIP-1170),
+    /// [`Self::BootstrapCheckpoint`] below, so that a directory at a level
+    /// Kafka 4.1 runs is formatted as Kafka 4.1 formats it.
+    pub fn for_version(metadata_version: MetadataVersion) -> Self {
+        if metadata_version >= MetadataVersion::IBP_4_2_IV0 {
+            Self::ZeroCheckpoint
+        } else {
+            Self::BootstrapCheckpoint
+        }
+    }
+}
+
+/// The bootstrap records of `metadata_version` (each a FeatureLevelRecord
+/// v0 in `ApiMessageAndVersion` framing): `metadata.version` first, then
+/// [`default_feature_levels`], as Kafka's `Formatter` lists them.
+pub fn bootstrap_feature_records(metadata_version: MetadataVersion) -> Vec<Bytes> {
     let mut records = vec![
         FeatureLevelRecord {
             name: METADATA_VERSION_FEATURE.into(),
@@ -50,7 +85,16 @@ pub fn encode_bootstrap_checkpoint(
             .encode_framed(),
         );
     }
-    encode_snapshot(0, timestamp_ms, 0, &[], &records)
+    records
+}
+
+/// The bytes of `bootstrap.checkpoint` holding `records` (the
+/// [`BootstrapLayout::BootstrapCheckpoint`] layout), stamped `timestamp_ms`
+/// (ms since the epoch).
+///
+/// Errors: [`super::LogError::Record`] from encoding.
+pub fn encode_bootstrap_checkpoint(records: &[Bytes], timestamp_ms: i64) -> Result<Bytes> {
+    encode_snapshot(0, timestamp_ms, 0, &[], records)
 }
 
 /// Kafka 4.4's production features other than metadata.version and
@@ -111,6 +155,21 @@ mod tests {
         );
         assert_eq!(default_feature_levels(21), Vec::<(&str, i16)>::new());
         assert_eq!(default_feature_levels(22), vec![("group.version", 1)]);
+    }
+
+    #[test]
+    fn the_kip_1170_layout_starts_at_4_2_iv0() {
+        // D18: Kafka 4.1.2's layout up to its last level, Kafka 4.4.0's from
+        // the first level of a release with KIP-1170.
+        let at = |level| {
+            BootstrapLayout::for_version(
+                MetadataVersion::from_feature_level(level).expect("a known level"),
+            )
+        };
+        assert_eq!(at(21), BootstrapLayout::BootstrapCheckpoint);
+        assert_eq!(at(27), BootstrapLayout::BootstrapCheckpoint);
+        assert_eq!(at(28), BootstrapLayout::ZeroCheckpoint);
+        assert_eq!(at(33), BootstrapLayout::ZeroCheckpoint);
     }
 
     #[test]

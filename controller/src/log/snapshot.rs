@@ -358,29 +358,38 @@ pub fn encode_snapshot(
 }
 
 /// The bytes of the `00000000000000000000-0000000000.checkpoint` that
-/// `format` writes in dynamic mode (Kafka's `Formatter.writeDynamicQuorumSnapshot`):
-/// one control batch with SnapshotHeader, KRaftVersion(`kraft_version`) and
-/// `voters`, then a control batch with SnapshotFooter; epoch 0.
+/// `format` writes (Kafka's `Formatter.writeBoostrapSnapshot` through
+/// `RecordsSnapshotWriter`): one control batch with SnapshotHeader
+/// (`lastContainedLogTimestamp` = `timestamp_ms`) and, for `kraft_version` 1
+/// (KIP-853), KRaftVersion(1) and, when given, `voters` (for kraft.version 0,
+/// a static quorum, neither, as Kafka's writer); then, when `records` is not empty, one data
+/// batch of them (KIP-1170: the bootstrap records, framed); then a control
+/// batch with SnapshotFooter. Epoch 0, producer id -1, no compression; every
+/// batch stamped `timestamp_ms` (ms since the epoch), where Kafka reads its
+/// clock once per batch.
 ///
 /// Errors: [`super::LogError::Record`] from encoding.
 pub fn encode_bootstrap_snapshot(
     timestamp_ms: i64,
     kraft_version: i16,
-    voters: VotersRecord,
+    voters: Option<VotersRecord>,
+    records: &[Bytes],
 ) -> Result<Bytes> {
+    let mut control = Vec::new();
+    if kraft_version > 0 {
+        control.push(ControlRecord::KRaftVersion(
+            KRaftVersionRecord::default()
+                .with_version(0)
+                .with_k_raft_version(kraft_version),
+        ));
+        control.extend(voters.map(ControlRecord::Voters));
+    }
     encode_snapshot(
         BOOTSTRAP_SNAPSHOT_ID.epoch,
         timestamp_ms,
         timestamp_ms,
-        &[
-            ControlRecord::KRaftVersion(
-                KRaftVersionRecord::default()
-                    .with_version(0)
-                    .with_k_raft_version(kraft_version),
-            ),
-            ControlRecord::Voters(voters),
-        ],
-        &[],
+        &control,
+        records,
     )
 }
 

@@ -295,7 +295,9 @@ fn data_records(path: &Path) -> Result<Option<Vec<Bytes>>, BootstrapError> {
 mod tests {
     use super::*;
     use crate::{
-        log::bootstrap::{encode_bootstrap_checkpoint, write_bootstrap_checkpoint},
+        log::bootstrap::{
+            bootstrap_feature_records, encode_bootstrap_checkpoint, write_bootstrap_checkpoint,
+        },
         metadata::records::CONFIG_RECORD_API_KEY,
     };
 
@@ -372,8 +374,11 @@ mod tests {
     fn bootstrap_checkpoint_wins_over_the_0_0_checkpoint() {
         let dir = tempfile::tempdir().expect("tempdir");
         write_kip_1170_checkpoint(dir.path(), &[level(METADATA_VERSION_FEATURE, 33)]);
-        let bytes =
-            encode_bootstrap_checkpoint(MetadataVersion::LATEST_PRODUCTION, 1).expect("encodes");
+        let bytes = encode_bootstrap_checkpoint(
+            &bootstrap_feature_records(MetadataVersion::LATEST_PRODUCTION),
+            1,
+        )
+        .expect("encodes");
         write_bootstrap_checkpoint(dir.path(), &bytes).expect("writes");
         let bootstrap = BootstrapMetadata::read(dir.path()).expect("reads");
         assert_eq!(bootstrap.metadata_version().feature_level(), 27);
@@ -382,8 +387,11 @@ mod tests {
     #[test]
     fn the_first_leader_writes_the_bootstrap_records_in_a_transaction_with_the_elr_min_isr() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let bytes =
-            encode_bootstrap_checkpoint(MetadataVersion::LATEST_PRODUCTION, 1).expect("encodes");
+        let bytes = encode_bootstrap_checkpoint(
+            &bootstrap_feature_records(MetadataVersion::LATEST_PRODUCTION),
+            1,
+        )
+        .expect("encodes");
         write_bootstrap_checkpoint(dir.path(), &bytes).expect("writes");
         let bootstrap = BootstrapMetadata::read(dir.path()).expect("reads");
         assert_eq!(bootstrap.metadata_version().feature_level(), 27);
@@ -449,9 +457,12 @@ mod tests {
     #[test]
     fn a_damaged_bootstrap_file_is_an_error_naming_it() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let mut bytes = encode_bootstrap_checkpoint(MetadataVersion::LATEST_PRODUCTION, 1)
-            .expect("encodes")
-            .to_vec();
+        let mut bytes = encode_bootstrap_checkpoint(
+            &bootstrap_feature_records(MetadataVersion::LATEST_PRODUCTION),
+            1,
+        )
+        .expect("encodes")
+        .to_vec();
         let last = bytes.len() - 1;
         bytes[last] ^= 0xff;
         std::fs::write(dir.path().join(BOOTSTRAP_FILE), &bytes).expect("writes");

@@ -53,6 +53,11 @@ impl MetadataVersion {
     /// `MetadataVersion.LATEST_PRODUCTION` of Kafka 4.4.0 (4.4-IV2, level
     /// 33): the highest level this controller implements and registers.
     pub const LATEST_IMPLEMENTED: Self = Self { level: 33 };
+    /// 4.2-IV0 (level 28): the first release version of a Kafka release
+    /// whose `kafka-storage format` writes the bootstrap records into the
+    /// 0-0 checkpoint (KIP-1170); from here our `format` does too
+    /// (docs/decisions.md D18).
+    pub const IBP_4_2_IV0: Self = Self { level: 28 };
     /// 4.3-IV0 (level 30): cordoned log directories (KIP-1066,
     /// `MetadataVersion.isCordonedLogDirsSupported`): RegisterBrokerRecord v4
     /// and the `cordoned.log.dirs` broker config.

@@ -21,6 +21,8 @@ pub struct QuorumBuilder {
     standalone: bool,
     properties: Vec<(String, String)>,
     listeners: Listeners,
+    /// `format --release-version` (`None`: format's default).
+    release_version: Option<String>,
 }
 
 /// The listeners every node of a [`Quorum`] gets besides `CONTROLLER`.
@@ -63,6 +65,7 @@ impl QuorumBuilder {
             standalone: false,
             properties: Vec::new(),
             listeners: Listeners::default(),
+            release_version: None,
         }
     }
 
@@ -73,6 +76,14 @@ impl QuorumBuilder {
             standalone: true,
             ..Self::new(1, Mode::Dynamic)
         }
+    }
+
+    /// Formats every node, [`Quorum::add_observer`]'s too, with
+    /// `--release-version VERSION` (e.g. `4.4-IV2`, whose format writes the
+    /// KIP-1170 layout).
+    pub fn release_version(mut self, version: &str) -> Self {
+        self.release_version = Some(version.to_owned());
+        self
     }
 
     /// Adds `key=value` to every node's properties (later keys win).
@@ -159,6 +170,7 @@ impl QuorumBuilder {
             properties: self.properties,
             listeners: self.listeners,
             formats: 0,
+            release_version: self.release_version,
         };
         for (i, id) in ids.iter().enumerate() {
             let config = quorum.write_config(*id, ports[i], &bootstrap, &static_voters);
@@ -175,7 +187,8 @@ impl QuorumBuilder {
                     Mode::Static => vec!["--no-initial-controllers".to_owned()],
                 }
             };
-            format_node(*id, &config, &directory_ids[i], &bootstrap_flag);
+            let flags = quorum.with_release_version(bootstrap_flag);
+            format_node(*id, &config, &directory_ids[i], &flags);
             let node = quorum.new_node(*id, config, ports[i], directory_ids[i].clone());
             quorum.nodes.push(node);
         }
@@ -285,6 +298,14 @@ impl Quorum {
         }
     }
 
+    /// `flags` and, if the builder set one, `--release-version`.
+    fn with_release_version(&self, mut flags: Vec<String>) -> Vec<String> {
+        if let Some(version) = &self.release_version {
+            flags.extend(["--release-version".to_owned(), version.clone()]);
+        }
+        flags
+    }
+
     /// A directory id no format of this quorum has used yet.
     fn fresh_directory_id(&mut self, id: i32) -> String {
         self.formats += 1;
@@ -310,12 +331,8 @@ impl Quorum {
             .join(",");
         let config = self.write_config_as(id, ports, &bootstrap, "", Mode::Dynamic);
         let directory_id = self.fresh_directory_id(id);
-        format_node(
-            id,
-            &config,
-            &directory_id,
-            &["--no-initial-controllers".to_owned()],
-        );
+        let flags = self.with_release_version(vec!["--no-initial-controllers".to_owned()]);
+        format_node(id, &config, &directory_id, &flags);
         let node = self.new_node(id, config, ports, directory_id);
         self.nodes.push(node);
         id
@@ -328,14 +345,10 @@ impl Quorum {
     pub fn replace_disk(&mut self, id: i32) -> String {
         assert!(!self.node(id).is_running(), "stop node {id} first");
         let directory_id = self.fresh_directory_id(id);
+        let flags = self.with_release_version(vec!["--no-initial-controllers".to_owned()]);
         let node = self.node(id);
         std::fs::remove_dir_all(&node.log_dir).expect("wipe the metadata log dir");
-        format_node(
-            id,
-            &node.config,
-            &directory_id,
-            &["--no-initial-controllers".to_owned()],
-        );
+        format_node(id, &node.config, &directory_id, &flags);
         self.node_mut(id).directory_id = directory_id.clone();
         directory_id
     }

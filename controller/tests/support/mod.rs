@@ -230,6 +230,8 @@ pub struct Quorum {
     listeners: builder::Listeners,
     /// How many formats so far, to give each a distinct directory id.
     formats: u128,
+    /// `format --release-version` of every node (`None`: the default).
+    release_version: Option<String>,
 }
 
 /// What a `kraft-controller` command printed and how it exited.
