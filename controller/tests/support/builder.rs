@@ -21,6 +21,9 @@ pub struct QuorumBuilder {
     standalone: bool,
     properties: Vec<(String, String)>,
     listeners: Listeners,
+    /// `format --release-version` of the initial voters (`None`: format's
+    /// default).
+    release_version: Option<String>,
 }
 
 /// The listeners every node of a [`Quorum`] gets besides `CONTROLLER`.
@@ -63,7 +66,15 @@ impl QuorumBuilder {
             standalone: false,
             properties: Vec::new(),
             listeners: Listeners::default(),
+            release_version: None,
         }
+    }
+
+    /// Formats the initial voters with `--release-version version` (e.g.
+    /// `4.4-IV2`).
+    pub fn release_version(mut self, version: &str) -> Self {
+        self.release_version = Some(version.to_owned());
+        self
     }
 
     /// One node formatted with `format --standalone` (KIP-853: a dynamic
@@ -162,7 +173,7 @@ impl QuorumBuilder {
         };
         for (i, id) in ids.iter().enumerate() {
             let config = quorum.write_config(*id, ports[i], &bootstrap, &static_voters);
-            let bootstrap_flag = if self.standalone {
+            let mut bootstrap_flag = if self.standalone {
                 vec!["--standalone".to_owned()]
             } else {
                 match self.mode {
@@ -175,6 +186,9 @@ impl QuorumBuilder {
                     Mode::Static => vec!["--no-initial-controllers".to_owned()],
                 }
             };
+            if let Some(version) = &self.release_version {
+                bootstrap_flag.extend(["--release-version".to_owned(), version.clone()]);
+            }
             format_node(*id, &config, &directory_ids[i], &bootstrap_flag);
             let node = quorum.new_node(*id, config, ports[i], directory_ids[i].clone());
             quorum.nodes.push(node);
