@@ -255,6 +255,12 @@ impl Loop {
         let api_version = inbound.request.api_version;
         let request = match convert::raft_request(inbound.request.body) {
             Ok(request) => {
+                if let raft::RaftRequest::AddRaftVoter(r) = &request {
+                    // A membership change is rare: say which version and
+                    // KIP-1186 flag it came with.
+                    tracing::info!(peer = %inbound.peer, api_version, voter = r.request.voter_id,
+                        ack_when_committed = r.ack_when_committed, "AddRaftVoter request");
+                }
                 if let Some(refusal) = vet_voter_change(engine, listener, &request) {
                     let _ = inbound.reply.send(Some(refusal.into()));
                     return Ok(());
