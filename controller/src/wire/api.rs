@@ -234,6 +234,28 @@ mod tests {
         assert!(encode_answer(7, Api::Kafka(ApiKey::Fetch), 0, &answer).is_err());
     }
 
+    // KIP-1186: the v1 answer is v0's layout (Kafka 4.4.0's schema), after
+    // a v1 response header; kafka-protocol itself has no v1.
+    #[test]
+    fn an_add_raft_voter_v1_answer_is_written_in_v0s_layout() {
+        let answer = Response::Kafka(ResponseKind::AddRaftVoter(
+            kafka_protocol::messages::AddRaftVoterResponse::default().with_error_message(None),
+        ));
+        let bytes =
+            encode_answer(7, Api::Kafka(ApiKey::AddRaftVoter), 1, &answer).expect("encodes");
+        assert_eq!(
+            &bytes[..],
+            &[
+                0, 0, 0, 7, // correlation id
+                0, // response header tagged fields
+                0, 0, 0, 0, // ThrottleTimeMs
+                0, 0, // ErrorCode
+                0, // ErrorMessage null
+                0, // tagged fields
+            ][..]
+        );
+    }
+
     #[test]
     fn add_raft_voter_v1_decodes_with_its_ack_when_committed_flag() {
         let v0 = AddRaftVoterRequest::default()

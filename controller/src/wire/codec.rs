@@ -27,15 +27,22 @@ use super::{
 /// response is v1's (Kafka 4.4.0's `BrokerHeartbeat{Request,Response}.json`).
 /// A Kafka 4.4 broker at `metadata.version` 4.3-IV0 or later fills the
 /// field and cannot send v1 at all.
-///
-/// And AddRaftVoter v1's response (KIP-1186), whose layout is v0's (Kafka
-/// 4.4.0's `AddRaftVoterResponse.json`: "Version 1 is the same as version
-/// 0"); its request is [`super::own_messages`]'.
 pub fn body_version(api_key: ApiKey, api_version: i16) -> i16 {
     match (api_key, api_version) {
         (ApiKey::BrokerHeartbeat, 2) => 1,
-        (ApiKey::AddRaftVoter, 1) => 0,
         _ => api_version,
+    }
+}
+
+/// [`body_version`] for a response body, and AddRaftVoter v1's response
+/// (KIP-1186) at v0: its layout is v0's (Kafka 4.4.0's
+/// `AddRaftVoterResponse.json`: "Version 1 is the same as version 0"). Its
+/// request is not (`AckWhenCommitted`): [`super::own_messages`] reads and
+/// writes it, never `kafka-protocol` at v1.
+pub fn response_body_version(api_key: ApiKey, api_version: i16) -> i16 {
+    match (api_key, api_version) {
+        (ApiKey::AddRaftVoter, 1) => 0,
+        _ => body_version(api_key, api_version),
     }
 }
 
@@ -264,7 +271,7 @@ pub fn encode_response(
             response_api_key(body)
         )));
     }
-    body.encode(&mut buf, body_version(api_key, api_version))
+    body.encode(&mut buf, response_body_version(api_key, api_version))
         .map_err(|e| encode_err(e.to_string()))?;
     Ok(buf.freeze())
 }
@@ -323,7 +330,7 @@ pub fn decode_response(
     // kafka-protocol reserves arrays by the count it reads: refuse counts
     // the bytes left cannot hold before it does (wire/schema_guard.rs),
     // walking the body at the version the crate decodes it at.
-    let version = body_version(api_key, api_version);
+    let version = response_body_version(api_key, api_version);
     super::schema_guard::check_response_body(api_key, version, &buf).map_err(|e| {
         WireError::MalformedResponse(format!("{api_key:?} v{api_version} body: {e}"))
     })?;
