@@ -17,7 +17,9 @@
 //!   CLUSTER_ACTION on the cluster, its envelopes are served (its CreateAcls,
 //!   ALTER, still is not); DescribeAcls lists the ACL; after kill -9 and a
 //!   restart (from a snapshot: one is due after every batch) the ACL still
-//!   holds; dump-log names the record.
+//!   holds; dump-log names the record;
+//! - UnregisterController (94, KIP-1312) forwarded in an envelope is
+//!   answered inside it with Kafka's errors and messages.
 
 mod support;
 
@@ -334,4 +336,81 @@ fn a_cluster_action_acl_lets_a_broker_forward_and_survives_a_restart() {
             .is_empty(),
         "the restart did not load a snapshot"
     );
+}
+
+/// A whole UnregisterController v0 request frame payload (api 94, header
+/// v2, correlation id 77) for `controller_id`.
+fn unregister_controller(controller_id: i32) -> Bytes {
+    use kafka_protocol::{messages::RequestHeader, protocol::Encodable};
+    use kraft_controller::wire::own_messages::UnregisterControllerRequest;
+    let mut frame = bytes::BytesMut::new();
+    RequestHeader::default()
+        .with_request_api_key(94)
+        .with_request_api_version(0)
+        .with_correlation_id(77)
+        .with_client_id(Some("adminclient-7".into()))
+        .encode(&mut frame, 2)
+        .expect("header");
+    frame.extend_from_slice(
+        &UnregisterControllerRequest { controller_id }
+            .encode(0)
+            .expect("body"),
+    );
+    frame.freeze()
+}
+
+// KIP-1312: UnregisterController (94) is forwardable; a broker's envelope
+// of it is served by the active controller and the answer wrapped with the
+// inner correlation id (response header v1).
+#[test]
+fn a_forwarded_unregister_controller_is_answered_inside_the_envelope() {
+    use kraft_controller::wire::own_messages::UnregisterControllerResponse;
+    let mut quorum = QuorumBuilder::standalone()
+        .release_version("4.4-IV2")
+        .format();
+    quorum.start_all();
+    let (leader, _) = quorum.wait_for_leader(&quorum.ids(), ELECTION);
+    // Its own registration committed: the bootstrap (metadata.version
+    // 4.4-IV2) is applied before it.
+    wait_for(ELECTION, "the leader's own registration", || {
+        let (status, body) = quorum.node(leader).http_get("/metadata")?;
+        let image: serde_json::Value = serde_json::from_str(&body).ok()?;
+        (status == 200 && image["controllers"][0]["id"] == leader).then_some(())
+    });
+    let address = quorum.node(leader).address();
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let answers: Vec<(i16, UnregisterControllerResponse)> = runtime.block_on(async move {
+        let connection = Connection::connect(&address, ClientConfig::default())
+            .await
+            .expect("a connection");
+        let mut answers = Vec::new();
+        for id in [9, leader] {
+            let envelope = wrap(unregister_controller(id), "User:alice");
+            let ResponseKind::Envelope(r) = connection.call(0, envelope).await.expect("answer")
+            else {
+                panic!("not an envelope answer");
+            };
+            let data = r.response_data.expect("the inner answer");
+            assert_eq!(&data[..5], &[0, 0, 0, 77, 0], "correlation id, no tags");
+            let inner = UnregisterControllerResponse::decode(&data[5..], 0).expect("decodes");
+            answers.push((r.error_code, inner));
+        }
+        answers
+    });
+    assert_eq!(answers[0].0, 0);
+    assert_eq!(answers[0].1.error_code, 136, "CONTROLLER_ID_NOT_REGISTERED");
+    assert_eq!(
+        answers[0].1.error_message.as_deref(),
+        Some("Controller ID 9 is not currently registered.")
+    );
+    assert_eq!(answers[1].0, 0);
+    assert_eq!(answers[1].1.error_code, INVALID_REQUEST);
+    assert_eq!(
+        answers[1].1.error_message.as_deref(),
+        Some("Controller cannot unregister itself while it is active.")
+    );
+    quorum.node(leader).assert_alive();
 }

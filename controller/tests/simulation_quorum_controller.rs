@@ -245,7 +245,16 @@ impl Controllers {
         let qc = self.qc.get_mut(&id).expect("a controller");
         let out = f(qc, &mut client, &self.images[&id]);
         let (output, _) = client.finish();
-        self.replies.extend(output.replies);
+        self.replies
+            .extend(output.replies.into_iter().map(|(h, r)| {
+                (
+                    h,
+                    r.map(|r| match r {
+                        kraft_controller::wire::Response::Kafka(r) => r,
+                        other => panic!("not a kafka-protocol answer: {other:?}"),
+                    }),
+                )
+            }));
         sim.execute_commands(id, output.commands);
         out
     }

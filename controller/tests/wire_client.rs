@@ -32,8 +32,8 @@ fn vote(epoch: i32) -> RequestKind {
     RequestKind::Vote(r)
 }
 
-fn vote_answer(request: &RequestKind) -> ResponseKind {
-    let RequestKind::Vote(r) = request else {
+fn vote_answer(request: &kraft_controller::wire::Request) -> ResponseKind {
+    let kraft_controller::wire::Request::Kafka(RequestKind::Vote(r)) = request else {
         panic!("expected Vote, got {request:?}")
     };
     let epoch = r.topics[0].partitions[0].replica_epoch;
@@ -79,7 +79,7 @@ async fn many_requests_in_flight_on_one_connection_get_their_own_answers_out_of_
         for r in requests.iter().rev() {
             let answer = encode_response(
                 r.correlation_id(),
-                r.api_key,
+                r.api_key.kafka().expect("a kafka-protocol api"),
                 r.api_version,
                 &vote_answer(&r.body),
             )
@@ -172,7 +172,7 @@ async fn next_response(rx: &mut mpsc::UnboundedReceiver<PeerResponse>) -> PeerRe
 
 #[tokio::test]
 async fn the_peer_manager_delivers_answers_with_their_tags_without_blocking_the_sender() {
-    let server = CannedServer::start(Arc::new(|r| Some(vote_answer(&r.body)))).await;
+    let server = CannedServer::start(Arc::new(|r| Some(vote_answer(&r.body.clone().into())))).await;
     let (tx, mut rx) = mpsc::unbounded_channel();
     let mut peers = PeerManager::new(fast_config(), tx);
     peers.set_peer(2, &server.addr_string());
@@ -249,7 +249,7 @@ async fn the_peer_manager_reconnects_after_the_peer_closes_the_connection() {
                 let r = decode_request(frame.freeze()).expect("decodes");
                 let answer = encode_response(
                     r.correlation_id(),
-                    r.api_key,
+                    r.api_key.kafka().expect("a kafka-protocol api"),
                     r.api_version,
                     &vote_answer(&r.body),
                 )
@@ -339,7 +339,7 @@ async fn a_raw_call_carries_an_api_kafka_protocol_lacks_beside_a_decoded_one() {
         let request = decode_request(vote_frame.freeze()).expect("a vote");
         let answer = encode_response(
             request.correlation_id(),
-            request.api_key,
+            request.api_key.kafka().expect("a kafka-protocol api"),
             request.api_version,
             &vote_answer(&request.body),
         )

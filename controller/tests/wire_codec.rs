@@ -49,15 +49,21 @@ fn golden_api_versions_v3_request_frame_decodes_field_by_field() {
         request.header.client_id.as_ref().map(|c| c.as_str()),
         Some("kc")
     );
-    let RequestKind::ApiVersions(body) = &request.body else {
+    let wire::Request::Kafka(RequestKind::ApiVersions(body)) = &request.body else {
         panic!("not ApiVersions: {:?}", request.body);
     };
     assert_eq!(body.client_software_name.as_str(), "kw");
     assert_eq!(body.client_software_version.as_str(), "1.0");
 
     // And the same bytes come out of the encoder.
-    let payload =
-        encode_request(ApiKey::ApiVersions, 3, 7, Some("kc"), &request.body).expect("encodes");
+    let payload = encode_request(
+        ApiKey::ApiVersions,
+        3,
+        7,
+        Some("kc"),
+        &RequestKind::ApiVersions(body.clone()),
+    )
+    .expect("encodes");
     let mut out = BytesMut::new();
     codec.encode(payload, &mut out).expect("frames");
     assert_eq!(&out[..], frame);
@@ -253,9 +259,12 @@ fn api_versions_lists_our_table_and_kafka_4_4_controller_features() {
             (67, 0, 0),
             (70, 0, 0),
             (73, 0, 0),
-            (80, 0, 0),
+            // AddRaftVoter v1 (KIP-1186) and UnregisterController (94,
+            // KIP-1312), as Kafka 4.4.0's controller lists them.
+            (80, 0, 1),
             (81, 0, 0),
-            (82, 0, 0)
+            (82, 0, 0),
+            (94, 0, 0)
         ]
     );
     let features: Vec<(&str, i16, i16)> = v4
@@ -418,7 +427,7 @@ fn a_broker_heartbeat_v2_tag_the_crate_skips_is_walked_as_the_crate_reads_it() {
     ));
     match decode_request(frame) {
         Err(WireError::MalformedBody {
-            api_key: ApiKey::BrokerHeartbeat,
+            api_key: wire::Api::Kafka(ApiKey::BrokerHeartbeat),
             api_version: 2,
             ..
         }) => {}
@@ -544,7 +553,7 @@ fn kafka_4_4_broker_heartbeat_v2_is_read_and_answered_at_v2() {
     );
     let decoded = decode_request(request).expect("v2 is decoded");
     assert_eq!(decoded.api_version, 2);
-    let RequestKind::BrokerHeartbeat(hb) = &decoded.body else {
+    let wire::Request::Kafka(RequestKind::BrokerHeartbeat(hb)) = &decoded.body else {
         panic!("not a heartbeat: {:?}", decoded.body)
     };
     assert_eq!(

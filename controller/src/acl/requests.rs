@@ -131,7 +131,7 @@ impl AclRequests {
                 (records, ResponseKind::DeleteAcls(answer))
             }
             _ => {
-                client.reply(reply, None);
+                client.reply(reply, None::<ResponseKind>);
                 return Ok(());
             }
         };

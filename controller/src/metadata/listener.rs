@@ -11,7 +11,8 @@
 //! - `handleLeaderChange`: fails the registrations of an epoch this node no
 //!   longer leads.
 //! - Requests: ApiVersions (finalized features), DescribeCluster (KIP-919),
-//!   ControllerRegistration (API 70, `registration.rs`); BrokerRegistration,
+//!   ControllerRegistration (API 70) and UnregisterController (API 94,
+//!   KIP-1312), both in `registration.rs`; BrokerRegistration,
 //!   BrokerHeartbeat and UnregisterBroker go to the quorum controller
 //!   (`crate::quorum_controller`), which also answers after commits, drops
 //!   its speculative state on leader changes and fences expired sessions
@@ -31,6 +32,8 @@ mod snapshots;
 use std::task::{Context, Poll};
 
 use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
+
+use crate::wire::{Api, Request, Response};
 use tokio::sync::watch;
 
 use self::{registration::Registration, snapshots::Snapshots};
@@ -131,28 +134,29 @@ pub struct MetadataListener {
     acls: crate::acl::requests::AclRequests,
 }
 
-/// The api keys the metadata listener answers.
-const API_KEYS: &[ApiKey] = &[
-    ApiKey::ApiVersions,
-    ApiKey::DescribeCluster,
-    ApiKey::ControllerRegistration,
-    ApiKey::BrokerRegistration,
-    ApiKey::BrokerHeartbeat,
-    ApiKey::UnregisterBroker,
-    ApiKey::DescribeAcls,
-    ApiKey::CreateAcls,
-    ApiKey::DeleteAcls,
-    ApiKey::AllocateProducerIds,
-    ApiKey::IncrementalAlterConfigs,
-    ApiKey::AlterConfigs,
-    ApiKey::DescribeConfigs,
-    ApiKey::AssignReplicasToDirs,
-    ApiKey::CreateTopics,
-    ApiKey::DeleteTopics,
-    ApiKey::CreatePartitions,
-    ApiKey::AlterPartition,
-    ApiKey::ElectLeaders,
-    ApiKey::UpdateFeatures,
+/// The apis the metadata listener answers.
+const API_KEYS: &[Api] = &[
+    Api::Kafka(ApiKey::ApiVersions),
+    Api::Kafka(ApiKey::DescribeCluster),
+    Api::Kafka(ApiKey::ControllerRegistration),
+    Api::UnregisterController,
+    Api::Kafka(ApiKey::BrokerRegistration),
+    Api::Kafka(ApiKey::BrokerHeartbeat),
+    Api::Kafka(ApiKey::UnregisterBroker),
+    Api::Kafka(ApiKey::DescribeAcls),
+    Api::Kafka(ApiKey::CreateAcls),
+    Api::Kafka(ApiKey::DeleteAcls),
+    Api::Kafka(ApiKey::AllocateProducerIds),
+    Api::Kafka(ApiKey::IncrementalAlterConfigs),
+    Api::Kafka(ApiKey::AlterConfigs),
+    Api::Kafka(ApiKey::DescribeConfigs),
+    Api::Kafka(ApiKey::AssignReplicasToDirs),
+    Api::Kafka(ApiKey::CreateTopics),
+    Api::Kafka(ApiKey::DeleteTopics),
+    Api::Kafka(ApiKey::CreatePartitions),
+    Api::Kafka(ApiKey::AlterPartition),
+    Api::Kafka(ApiKey::ElectLeaders),
+    Api::Kafka(ApiKey::UpdateFeatures),
 ];
 
 impl MetadataListener {
@@ -317,7 +321,7 @@ impl Listener<FileLog> for MetadataListener {
         Ok(())
     }
 
-    fn api_keys(&self) -> &'static [ApiKey] {
+    fn api_keys(&self) -> &'static [Api] {
         API_KEYS
     }
 
@@ -327,8 +331,21 @@ impl Listener<FileLog> for MetadataListener {
         handle: ReplyHandle,
         api_version: i16,
         listener_name: &str,
-        request: RequestKind,
+        request: Request,
     ) -> Result<(), MetadataError> {
+        let request = match request {
+            Request::Kafka(request) => request,
+            Request::UnregisterController(request) => {
+                self.registration
+                    .on_unregister(client, &self.image, request, handle)?;
+                return Ok(());
+            }
+            Request::AddRaftVoter(_) => {
+                // The engine's; never handed to a listener.
+                client.reply(handle, None::<Response>);
+                return Ok(());
+            }
+        };
         match request {
             RequestKind::ApiVersions(_) => {
                 let body =
@@ -391,7 +408,7 @@ impl Listener<FileLog> for MetadataListener {
             | RequestKind::DeleteAcls(_)) => {
                 self.acls.on_request(client, &self.image, request, handle)?;
             }
-            _ => client.reply(handle, None),
+            _ => client.reply(handle, None::<Response>),
         }
         Ok(())
     }

@@ -59,7 +59,9 @@ pub struct UnregisterContext<'a> {
 ///   active." when `controller_id` is this node (Kafka 4.4.0's
 ///   `QuorumController`);
 /// - UNSUPPORTED_VERSION below 4.4-IV2 (Kafka's message);
-/// - CONTROLLER_ID_NOT_REGISTERED (136) for an id without a registration;
+/// - CONTROLLER_ID_NOT_REGISTERED (136) for an id without a registration
+///   ("Controller ID N is not currently registered.", Kafka's
+///   `ClusterControlManager`);
 /// - INVALID_REQUEST for a member of the latest voter set (KAFKA-20865; Kafka
 ///   4.4.0 itself lacks this check: a voter that lost its registration would
 ///   register again, possibly after a `metadata.version` upgrade it cannot
@@ -87,7 +89,7 @@ pub fn validate_unregister(
     if !context.registered.contains(&controller_id) {
         return Err((
             CONTROLLER_ID_NOT_REGISTERED,
-            format!("controller {controller_id} is not registered"),
+            format!("Controller ID {controller_id} is not currently registered."),
         ));
     }
     if context.voters.contains(&controller_id) {

@@ -373,7 +373,7 @@ impl QuorumController {
             other => match answers::topic_api(other) {
                 Some(api) => api,
                 None => {
-                    client.reply(reply, None);
+                    client.reply(reply, None::<ResponseKind>);
                     return Ok(());
                 }
             },

@@ -114,7 +114,16 @@ impl Node {
             RaftClient::new(&mut self.engine, self.now, false, 0).with_monotonic_ms(self.mono);
         let out = f(&mut self.qc, &mut client, &self.image);
         let (output, _) = client.finish();
-        self.replies.extend(output.replies);
+        self.replies
+            .extend(output.replies.into_iter().map(|(h, r)| {
+                (
+                    h,
+                    r.map(|r| match r {
+                        crate::wire::Response::Kafka(r) => r,
+                        other => panic!("not a kafka-protocol answer: {other:?}"),
+                    }),
+                )
+            }));
         self.run(output.commands);
         out
     }

@@ -546,7 +546,7 @@ impl LeaderState {
         out: &mut Output,
         view: &EpochView,
     ) {
-        if let Some(p) = self.pending_change {
+        if let Some(p) = self.pending_change.filter(|p| !p.answered) {
             reply_voter_change(
                 out,
                 view,
@@ -655,7 +655,11 @@ impl LeaderState {
             let view = self.view(core);
             if committed {
                 self.pending_change = None;
-                reply_voter_change(out, &view, p.kind, p.handle, None, None);
+                if !p.answered {
+                    reply_voter_change(out, &view, p.kind, p.handle, None, None);
+                }
+            } else if now_ms >= p.deadline_ms && p.answered {
+                self.pending_change = None;
             } else if now_ms >= p.deadline_ms {
                 self.pending_change = None;
                 let text = match p.stage {

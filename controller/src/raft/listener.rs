@@ -19,13 +19,15 @@
 use std::task::{Context, Poll};
 
 use bytes::Bytes;
-use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 
 use super::{
     Command, KRaftUpgrade, KRaftUpgradeError, Proposed, RaftEngine, RaftError, RaftStatus,
     ReplyHandle, Role, VoterSet,
 };
-use crate::log::{OffsetAndEpoch, ReplicatedLog};
+use crate::{
+    log::{OffsetAndEpoch, ReplicatedLog},
+    wire::{Api, Request, Response},
+};
 
 /// A change of this node's role or of the known leader, as
 /// [`Command::RoleChanged`] reports it (Kafka's `LeaderAndEpoch` passed to
@@ -106,11 +108,11 @@ pub trait Listener<L: ReplicatedLog> {
         change: LeaderChange,
     ) -> Result<(), Self::Error>;
 
-    /// The api keys the listener answers (ApiVersions, DescribeCluster,
-    /// ControllerRegistration, ...): requests of these keys that the engine
-    /// does not serve go to [`Self::handle_request`]; any other is refused by
-    /// the runtime (the connection is closed).
-    fn api_keys(&self) -> &'static [ApiKey];
+    /// The apis the listener answers (ApiVersions, DescribeCluster,
+    /// ControllerRegistration, UnregisterController, ...): requests of these
+    /// apis that the engine does not serve go to [`Self::handle_request`];
+    /// any other is refused by the runtime (the connection is closed).
+    fn api_keys(&self) -> &'static [Api];
 
     /// An inbound request of one of [`Self::api_keys`], sent at
     /// `api_version` on the controller listener `listener_name` (Kafka's
@@ -125,7 +127,7 @@ pub trait Listener<L: ReplicatedLog> {
         handle: ReplyHandle,
         api_version: i16,
         listener_name: &str,
-        request: RequestKind,
+        request: Request,
     ) -> Result<(), Self::Error>;
 
     /// Vets the endpoints an AddRaftVoter gives for `voter_id` against what
@@ -192,7 +194,7 @@ pub struct ClientOutput {
     /// execute as any other engine commands.
     pub commands: Vec<Command>,
     /// Answers to inbound requests; `None` closes the connection.
-    pub replies: Vec<(ReplyHandle, Option<ResponseKind>)>,
+    pub replies: Vec<(ReplyHandle, Option<Response>)>,
     /// Each successful proposal and its number of records (for the append
     /// and commit-latency metrics).
     pub proposed: Vec<(Proposed, usize)>,
@@ -366,9 +368,10 @@ impl<'a, L: ReplicatedLog> RaftClient<'a, L> {
 
     /// Answers the inbound request `handle` with `response` (`None` closes
     /// the connection), sent as given (the listener built it for the
-    /// request's version).
-    pub fn reply(&mut self, handle: ReplyHandle, response: Option<ResponseKind>) {
-        self.output.replies.push((handle, response));
+    /// request's version): a `kafka-protocol` body or an own one
+    /// ([`Response`]).
+    pub fn reply<R: Into<Response>>(&mut self, handle: ReplyHandle, response: Option<R>) {
+        self.output.replies.push((handle, response.map(Into::into)));
     }
 
     /// Ends the callback: what the runtime must do now, and the new

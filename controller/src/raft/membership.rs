@@ -86,6 +86,15 @@ pub(crate) struct PendingChange {
     pub(crate) handle: ReplyHandle,
     pub(crate) deadline_ms: u64,
     pub(crate) stage: ChangeStage,
+    /// KIP-1186 `AckWhenCommitted` of an AddRaftVoter (true for v0 and for
+    /// the other changes): false answers the request as soon as the
+    /// `Voters` record is appended (Kafka 4.4.0's
+    /// `AddVoterHandler.handleApiVersionsResponse`), true once it commits.
+    pub(crate) ack_when_committed: bool,
+    /// The request was answered already (AckWhenCommitted false, at the
+    /// append); the change stays pending until it commits or times out,
+    /// so that no other change starts before, and nothing answers again.
+    pub(crate) answered: bool,
 }
 
 impl PendingChange {

@@ -68,12 +68,11 @@ use bytes::Bytes;
 pub use config::RaftConfig;
 pub use engine::{KRAFT_VERSION_MAX, KRaftUpgrade, KRaftUpgradeError, RaftEngine};
 use kafka_protocol::messages::{
-    AddRaftVoterRequest, AddRaftVoterResponse, ApiVersionsRequest, ApiVersionsResponse,
-    BeginQuorumEpochRequest, BeginQuorumEpochResponse, DescribeQuorumRequest,
-    DescribeQuorumResponse, EndQuorumEpochRequest, EndQuorumEpochResponse, FetchRequest,
-    FetchResponse, FetchSnapshotRequest, FetchSnapshotResponse, RemoveRaftVoterRequest,
-    RemoveRaftVoterResponse, UpdateRaftVoterRequest, UpdateRaftVoterResponse, VoteRequest,
-    VoteResponse,
+    AddRaftVoterResponse, ApiVersionsRequest, ApiVersionsResponse, BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse, DescribeQuorumRequest, DescribeQuorumResponse, EndQuorumEpochRequest,
+    EndQuorumEpochResponse, FetchRequest, FetchResponse, FetchSnapshotRequest,
+    FetchSnapshotResponse, RemoveRaftVoterRequest, RemoveRaftVoterResponse, UpdateRaftVoterRequest,
+    UpdateRaftVoterResponse, VoteRequest, VoteResponse,
 };
 pub use quorum_state::{ElectionState, Role, TransitionError};
 pub use status::{RaftStatus, ReplicaStatus};
@@ -126,8 +125,9 @@ pub enum RaftRequest {
     FetchSnapshot(FetchSnapshotRequest),
     /// DescribeQuorum (55).
     DescribeQuorum(DescribeQuorumRequest),
-    /// AddRaftVoter (80).
-    AddRaftVoter(AddRaftVoterRequest),
+    /// AddRaftVoter (80, v0-1): `kafka-protocol`'s v0 fields and KIP-1186's
+    /// `AckWhenCommitted` (true at v0).
+    AddRaftVoter(crate::wire::own_messages::AddRaftVoterRequestV1),
     /// RemoveRaftVoter (81).
     RemoveRaftVoter(RemoveRaftVoterRequest),
     /// UpdateRaftVoter (82).

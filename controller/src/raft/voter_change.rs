@@ -9,8 +9,7 @@
 use kafka_protocol::{
     ResponseError,
     messages::{
-        AddRaftVoterRequest, ApiVersionsRequest, ApiVersionsResponse, RemoveRaftVoterRequest,
-        UpdateRaftVoterRequest,
+        ApiVersionsRequest, ApiVersionsResponse, RemoveRaftVoterRequest, UpdateRaftVoterRequest,
     },
     protocol::StrBytes,
 };
@@ -26,7 +25,7 @@ use super::{
     output::{Output, RequestKind},
     voters::{Endpoint, ReplicaKey, Voter},
 };
-use crate::log::ReplicatedLog;
+use crate::{log::ReplicatedLog, wire::own_messages::AddRaftVoterRequestV1};
 
 /// One voter-change request being handled (see the module doc); `leader` is
 /// `None` on any other role.
@@ -119,13 +118,19 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
         }
     }
 
-    /// AddRaftVoter (80): asks the new voter's ApiVersions first.
+    /// AddRaftVoter (80, v0-1): asks the new voter's ApiVersions first; the
+    /// answer comes when the `Voters` record commits, or when it is
+    /// appended for v1 with `AckWhenCommitted` false (KIP-1186).
     pub(crate) fn add(
         mut self,
         handle: ReplyHandle,
-        r: AddRaftVoterRequest,
+        r: AddRaftVoterRequestV1,
         now_ms: u64,
     ) -> Result<()> {
+        let AddRaftVoterRequestV1 {
+            request: r,
+            ack_when_committed,
+        } = r;
         let kind = ChangeKind::Add;
         if !self.core.cluster_id_matches(r.cluster_id.as_ref()) {
             self.reply(
@@ -182,6 +187,8 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
             kind,
             handle,
             deadline_ms: now_ms + timeout,
+            ack_when_committed,
+            answered: false,
             stage: ChangeStage::AwaitingApiVersions {
                 voter,
                 attempt: ApiVersionsAttempt {
@@ -369,8 +376,15 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
         voter.kraft_version = range;
         let next = self.core.voters().with_added(voter);
         if let Some(offset) = self.append_voters(next, now_ms)? {
+            // KIP-1186: AckWhenCommitted false is answered now, at the
+            // append; the change still blocks the next until it commits.
+            let answer_now = !pending.ack_when_committed;
+            if answer_now {
+                self.reply(pending.kind, pending.handle, None, None);
+            }
             self.pending(PendingChange {
                 stage: ChangeStage::AwaitingCommit { offset },
+                answered: answer_now,
                 ..pending
             });
         }
@@ -424,6 +438,8 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
                 handle,
                 deadline_ms,
                 stage: ChangeStage::AwaitingCommit { offset },
+                ack_when_committed: true,
+                answered: false,
             });
         }
         Ok(())
@@ -510,6 +526,8 @@ impl<L: ReplicatedLog> VoterChangeHandler<'_, L> {
                 handle,
                 deadline_ms,
                 stage: ChangeStage::AwaitingCommit { offset },
+                ack_when_committed: true,
+                answered: false,
             });
         }
         Ok(())

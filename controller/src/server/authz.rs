@@ -7,7 +7,7 @@
 //! | api | operation |
 //! |---|---|
 //! | Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot, UpdateRaftVoter, ControllerRegistration, BrokerRegistration, BrokerHeartbeat, AllocateProducerIds, AssignReplicasToDirs, AlterPartition, Envelope (the broker's own principal; the inner request is checked with the client's) | CLUSTER_ACTION |
-//! | AddRaftVoter, RemoveRaftVoter, DescribeCluster (ALTER on a controller, not DESCRIBE as on a broker), UnregisterBroker, ElectLeaders, UpdateFeatures, CreateAcls, DeleteAcls | ALTER |
+//! | AddRaftVoter, RemoveRaftVoter, DescribeCluster (ALTER on a controller, not DESCRIBE as on a broker), UnregisterBroker, UnregisterController (94; Kafka 4.4.0's `ControllerApis.handleUnregisterController`), ElectLeaders, UpdateFeatures, CreateAcls, DeleteAcls | ALTER |
 //! | DescribeQuorum, DescribeAcls | DESCRIBE |
 //! | CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs, AlterConfigs, DescribeConfigs | each item on its own resource ([`super::resource_authz`]); the operation listed by [`required_operation`] (CREATE, DELETE, ALTER, ALTER_CONFIGS, DESCRIBE_CONFIGS on CLUSTER) only decides whether the connection counts as authorized |
 //! | ApiVersions | none |
@@ -34,7 +34,7 @@ use kafka_protocol::{
 use crate::{
     acl::{self, Action, SharedAcls},
     config::security::AuthorizerSettings,
-    wire::DecodedRequest,
+    wire::{Api, DecodedRequest, Response, own_messages::UnregisterControllerResponse},
 };
 
 /// Kafka's `CLUSTER_AUTHORIZATION_FAILED`.
@@ -91,7 +91,11 @@ impl Operation {
 }
 
 /// The operation `api` needs (`None`: no check, ApiVersions).
-pub fn required_operation(api: ApiKey) -> Option<Operation> {
+pub fn required_operation(api: impl Into<Api>) -> Option<Operation> {
+    let api = match api.into() {
+        Api::Kafka(key) => key,
+        Api::UnregisterController => return Some(Operation::Alter),
+    };
     match api {
         ApiKey::Vote
         | ApiKey::BeginQuorumEpoch
@@ -154,7 +158,7 @@ impl Authorizer {
 
     /// Whether `principal` (`User:NAME`) connected from `host` (the
     /// client's address as text) may send `api`: its operation on CLUSTER.
-    pub fn allows(&self, principal: &str, host: &str, api: ApiKey) -> bool {
+    pub fn allows(&self, principal: &str, host: &str, api: impl Into<Api>) -> bool {
         let Some(op) = required_operation(api) else {
             return true;
         };
@@ -181,16 +185,35 @@ impl Authorizer {
 }
 
 /// The CLUSTER_AUTHORIZATION_FAILED answer to `request` from `principal`:
-/// every item of a CreateAcls/DeleteAcls/DescribeAcls, else
-/// [`denied_response`].
-pub fn denied_answer(request: &DecodedRequest, principal: &str) -> Option<ResponseKind> {
+/// every item of a CreateAcls/DeleteAcls/DescribeAcls, the error and its
+/// message for UnregisterController, else [`denied_response`].
+pub fn denied_answer(request: &DecodedRequest, principal: &str) -> Option<Response> {
     let op = required_operation(request.api_key)?;
     let message = format!(
         "Principal {principal} does not have required {} on CLUSTER",
         op.name()
     );
-    acl::control::refuse_all(&request.body, CLUSTER_AUTHORIZATION_FAILED, &message)
-        .or_else(|| denied_response(request.api_key, request.api_version, principal))
+    let key = match request.api_key {
+        Api::Kafka(key) => key,
+        Api::UnregisterController => {
+            return Some(Response::UnregisterController(
+                UnregisterControllerResponse {
+                    throttle_time_ms: 0,
+                    error_code: CLUSTER_AUTHORIZATION_FAILED,
+                    error_message: Some(message),
+                },
+            ));
+        }
+    };
+    let kafka_body = match &request.body {
+        crate::wire::Request::Kafka(body) => {
+            acl::control::refuse_all(body, CLUSTER_AUTHORIZATION_FAILED, &message)
+        }
+        _ => None,
+    };
+    kafka_body
+        .or_else(|| denied_response(key, request.api_version, principal))
+        .map(Response::Kafka)
 }
 
 /// The CLUSTER_AUTHORIZATION_FAILED answer to a request of `api` (the
@@ -386,6 +409,32 @@ mod tests {
             Some(Operation::AlterConfigs)
         );
         assert_eq!(required_operation(ApiKey::ApiVersions), None);
+        // Kafka 4.4.0's ControllerApis.handleUnregisterController:
+        // authorizeClusterOperation(request, ALTER).
+        assert_eq!(
+            required_operation(Api::UnregisterController),
+            Some(Operation::Alter)
+        );
+    }
+
+    #[test]
+    fn a_denied_unregister_controller_gets_cluster_authorization_failed_with_a_message() {
+        let request = DecodedRequest {
+            header: Default::default(),
+            api_key: Api::UnregisterController,
+            api_version: 0,
+            body: crate::wire::Request::UnregisterController(
+                crate::wire::own_messages::UnregisterControllerRequest { controller_id: 3 },
+            ),
+        };
+        assert!(!on(&[], false).allows("User:x", "h", Api::UnregisterController));
+        match denied_answer(&request, "User:x") {
+            Some(Response::UnregisterController(r)) => {
+                assert_eq!(r.error_code, CLUSTER_AUTHORIZATION_FAILED);
+                assert!(r.error_message.is_some_and(|m| m.contains("ALTER")));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

@@ -14,7 +14,7 @@
 use std::{net::SocketAddr, sync::Arc, time::Duration};
 
 use futures::{SinkExt, StreamExt};
-use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
+use kafka_protocol::messages::{ApiKey, RequestKind};
 use tokio::{
     io::{AsyncRead, AsyncWrite},
     sync::{OwnedSemaphorePermit, Semaphore, mpsc, oneshot},
@@ -28,7 +28,9 @@ use super::{
     limits::{ConnectionLimiter, ConnectionPermit, ListenerMetrics},
     resource_authz,
 };
-use crate::wire::{self, AnnouncingFrameCodec, DecodedRequest, Incoming, WireError};
+use crate::wire::{
+    self, AnnouncingFrameCodec, DecodedRequest, Incoming, Request, Response, WireError,
+};
 
 /// What every connection of a listener shares.
 #[derive(Debug, Clone)]
@@ -212,7 +214,7 @@ pub struct InboundRequest {
     pub request: DecodedRequest,
     /// Where the event loop sends the response body (`None`: close the
     /// connection without answering).
-    pub reply: oneshot::Sender<Option<ResponseKind>>,
+    pub reply: oneshot::Sender<Option<Response>>,
 }
 
 /// Serves one connection (plain TCP, or TLS after its handshake) of
@@ -324,8 +326,7 @@ pub async fn serve_connection<S>(
             metrics.authorization_failures.inc();
             tracing::warn!(%peer, connection_id, %principal, ?api_key,
                 "request refused: CLUSTER_AUTHORIZATION_FAILED");
-            let Ok(bytes) = wire::encode_response(correlation_id, api_key, api_version, &body)
-            else {
+            let Ok(bytes) = wire::encode_answer(correlation_id, api_key, api_version, &body) else {
                 return;
             };
             if framed.send(bytes).await.is_err() {
@@ -376,7 +377,7 @@ pub async fn serve_connection<S>(
             tracing::debug!(%peer, connection_id, ?api_key, "closing connection: request not answered");
             return;
         };
-        match wire::encode_response(correlation_id, api_key, api_version, &body) {
+        match wire::encode_answer(correlation_id, api_key, api_version, &body) {
             Ok(bytes) => {
                 if let Err(e) = framed.send(bytes).await {
                     tracing::debug!(%peer, connection_id, error = %e, "connection closed while writing");
@@ -398,7 +399,7 @@ async fn dispatch(
     connection_id: u64,
     peer: SocketAddr,
     request: DecodedRequest,
-) -> Option<ResponseKind> {
+) -> Option<Response> {
     let (reply, answer) = oneshot::channel();
     let inbound = InboundRequest {
         connection_id,
@@ -433,7 +434,7 @@ async fn authorized_dispatch(
     peer: SocketAddr,
     who: &Requester<'_>,
     request: DecodedRequest,
-) -> (Option<ResponseKind>, bool) {
+) -> (Option<Response>, bool) {
     let api_key = request.api_key;
     let (request, refused) = match resource_authz::vet(authorizer, who.principal, who.host, request)
     {
@@ -449,10 +450,12 @@ async fn authorized_dispatch(
     }
     let granted = refused.granted();
     let Some(request) = request else {
-        return (Some(refused.answer(None)), granted);
+        return (Some(refused.answer(None).into()), granted);
     };
     match dispatch(requests, connection_id, peer, request).await {
-        Some(answer) => (Some(refused.answer(Some(answer))), granted),
+        Some(Response::Kafka(answer)) => (Some(refused.answer(Some(answer)).into()), granted),
+        // The per-resource apis are all kafka-protocol's.
+        Some(other) => (Some(other), granted),
         None => (None, granted),
     }
 }
@@ -470,16 +473,16 @@ async fn serve_envelope(
     connection_id: u64,
     peer: SocketAddr,
     request: DecodedRequest,
-) -> Option<ResponseKind> {
-    let RequestKind::Envelope(outer) = &request.body else {
-        return Some(envelope::refused_response(wire::INVALID_REQUEST));
+) -> Option<Response> {
+    let Request::Kafka(RequestKind::Envelope(outer)) = &request.body else {
+        return Some(envelope::refused_response(wire::INVALID_REQUEST).into());
     };
     let forwarded = match envelope::unwrap_request(outer) {
         Ok(forwarded) => forwarded,
         Err(refused) => {
             tracing::warn!(%peer, connection_id, code = refused.code, reason = %refused.reason,
                 "envelope refused");
-            return Some(envelope::refused_response(refused.code));
+            return Some(envelope::refused_response(refused.code).into());
         }
     };
     let inner = forwarded.request;
@@ -515,20 +518,20 @@ async fn serve_envelope(
         match authz::denied_answer(&inner, &principal) {
             Some(body) => body,
             None => {
-                return Some(envelope::refused_response(
-                    authz::CLUSTER_AUTHORIZATION_FAILED,
-                ));
+                return Some(
+                    envelope::refused_response(authz::CLUSTER_AUTHORIZATION_FAILED).into(),
+                );
             }
         }
     };
     Some(
-        envelope::wrap_response(correlation_id, api_key, api_version, &body).unwrap_or_else(
-            |refused| {
+        envelope::wrap_response(correlation_id, api_key, api_version, &body)
+            .unwrap_or_else(|refused| {
                 tracing::error!(%peer, connection_id, reason = %refused.reason,
                     "forwarded answer not encodable");
                 envelope::refused_response(refused.code)
-            },
-        ),
+            })
+            .into(),
     )
 }
 

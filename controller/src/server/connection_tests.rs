@@ -2,7 +2,7 @@
 //! socket.
 
 use bytes::{BufMut, BytesMut};
-use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse};
+use kafka_protocol::messages::{ApiVersionsRequest, ApiVersionsResponse, ResponseKind};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::*;
@@ -68,9 +68,9 @@ async fn api_versions_does_not_lift_the_pre_authentication_frame_limit() {
     let (mut client, mut inbound, server) = anonymous_connection();
     tokio::spawn(async move {
         while let Some(r) = inbound.recv().await {
-            let _ = r.reply.send(Some(ResponseKind::ApiVersions(
+            let _ = r.reply.send(Some(Response::Kafka(ResponseKind::ApiVersions(
                 ApiVersionsResponse::default(),
-            )));
+            ))));
         }
     });
     let request = wire::encode_request(
@@ -175,9 +175,9 @@ async fn a_connection_waits_while_queued_max_request_bytes_are_taken() {
     );
     first
         .reply
-        .send(Some(ResponseKind::ApiVersions(
+        .send(Some(Response::Kafka(ResponseKind::ApiVersions(
             ApiVersionsResponse::default(),
-        )))
+        ))))
         .expect("the connection waits for its answer");
     let second = tokio::time::timeout(wait, inbound.recv())
         .await
@@ -300,9 +300,11 @@ async fn unchecked_items_of_a_per_resource_request_do_not_lift_the_frame_limit()
     let (mut client, mut inbound, server) = anonymous_connection();
     tokio::spawn(async move {
         while let Some(r) = inbound.recv().await {
-            let _ = r.reply.send(Some(ResponseKind::CreateTopics(
-                CreateTopicsResponse::default(),
-            )));
+            let _ = r
+                .reply
+                .send(Some(Response::Kafka(ResponseKind::CreateTopics(
+                    CreateTopicsResponse::default(),
+                ))));
         }
     });
     let twice =

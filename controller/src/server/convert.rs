@@ -10,7 +10,10 @@ use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 
 use crate::{
     raft::{Endpoint, Event, RaftRequest, RaftResponse, RequestFailure, RequestId},
-    wire::client::{ClientError, PeerResponse},
+    wire::{
+        Request,
+        client::{ClientError, PeerResponse},
+    },
 };
 
 /// `host:port` of `endpoint`, with an IPv6 host in brackets (`[::1]:9093`).
@@ -87,7 +90,8 @@ pub(super) fn request_kind(r: RaftRequest) -> RequestKind {
         RaftRequest::Fetch(r) => RequestKind::Fetch(r),
         RaftRequest::FetchSnapshot(r) => RequestKind::FetchSnapshot(r),
         RaftRequest::DescribeQuorum(r) => RequestKind::DescribeQuorum(r),
-        RaftRequest::AddRaftVoter(r) => RequestKind::AddRaftVoter(r),
+        // The engine never sends AddRaftVoter; its v0 fields if it did.
+        RaftRequest::AddRaftVoter(r) => RequestKind::AddRaftVoter(r.request),
         RaftRequest::RemoveRaftVoter(r) => RequestKind::RemoveRaftVoter(r),
         RaftRequest::UpdateRaftVoter(r) => RequestKind::UpdateRaftVoter(r),
         RaftRequest::ApiVersions(r) => RequestKind::ApiVersions(r),
@@ -96,7 +100,12 @@ pub(super) fn request_kind(r: RaftRequest) -> RequestKind {
 
 /// The request as the engine's [`RaftRequest`], or back, boxed (it is large),
 /// when the engine does not serve it.
-pub(super) fn raft_request(r: RequestKind) -> Result<RaftRequest, Box<RequestKind>> {
+pub(super) fn raft_request(r: Request) -> Result<RaftRequest, Box<Request>> {
+    let r = match r {
+        Request::Kafka(r) => r,
+        Request::AddRaftVoter(r) => return Ok(RaftRequest::AddRaftVoter(r)),
+        other @ Request::UnregisterController(_) => return Err(Box::new(other)),
+    };
     Ok(match r {
         RequestKind::Vote(r) => RaftRequest::Vote(r),
         RequestKind::BeginQuorumEpoch(r) => RaftRequest::BeginQuorumEpoch(r),
@@ -104,10 +113,9 @@ pub(super) fn raft_request(r: RequestKind) -> Result<RaftRequest, Box<RequestKin
         RequestKind::Fetch(r) => RaftRequest::Fetch(r),
         RequestKind::FetchSnapshot(r) => RaftRequest::FetchSnapshot(r),
         RequestKind::DescribeQuorum(r) => RaftRequest::DescribeQuorum(r),
-        RequestKind::AddRaftVoter(r) => RaftRequest::AddRaftVoter(r),
         RequestKind::RemoveRaftVoter(r) => RaftRequest::RemoveRaftVoter(r),
         RequestKind::UpdateRaftVoter(r) => RaftRequest::UpdateRaftVoter(r),
-        other => return Err(Box::new(other)),
+        other => return Err(Box::new(Request::Kafka(other))),
     })
 }
 

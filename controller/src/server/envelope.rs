@@ -33,14 +33,18 @@ use kafka_protocol::{
     protocol::{Decodable, Encodable, StrBytes},
 };
 
-use crate::wire::{self, DecodedRequest, INVALID_REQUEST, UNSUPPORTED_VERSION};
+use crate::wire::{self, Api, DecodedRequest, INVALID_REQUEST, Response, UNSUPPORTED_VERSION};
 
 /// Kafka's `PRINCIPAL_DESERIALIZATION_FAILURE` (97).
 pub const PRINCIPAL_DESERIALIZATION_FAILURE: i16 = 97;
 
 /// Whether a broker may forward `api` inside an Envelope: Kafka 4.4's
-/// `ApiKeys` with `forwardable = true`.
-pub fn is_forwardable(api: ApiKey) -> bool {
+/// `ApiKeys` with `forwardable = true` (UnregisterController, api 94, is).
+pub fn is_forwardable(api: impl Into<Api>) -> bool {
+    let api = match api.into() {
+        Api::Kafka(key) => key,
+        Api::UnregisterController => return true,
+    };
     matches!(
         api,
         ApiKey::CreateTopics
@@ -65,7 +69,6 @@ pub fn is_forwardable(api: ApiKey) -> bool {
             | ApiKey::AddRaftVoter
             | ApiKey::RemoveRaftVoter
     )
-    // And UnregisterController (94), which kafka-protocol 0.18 does not know.
 }
 
 /// A request taken out of its envelope.
@@ -200,7 +203,7 @@ pub fn unwrap_request(envelope: &EnvelopeRequest) -> Result<Forwarded, Refused> 
     };
     let raw_key = i16::from_be_bytes([key[0], key[1]]);
     let api_version = i16::from_be_bytes([version[0], version[1]]);
-    let api = ApiKey::try_from(raw_key).map_err(|()| {
+    let api = Api::from_key(raw_key).ok_or_else(|| {
         refused(
             UNSUPPORTED_VERSION,
             format!("failed to parse request header from envelope: unknown api key {raw_key}"),
@@ -241,9 +244,13 @@ pub fn refused_response(code: i16) -> ResponseKind {
 /// of wrapped: the broker's `NodeToControllerRequestThread` looks for
 /// NOT_CONTROLLER only in the envelope's own error, and only then finds the
 /// new active controller; wrapped, it kept forwarding to the old one.
-fn names_another_controller(body: &ResponseKind) -> bool {
+fn names_another_controller(body: &Response) -> bool {
     let not_controller = ResponseError::NotController.code();
     let any = |codes: Vec<i16>| codes.contains(&not_controller);
+    let body = match body {
+        Response::Kafka(body) => body,
+        Response::UnregisterController(r) => return r.error_code == not_controller,
+    };
     match body {
         ResponseKind::CreateTopics(r) => any(r.topics.iter().map(|t| t.error_code).collect()),
         ResponseKind::DeleteTopics(r) => any(r.responses.iter().map(|t| t.error_code).collect()),
@@ -283,14 +290,14 @@ fn names_another_controller(body: &ResponseKind) -> bool {
 /// encoded at the inner version; answer it with [`refused_response`].
 pub fn wrap_response(
     correlation_id: i32,
-    api_key: ApiKey,
+    api_key: Api,
     api_version: i16,
-    body: &ResponseKind,
+    body: &Response,
 ) -> Result<ResponseKind, Refused> {
     if names_another_controller(body) {
         return Ok(refused_response(ResponseError::NotController.code()));
     }
-    let bytes = wire::encode_response(correlation_id, api_key, api_version, body)
+    let bytes = wire::encode_answer(correlation_id, api_key, api_version, body)
         .map_err(|e| refused(ResponseError::UnknownServerError.code(), e.to_string()))?;
     Ok(ResponseKind::Envelope(
         EnvelopeResponse::default()
@@ -303,7 +310,7 @@ pub fn wrap_response(
 mod tests {
     use kafka_protocol::messages::{
         ApiVersionsRequest, DescribeClusterRequest, DescribeQuorumRequest, DescribeQuorumResponse,
-        RequestKind,
+        RequestHeader, RequestKind,
     };
 
     use super::*;
@@ -376,6 +383,54 @@ mod tests {
         );
     }
 
+    // KIP-1312: UnregisterController (94) is forwardable (Kafka 4.4.0's
+    // ApiKeys); its answer is wrapped, and a NOT_CONTROLLER one becomes the
+    // envelope's own error so the broker finds the active controller.
+    #[test]
+    fn a_forwarded_unregister_controller_unwraps_and_its_answer_is_wrapped() {
+        use crate::wire::own_messages::{
+            UnregisterControllerRequest, UnregisterControllerResponse,
+        };
+        let mut inner = BytesMut::new();
+        RequestHeader::default()
+            .with_request_api_key(94)
+            .with_request_api_version(0)
+            .with_correlation_id(5)
+            .encode(&mut inner, 2)
+            .expect("header");
+        inner.extend_from_slice(
+            &UnregisterControllerRequest { controller_id: 3 }
+                .encode(0)
+                .expect("body"),
+        );
+        let forwarded = unwrap_request(&envelope_of(inner.freeze())).expect("unwraps");
+        assert_eq!(forwarded.request.api_key, Api::UnregisterController);
+        assert_eq!(
+            forwarded.request.body,
+            crate::wire::Request::UnregisterController(UnregisterControllerRequest {
+                controller_id: 3
+            })
+        );
+        let ok = Response::UnregisterController(UnregisterControllerResponse::default());
+        let Ok(ResponseKind::Envelope(r)) = wrap_response(5, Api::UnregisterController, 0, &ok)
+        else {
+            panic!("an envelope response");
+        };
+        assert_eq!(r.error_code, 0);
+        let data = r.response_data.expect("data");
+        assert_eq!(&data[..4], &[0, 0, 0, 5], "the inner correlation id");
+        let moved = Response::UnregisterController(UnregisterControllerResponse {
+            error_code: ResponseError::NotController.code(),
+            ..Default::default()
+        });
+        let Ok(ResponseKind::Envelope(r)) = wrap_response(5, Api::UnregisterController, 0, &moved)
+        else {
+            panic!("an envelope response");
+        };
+        assert_eq!(r.error_code, ResponseError::NotController.code());
+        assert!(r.response_data.is_none());
+    }
+
     #[test]
     fn an_envelope_unwraps_into_the_clients_request_principal_and_address() {
         let forwarded = unwrap_request(&envelope_of(describe_quorum(41))).expect("unwraps");
@@ -405,7 +460,7 @@ mod tests {
             inner.correlation_id(),
             inner.api_key,
             inner.api_version,
-            &body,
+            &body.clone().into(),
         ) else {
             panic!("an envelope response");
         };
@@ -426,7 +481,8 @@ mod tests {
             CreateTopicsResponse::default()
                 .with_topics(vec![topic(0), topic(ResponseError::NotController.code())]),
         );
-        let Ok(ResponseKind::Envelope(r)) = wrap_response(7, ApiKey::CreateTopics, 7, &refused)
+        let Ok(ResponseKind::Envelope(r)) =
+            wrap_response(7, ApiKey::CreateTopics.into(), 7, &refused.into())
         else {
             panic!("not an envelope");
         };
@@ -435,7 +491,8 @@ mod tests {
         let served = ResponseKind::CreateTopics(
             CreateTopicsResponse::default().with_topics(vec![topic(0), topic(36)]),
         );
-        let Ok(ResponseKind::Envelope(r)) = wrap_response(7, ApiKey::CreateTopics, 7, &served)
+        let Ok(ResponseKind::Envelope(r)) =
+            wrap_response(7, ApiKey::CreateTopics.into(), 7, &served.into())
         else {
             panic!("not an envelope");
         };

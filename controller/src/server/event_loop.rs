@@ -33,7 +33,6 @@ use std::{
     time::{Duration, SystemTime, UNIX_EPOCH},
 };
 
-use kafka_protocol::messages::ResponseKind;
 use tokio::sync::{mpsc, oneshot, watch};
 
 use super::{
@@ -48,7 +47,7 @@ use crate::{
         self, Command, Event, RaftEngine, ReplyHandle, RequestFailure, Role,
         listener::{LeaderChange, Listener, RaftClient, SnapshotSource},
     },
-    wire::{self, client::PeerManager, client::PeerResponse},
+    wire::{self, Response, client::PeerManager, client::PeerResponse},
 };
 
 /// Longest wait for a leader's hand-over on shutdown (ms).
@@ -103,7 +102,7 @@ struct PendingProposal {
 /// The loop's state besides the engine and the listener.
 struct Loop {
     ctx: LoopContext,
-    replies: HashMap<u64, (oneshot::Sender<Option<ResponseKind>>, i16)>,
+    replies: HashMap<u64, (oneshot::Sender<Option<Response>>, i16)>,
     next_handle: u64,
     flush_pending: bool,
     shutdown_started: bool,
@@ -256,8 +255,14 @@ impl Loop {
         let api_version = inbound.request.api_version;
         let request = match convert::raft_request(inbound.request.body) {
             Ok(request) => {
+                if let raft::RaftRequest::AddRaftVoter(r) = &request {
+                    // A membership change is rare: say which version and
+                    // KIP-1186 flag it came with.
+                    tracing::info!(peer = %inbound.peer, api_version, voter = r.request.voter_id,
+                        ack_when_committed = r.ack_when_committed, "AddRaftVoter request");
+                }
                 if let Some(refusal) = vet_voter_change(engine, listener, &request) {
-                    let _ = inbound.reply.send(Some(refusal));
+                    let _ = inbound.reply.send(Some(refusal.into()));
                     return Ok(());
                 }
                 let handle = self.reply_handle(inbound.reply, api_version);
@@ -273,7 +278,7 @@ impl Loop {
             }
             Err(other) => *other,
         };
-        let key = wire::request_api_key(&request);
+        let key = request.api();
         if key.is_some_and(|k| listener.api_keys().contains(&k)) {
             let handle = self.reply_handle(inbound.reply, api_version);
             let listener_name = inbound.listener_name;
@@ -292,7 +297,7 @@ impl Loop {
     /// returned handle comes.
     fn reply_handle(
         &mut self,
-        reply: oneshot::Sender<Option<ResponseKind>>,
+        reply: oneshot::Sender<Option<Response>>,
         api_version: i16,
     ) -> ReplyHandle {
         let handle = self.next_handle;
@@ -341,7 +346,7 @@ impl Loop {
                     if let Some((reply, version)) = self.replies.remove(&handle.0) {
                         let mut body = convert::response_kind(response);
                         super::fit::fit_response(&mut body, version);
-                        let _ = reply.send(Some(body));
+                        let _ = reply.send(Some(body.into()));
                     }
                 }
                 Command::PersistElectionState(state) => {
@@ -474,7 +479,7 @@ fn vet_voter_change<Lst: Listener<FileLog>>(
     engine: &RaftEngine<FileLog>,
     listener: &Lst,
     request: &raft::RaftRequest,
-) -> Option<ResponseKind> {
+) -> Option<kafka_protocol::messages::ResponseKind> {
     use kafka_protocol::error::ResponseError::{InvalidRequest, RequestTimedOut};
     if engine.role() != Role::Leader {
         return None;
@@ -482,8 +487,9 @@ fn vet_voter_change<Lst: Listener<FileLog>>(
     let status = engine.status();
     let (voter_id, given) = match request {
         raft::RaftRequest::AddRaftVoter(r)
-            if !status.voters.iter().any(|v| v.key.id == r.voter_id) =>
+            if !status.voters.iter().any(|v| v.key.id == r.request.voter_id) =>
         {
+            let r = &r.request;
             let given = r.listeners.iter();
             (
                 r.voter_id,
@@ -507,14 +513,14 @@ fn vet_voter_change<Lst: Listener<FileLog>>(
     let reason = listener.vet_voter_endpoints(voter_id, &given).err()?;
     if matches!(request, raft::RaftRequest::AddRaftVoter(_)) {
         tracing::warn!(voter = voter_id, %reason, "AddRaftVoter refused");
-        Some(ResponseKind::AddRaftVoter(
+        Some(kafka_protocol::messages::ResponseKind::AddRaftVoter(
             kafka_protocol::messages::AddRaftVoterResponse::default()
                 .with_error_code(InvalidRequest.code())
                 .with_error_message(Some(reason.into())),
         ))
     } else {
         tracing::warn!(voter = voter_id, %reason, "UpdateRaftVoter refused until the node's registration agrees; retriable");
-        Some(ResponseKind::UpdateRaftVoter(
+        Some(kafka_protocol::messages::ResponseKind::UpdateRaftVoter(
             kafka_protocol::messages::UpdateRaftVoterResponse::default()
                 .with_error_code(RequestTimedOut.code()),
         ))

@@ -37,7 +37,7 @@ use uuid::Uuid;
 use super::authz::{Authorizer, CLUSTER_AUTHORIZATION_FAILED};
 use crate::{
     acl::{self, Action},
-    wire::DecodedRequest,
+    wire::{Api, DecodedRequest, Request},
 };
 
 /// Kafka's `TOPIC_AUTHORIZATION_FAILED`.
@@ -62,8 +62,11 @@ mod config_type {
 }
 
 /// Whether `api` is checked item by item here rather than once on CLUSTER.
-pub fn is_per_resource(api: kafka_protocol::messages::ApiKey) -> bool {
+pub fn is_per_resource(api: impl Into<Api>) -> bool {
     use kafka_protocol::messages::ApiKey;
+    let Api::Kafka(api) = api.into() else {
+        return false;
+    };
     matches!(
         api,
         ApiKey::CreateTopics
@@ -234,7 +237,10 @@ pub fn vet(
         host,
         granted: std::cell::Cell::new(false),
     };
-    let (refusals, refused, any_left) = match &mut request.body {
+    let Request::Kafka(body) = &mut request.body else {
+        return Vetting::Untouched(request);
+    };
+    let (refusals, refused, any_left) = match body {
         RequestKind::CreateTopics(r) => {
             let cluster = who.on_cluster(acl::operation::CREATE);
             let twice = duplicates(r.topics.iter().map(|t| t.name.0.as_str()));

@@ -51,9 +51,9 @@ fn authorizer(acls: &[(i8, i8, i8, &str)]) -> Authorizer {
 fn decoded(api_key: ApiKey, api_version: i16, body: RequestKind) -> DecodedRequest {
     DecodedRequest {
         header: RequestHeader::default(),
-        api_key,
+        api_key: api_key.into(),
         api_version,
-        body,
+        body: body.into(),
     }
 }
 
@@ -104,7 +104,7 @@ fn create_topics_passes_the_topics_a_prefixed_acl_allows_and_refuses_the_others(
     else {
         panic!("a split with something to dispatch");
     };
-    let RequestKind::CreateTopics(r) = &request.body else {
+    let crate::wire::Request::Kafka(RequestKind::CreateTopics(r)) = &request.body else {
         panic!("{request:?}");
     };
     let names: Vec<&str> = r.topics.iter().map(|t| t.name.0.as_str()).collect();
@@ -170,7 +170,9 @@ fn create_topics_with_describe_configs_keeps_the_configs_and_cluster_create_allo
         panic!("dispatched");
     };
     assert_eq!(refused.count(), 0);
-    assert!(matches!(&request.body, RequestKind::CreateTopics(r) if r.topics.len() == 2));
+    assert!(
+        matches!(&request.body, crate::wire::Request::Kafka(RequestKind::CreateTopics(r)) if r.topics.len() == 2)
+    );
 }
 
 #[test]
@@ -210,7 +212,9 @@ fn a_name_given_twice_goes_to_the_controller_which_answers_invalid_request() {
     else {
         panic!("the duplicate is dispatched");
     };
-    assert!(matches!(&request.body, RequestKind::CreateTopics(r) if r.topics.len() == 2));
+    assert!(
+        matches!(&request.body, crate::wire::Request::Kafka(RequestKind::CreateTopics(r)) if r.topics.len() == 2)
+    );
     assert_eq!(refused.count(), 1);
     assert!(!refused.granted(), "nothing was authorized");
     let Vetting::Split(Some(_), refused) = vet(&a, "User:CN=admin", "h", create_topics(&["d"]))
@@ -243,7 +247,9 @@ fn delete_topics_by_name_follows_topic_acls_and_by_id_needs_delete_on_the_cluste
     let Vetting::Split(Some(request), refused) = vet(&a, TENANT, "h", request) else {
         panic!("dispatched");
     };
-    assert!(matches!(&request.body, RequestKind::DeleteTopics(r) if r.topics.len() == 1));
+    assert!(
+        matches!(&request.body, crate::wire::Request::Kafka(RequestKind::DeleteTopics(r)) if r.topics.len() == 1)
+    );
     let ResponseKind::DeleteTopics(answer) = refused.answer(Some(ResponseKind::DeleteTopics(
         DeleteTopicsResponse::default(),
     ))) else {
@@ -339,7 +345,7 @@ fn config_resources_are_checked_on_the_cluster_for_brokers_and_on_the_topic_for_
         panic!("dispatched");
     };
     assert!(
-        matches!(&request.body, RequestKind::IncrementalAlterConfigs(r) if r.resources.len() == 1)
+        matches!(&request.body, crate::wire::Request::Kafka(RequestKind::IncrementalAlterConfigs(r)) if r.resources.len() == 1)
     );
     let ResponseKind::IncrementalAlterConfigs(answer) = refused.answer(Some(
         ResponseKind::IncrementalAlterConfigs(IncrementalAlterConfigsResponse::default()),

@@ -1,7 +1,9 @@
 //! Request and response headers and bodies on top of a frame payload: the
 //! server side (decode a request, encode a response) and the client side
 //! (encode a request, decode a response). Header versions come from
-//! `kafka-protocol` per api and version; the bodies are `kafka-protocol`'s.
+//! `kafka-protocol` per api and version; the bodies are `kafka-protocol`'s,
+//! except on the server side AddRaftVoter (v0-1) and UnregisterController
+//! (94), read and written by [`super::own_messages`] ([`super::api`]).
 
 use bytes::{Buf, Bytes, BytesMut};
 use kafka_protocol::{
@@ -10,7 +12,10 @@ use kafka_protocol::{
 };
 
 use super::{
-    WireError, guard,
+    WireError,
+    api::{Api, Request, Response},
+    guard,
+    own_messages::{AddRaftVoterRequestV1, UnregisterControllerRequest},
     versions::{api_versions_fallback_response, is_supported},
 };
 
@@ -29,17 +34,29 @@ pub fn body_version(api_key: ApiKey, api_version: i16) -> i16 {
     }
 }
 
+/// [`body_version`] for a response body, and AddRaftVoter v1's response
+/// (KIP-1186) at v0: its layout is v0's (Kafka 4.4.0's
+/// `AddRaftVoterResponse.json`: "Version 1 is the same as version 0"). Its
+/// request is not (`AckWhenCommitted`): [`super::own_messages`] reads and
+/// writes it, never `kafka-protocol` at v1.
+pub fn response_body_version(api_key: ApiKey, api_version: i16) -> i16 {
+    match (api_key, api_version) {
+        (ApiKey::AddRaftVoter, 1) => 0,
+        _ => body_version(api_key, api_version),
+    }
+}
+
 /// A request decoded from one frame.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DecodedRequest {
     /// The request header (v1 or v2 as the api/version requires).
     pub header: RequestHeader,
-    /// The api of the request.
-    pub api_key: ApiKey,
+    /// The api of the request (94 included).
+    pub api_key: Api,
     /// The version of the request body, inside our supported range.
     pub api_version: i16,
     /// The request body.
-    pub body: RequestKind,
+    pub body: Request,
 }
 
 impl DecodedRequest {
@@ -123,24 +140,49 @@ pub fn decode_request(frame: Bytes) -> Result<DecodedRequest, WireError> {
         api_key: raw_key,
         api_version,
     });
-    let Ok(api_key) = ApiKey::try_from(raw_key) else {
+    let Some(api) = Api::from_key(raw_key) else {
         return Err(unsupported);
     };
-    if !is_supported(api_key, api_version) {
+    if !is_supported(api, api_version) {
         return Err(unsupported);
     }
     let mut buf = frame;
-    let header_version = api_key.request_header_version(api_version);
+    let header_version = api.request_header_version(api_version);
     let header = RequestHeader::decode(&mut buf, header_version).map_err(|e| {
         WireError::MalformedHeader(format!(
-            "request header v{header_version} of {api_key:?} v{api_version}: {e}"
+            "request header v{header_version} of {api:?} v{api_version}: {e}"
         ))
     })?;
     let malformed = |reason: String| WireError::MalformedBody {
-        api_key,
+        api_key: api,
         api_version,
         correlation_id,
         reason,
+    };
+    // The bodies `kafka-protocol` lacks: own decoders, which bound every
+    // count by the bytes left and refuse trailing bytes themselves.
+    let api_key = match api {
+        Api::UnregisterController => {
+            let body = UnregisterControllerRequest::decode(&buf, api_version)
+                .map_err(|e| malformed(e.to_string()))?;
+            return Ok(DecodedRequest {
+                header,
+                api_key: api,
+                api_version,
+                body: Request::UnregisterController(body),
+            });
+        }
+        Api::Kafka(ApiKey::AddRaftVoter) => {
+            let body = AddRaftVoterRequestV1::decode(&buf, api_version)
+                .map_err(|e| malformed(e.to_string()))?;
+            return Ok(DecodedRequest {
+                header,
+                api_key: api,
+                api_version,
+                body: Request::AddRaftVoter(body),
+            });
+        }
+        Api::Kafka(key) => key,
     };
     // The guard walks the body at the version `kafka-protocol` decodes it
     // at: for BrokerHeartbeat v2 that is v1, where tag 1 is an unknown tag
@@ -159,10 +201,48 @@ pub fn decode_request(frame: Bytes) -> Result<DecodedRequest, WireError> {
     }
     Ok(DecodedRequest {
         header,
-        api_key,
+        api_key: api,
         api_version,
-        body,
+        body: Request::Kafka(body),
     })
+}
+
+/// Encodes the server's answer `body` to a request of `api` at
+/// `api_version` (see [`encode_response`]): a `kafka-protocol` body as
+/// there (AddRaftVoter v1 at v0's layout, which is v1's), an
+/// UnregisterController body with [`super::own_messages`] after a v1
+/// response header.
+///
+/// Errors: [`WireError::Encode`] when the body does not match `api` or
+/// cannot be written at `api_version`.
+pub fn encode_answer(
+    correlation_id: i32,
+    api: Api,
+    api_version: i16,
+    body: &Response,
+) -> Result<Bytes, WireError> {
+    let encode_err = |reason: String| WireError::Encode {
+        what: format!("{api:?} v{api_version} response"),
+        reason,
+    };
+    match (api, body) {
+        (Api::Kafka(key), Response::Kafka(kind)) => {
+            encode_response(correlation_id, key, api_version, kind)
+        }
+        (Api::UnregisterController, Response::UnregisterController(r)) => {
+            let mut buf = BytesMut::new();
+            ResponseHeader::default()
+                .with_correlation_id(correlation_id)
+                .encode(&mut buf, api.response_header_version(api_version))
+                .map_err(|e| encode_err(e.to_string()))?;
+            let body = r
+                .encode(api_version)
+                .map_err(|e| encode_err(e.to_string()))?;
+            buf.extend_from_slice(&body);
+            Ok(buf.freeze())
+        }
+        _ => Err(encode_err("the body is another api's response".to_owned())),
+    }
 }
 
 /// Encodes a response frame payload: response header (v0 or v1 as the api and
@@ -191,7 +271,7 @@ pub fn encode_response(
             response_api_key(body)
         )));
     }
-    body.encode(&mut buf, body_version(api_key, api_version))
+    body.encode(&mut buf, response_body_version(api_key, api_version))
         .map_err(|e| encode_err(e.to_string()))?;
     Ok(buf.freeze())
 }
@@ -250,7 +330,7 @@ pub fn decode_response(
     // kafka-protocol reserves arrays by the count it reads: refuse counts
     // the bytes left cannot hold before it does (wire/schema_guard.rs),
     // walking the body at the version the crate decodes it at.
-    let version = body_version(api_key, api_version);
+    let version = response_body_version(api_key, api_version);
     super::schema_guard::check_response_body(api_key, version, &buf).map_err(|e| {
         WireError::MalformedResponse(format!("{api_key:?} v{api_version} body: {e}"))
     })?;

@@ -13,7 +13,7 @@
 //! - inbound: wrap an accepted `TcpStream` in
 //!   `Framed::new(stream, KafkaFrameCodec::new(socket_request_max_bytes))`;
 //!   for each frame call [`decode_request`]. `Ok(DecodedRequest)` goes to the
-//!   handler, whose answer is written with [`encode_response`] (same api key,
+//!   handler, whose answer is written with [`encode_answer`] (same api key,
 //!   version and correlation id). `Err(WireError::Unsupported(u))`: write
 //!   `u.response()` when it is `Some` (the ApiVersions fallback), otherwise log
 //!   and close. Any other error: log one line and close that connection only.
@@ -23,6 +23,7 @@
 //!   the failure) arrives later on the manager's channel as a
 //!   [`client::PeerResponse`].
 
+mod api;
 pub mod client;
 mod codec;
 mod frame;
@@ -33,19 +34,19 @@ pub(crate) mod schema_guard;
 pub mod tls;
 mod versions;
 
+pub use api::{Api, Request, Response};
 pub use codec::{
-    DecodedRequest, UnsupportedRequest, decode_request, decode_response, encode_request,
-    encode_response, request_api_key, response_correlation_id,
+    DecodedRequest, UnsupportedRequest, decode_request, decode_response, encode_answer,
+    encode_request, encode_response, request_api_key, response_correlation_id,
 };
 pub use frame::{
     AnnouncingFrameCodec, DEFAULT_MAX_FRAME_BYTES, Incoming, KafkaFrameCodec, SIZE_PREFIX_BYTES,
 };
-use kafka_protocol::messages::ApiKey;
 pub use versions::{
-    FinalizedFeatures, INVALID_REQUEST, METADATA_VERSION_MAX, METADATA_VERSION_MIN, SUPPORTED_APIS,
-    SupportedApi, SupportedFeature, UNSUPPORTED_VERSION, api_version_list,
+    FinalizedFeatures, INVALID_REQUEST, METADATA_VERSION_MAX, METADATA_VERSION_MIN, OWN_APIS,
+    OwnApi, SUPPORTED_APIS, SupportedApi, SupportedFeature, UNSUPPORTED_VERSION, api_version_list,
     api_versions_fallback_response, api_versions_response, is_supported, is_valid_client_software,
-    negotiate, supported_api, supported_features,
+    negotiate, served_versions, supported_api, supported_features,
 };
 
 /// Errors of the wire layer. Every variant but [`WireError::Unsupported`]
@@ -82,7 +83,7 @@ pub enum WireError {
     )]
     MalformedBody {
         /// Api of the request.
-        api_key: ApiKey,
+        api_key: Api,
         /// Version of the request.
         api_version: i16,
         /// Correlation id from the header.

@@ -260,6 +260,16 @@ pub struct AddRaftVoterRequestV1 {
     pub ack_when_committed: bool,
 }
 
+/// A v0 request: `AckWhenCommitted` true, as v0 means.
+impl From<AddRaftVoterRequest> for AddRaftVoterRequestV1 {
+    fn from(request: AddRaftVoterRequest) -> Self {
+        Self {
+            request,
+            ack_when_committed: true,
+        }
+    }
+}
+
 impl AddRaftVoterRequestV1 {
     /// Decodes a whole AddRaftVoter body at `version` 0 or 1.
     ///

@@ -11,6 +11,11 @@ use kafka_protocol::{
     protocol::StrBytes,
 };
 
+use super::{
+    api::Api,
+    own_messages::{ADD_RAFT_VOTER_MAX_VERSION, UNREGISTER_CONTROLLER_MAX_VERSION},
+};
+
 /// Kafka's `UNSUPPORTED_VERSION` error code.
 pub const UNSUPPORTED_VERSION: i16 = 35;
 /// Kafka's `INVALID_REQUEST` error code.
@@ -35,9 +40,14 @@ const fn api(key: ApiKey, min_version: i16, max_version: i16) -> SupportedApi {
     }
 }
 
-/// Every API this controller answers, with its versions (DESIGN 2.2; Kafka 4.1
-/// `ApiKeys` for the controller listener, restricted to what KRaft needs).
-/// Fetch starts at v4 because that is the lowest version `kafka-protocol` has.
+/// Every API this controller answers whose bodies `kafka-protocol` reads and
+/// writes, with the versions it does so at (DESIGN 2.2; Kafka 4.1 `ApiKeys`
+/// for the controller listener, restricted to what KRaft needs). Fetch
+/// starts at v4 because that is the lowest version `kafka-protocol` has.
+/// [`OWN_APIS`] adds the apis and versions whose bodies are
+/// [`super::own_messages`]'; [`is_supported`] and [`api_version_list`] read
+/// both. (This table keeps its rows and order: the fuzz targets and their
+/// seeds pick an api by its index.)
 pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::Fetch, 4, 18),
     api(ApiKey::ApiVersions, 0, 4),
@@ -85,14 +95,57 @@ pub const SUPPORTED_APIS: &[SupportedApi] = &[
     api(ApiKey::UpdateFeatures, 0, 1),
 ];
 
-/// The supported row for `key`, or `None` when we do not answer that api.
+/// One row of [`OWN_APIS`]: an api (94 included) and the inclusive version
+/// range the server decodes with [`super::own_messages`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OwnApi {
+    /// The api.
+    pub api: Api,
+    /// Lowest version we decode and answer.
+    pub min_version: i16,
+    /// Highest version we decode and answer.
+    pub max_version: i16,
+}
+
+/// The apis whose request bodies `kafka-protocol` 0.18 cannot read at every
+/// version we serve, decoded by [`super::own_messages`] instead; each row
+/// replaces the api's [`SUPPORTED_APIS`] row. The ranges are Kafka 4.4.0's
+/// controller's (its ApiVersions answer, `ApiKeys` of the controller
+/// listener): AddRaftVoter 0-1 (v1: KIP-1186 `AckWhenCommitted`) and
+/// UnregisterController (94) 0-0 (KIP-1312).
+pub const OWN_APIS: &[OwnApi] = &[
+    OwnApi {
+        api: Api::Kafka(ApiKey::AddRaftVoter),
+        min_version: 0,
+        max_version: ADD_RAFT_VOTER_MAX_VERSION,
+    },
+    OwnApi {
+        api: Api::UnregisterController,
+        min_version: 0,
+        max_version: UNREGISTER_CONTROLLER_MAX_VERSION,
+    },
+];
+
+/// The row of `key` in [`SUPPORTED_APIS`] (the versions `kafka-protocol`
+/// reads and writes for us, what our clients send at), or `None` when we do
+/// not answer that api through `kafka-protocol`.
 pub fn supported_api(key: ApiKey) -> Option<SupportedApi> {
     SUPPORTED_APIS.iter().copied().find(|a| a.key == key)
 }
 
-/// Whether we answer `key` at `version`.
-pub fn is_supported(key: ApiKey, version: i16) -> bool {
-    supported_api(key).is_some_and(|a| (a.min_version..=a.max_version).contains(&version))
+/// The versions the server answers `api` at (inclusive): its [`OWN_APIS`]
+/// row, else its [`SUPPORTED_APIS`] row; `None` when it does not serve it.
+pub fn served_versions(api: impl Into<Api>) -> Option<(i16, i16)> {
+    let api = api.into();
+    if let Some(own) = OWN_APIS.iter().find(|o| o.api == api) {
+        return Some((own.min_version, own.max_version));
+    }
+    supported_api(api.kafka()?).map(|a| (a.min_version, a.max_version))
+}
+
+/// Whether we answer `api` at `version`.
+pub fn is_supported(api: impl Into<Api>, version: i16) -> bool {
+    served_versions(api).is_some_and(|(min, max)| (min..=max).contains(&version))
 }
 
 /// The highest version of `key` that both we and a peer whose ApiVersions
@@ -174,20 +227,25 @@ impl Default for FinalizedFeatures {
     }
 }
 
-/// The ApiVersions response list: one [`ApiVersion`] per row of
-/// [`SUPPORTED_APIS`], in api key order.
+/// The ApiVersions response list: one [`ApiVersion`] per api we serve
+/// ([`served_versions`] of every row of [`SUPPORTED_APIS`] and
+/// [`OWN_APIS`]), in api key order.
 pub fn api_version_list() -> Vec<ApiVersion> {
-    let mut apis: Vec<_> = SUPPORTED_APIS
-        .iter()
-        .map(|a| {
-            ApiVersion::default()
-                .with_api_key(a.key as i16)
-                .with_min_version(a.min_version)
-                .with_max_version(a.max_version)
+    let mut keys: Vec<Api> = SUPPORTED_APIS.iter().map(|a| Api::Kafka(a.key)).collect();
+    keys.extend(OWN_APIS.iter().map(|o| o.api));
+    keys.sort_by_key(|a| a.key());
+    keys.dedup();
+    keys.into_iter()
+        .filter_map(|api| {
+            let (min, max) = served_versions(api)?;
+            Some(
+                ApiVersion::default()
+                    .with_api_key(api.key())
+                    .with_min_version(min)
+                    .with_max_version(max),
+            )
         })
-        .collect();
-    apis.sort_by_key(|a| a.api_key);
-    apis
+        .collect()
 }
 
 /// The ApiVersions answer to a request of `request_version`, as Kafka's

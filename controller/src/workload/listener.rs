@@ -27,6 +27,7 @@ use crate::{
         RaftError, ReplyHandle, Role,
         listener::{LeaderChange, Listener, RaftClient, SnapshotSource},
     },
+    wire::{Api, Request, Response},
 };
 
 /// Largest batch the workload appends at once (bytes of record values):
@@ -34,7 +35,10 @@ use crate::{
 const WORKLOAD_MAX_BATCH_BYTES: usize = 1024 * 1024;
 
 /// The api keys the workload listener answers.
-const API_KEYS: &[ApiKey] = &[ApiKey::ApiVersions, ApiKey::DescribeCluster];
+const API_KEYS: &[Api] = &[
+    Api::Kafka(ApiKey::ApiVersions),
+    Api::Kafka(ApiKey::DescribeCluster),
+];
 
 /// What the workload listener needs from the node.
 #[derive(Debug, Clone)]
@@ -117,7 +121,7 @@ impl Listener<FileLog> for WorkloadListener {
         Ok(())
     }
 
-    fn api_keys(&self) -> &'static [ApiKey] {
+    fn api_keys(&self) -> &'static [Api] {
         API_KEYS
     }
 
@@ -127,8 +131,12 @@ impl Listener<FileLog> for WorkloadListener {
         handle: ReplyHandle,
         api_version: i16,
         _listener_name: &str,
-        request: RequestKind,
+        request: Request,
     ) -> Result<(), RaftError> {
+        let Request::Kafka(request) = request else {
+            client.reply(handle, None::<Response>);
+            return Ok(());
+        };
         let body =
             match request {
                 RequestKind::ApiVersions(_) => Some(ResponseKind::ApiVersions(

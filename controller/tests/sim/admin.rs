@@ -72,7 +72,8 @@ pub fn add_voter(id: i32) -> RaftRequest {
                     .with_name("CONTROLLER".into())
                     .with_host(format!("node{id}").into())
                     .with_port(9093),
-            ]),
+            ])
+            .into(),
     )
 }
 
@@ -110,5 +111,5 @@ pub fn add_voter_with(id: i32, directory: uuid::Uuid) -> RaftRequest {
     let RaftRequest::AddRaftVoter(r) = add_voter(id) else {
         unreachable!("add_voter builds AddRaftVoter")
     };
-    RaftRequest::AddRaftVoter(r.with_voter_directory_id(directory))
+    RaftRequest::AddRaftVoter(r.request.with_voter_directory_id(directory).into())
 }

@@ -13,14 +13,44 @@ use std::{
 };
 
 use futures::{SinkExt, StreamExt};
-use kafka_protocol::messages::ResponseKind;
+use kafka_protocol::messages::{ApiKey, RequestKind, ResponseKind};
 use kraft_controller::wire::{
-    DecodedRequest, KafkaFrameCodec, WireError, decode_request, encode_response,
+    Api, KafkaFrameCodec, Request, WireError, decode_request, encode_response,
 };
 use tokio::{net::TcpListener, task::JoinHandle};
 use tokio_util::codec::Framed;
 
-pub type Handler = Arc<dyn Fn(&DecodedRequest) -> Option<ResponseKind> + Send + Sync>;
+/// A request as the canned server's handler sees it: a `kafka-protocol`
+/// api and body (an AddRaftVoter as its v0 fields; UnregisterController
+/// never reaches a handler and is not answered).
+#[derive(Debug)]
+pub struct CannedRequest {
+    pub api_key: ApiKey,
+    pub api_version: i16,
+    pub correlation_id: i32,
+    pub body: RequestKind,
+}
+
+impl CannedRequest {
+    fn of(request: kraft_controller::wire::DecodedRequest) -> Option<Self> {
+        let Api::Kafka(api_key) = request.api_key else {
+            return None;
+        };
+        let body = match request.body {
+            Request::Kafka(body) => body,
+            Request::AddRaftVoter(v1) => RequestKind::AddRaftVoter(v1.request),
+            Request::UnregisterController(_) => return None,
+        };
+        Some(Self {
+            api_key,
+            api_version: request.api_version,
+            correlation_id: request.header.correlation_id,
+            body,
+        })
+    }
+}
+
+pub type Handler = Arc<dyn Fn(&CannedRequest) -> Option<ResponseKind> + Send + Sync>;
 
 pub struct CannedServer {
     pub addr: SocketAddr,
@@ -51,14 +81,16 @@ impl CannedServer {
                     while let Some(Ok(frame)) = framed.next().await {
                         r.fetch_add(1, Ordering::SeqCst);
                         let reply = match decode_request(frame.freeze()) {
-                            Ok(request) => handler(&request).map(|body| {
-                                encode_response(
-                                    request.correlation_id(),
-                                    request.api_key,
-                                    request.api_version,
-                                    &body,
-                                )
-                                .expect("canned response encodes")
+                            Ok(request) => CannedRequest::of(request).and_then(|request| {
+                                handler(&request).map(|body| {
+                                    encode_response(
+                                        request.correlation_id,
+                                        request.api_key,
+                                        request.api_version,
+                                        &body,
+                                    )
+                                    .expect("canned response encodes")
+                                })
                             }),
                             Err(WireError::Unsupported(u)) => u.response(),
                             Err(_) => return,

@@ -9,6 +9,13 @@
 //!   request, appends a RegisterControllerRecord and answers once it is
 //!   committed; NOT_CONTROLLER when not the leader (or no longer the leader
 //!   of the epoch it appended in).
+//! - UnregisterController (api key 94, KIP-1312, Kafka 4.4), active side:
+//!   the leader decides with `metadata::unregistration` over its view of
+//!   the registrations (the image, plus the registrations it appended, minus
+//!   the unregistrations it appended, as Kafka's timeline map), appends an
+//!   UnregisterControllerRecord and answers once it is committed;
+//!   NOT_CONTROLLER when not the leader (or no longer the leader of the
+//!   epoch it appended in, or its image is behind the high watermark).
 //! - ControllerRegistration, registering side: every node (the leader too)
 //!   asks the active controller to register it, over its own connection (a
 //!   Fetch long-poll on the Raft connection must never wait behind it, nor it
@@ -17,7 +24,10 @@
 //! It must not touch the engine except through [`RaftClient`], and must not
 //! block the loop.
 
-use std::task::{Context, Poll};
+use std::{
+    collections::BTreeSet,
+    task::{Context, Poll},
+};
 
 use kafka_protocol::{
     error::ResponseError,
@@ -36,12 +46,16 @@ use crate::{
         image::MetadataImage,
         records::METADATA_VERSION_FEATURE,
         registration::{RegistrationManager, Situation, validate_request},
+        unregistration::{UnregisterContext, validate_unregister},
     },
     raft::{
         RaftError, ReplyHandle, Role,
         listener::{LeaderChange, RaftClient},
     },
-    wire::client::{PeerManager, PeerResponse},
+    wire::{
+        client::{PeerManager, PeerResponse},
+        own_messages::{UnregisterControllerRequest, UnregisterControllerResponse},
+    },
 };
 
 /// A registration appended by this leader, answered once committed.
@@ -53,9 +67,21 @@ struct PendingRegistration {
     reply: ReplyHandle,
 }
 
+/// An UnregisterControllerRecord appended by this leader, answered once
+/// committed.
+#[derive(Debug)]
+struct PendingUnregistration {
+    last_offset: i64,
+    epoch: i32,
+    controller_id: i32,
+    reply: ReplyHandle,
+}
+
 /// Activation and registration state.
 #[derive(Debug)]
 pub(super) struct Registration {
+    /// This node's id (the active controller may not unregister itself).
+    local_id: i32,
     manager: RegistrationManager,
     /// Epoch in which this node, as leader, last checked whether the log
     /// needs the bootstrap records.
@@ -63,6 +89,17 @@ pub(super) struct Registration {
     channel: PeerManager,
     responses: mpsc::UnboundedReceiver<PeerResponse>,
     pending: Vec<PendingRegistration>,
+    unregistrations: Vec<PendingUnregistration>,
+}
+
+/// The UnregisterController answer: `error` and its message, or success.
+fn unregister_response(error: Option<(ResponseError, String)>) -> UnregisterControllerResponse {
+    let (error_code, error_message) = error.map_or((0, None), |(e, m)| (e.code(), Some(m)));
+    UnregisterControllerResponse {
+        throttle_time_ms: 0,
+        error_code,
+        error_message,
+    }
 }
 
 fn registration_response(error: Option<(ResponseError, String)>) -> Option<ResponseKind> {
@@ -94,11 +131,13 @@ impl Registration {
             "controller registration incarnation"
         );
         Self {
+            local_id: config.registration.controller_id,
             manager: RegistrationManager::new(config.registration.clone()),
             activated_epoch: None,
             channel: PeerManager::new(config.client.clone(), tx),
             responses,
             pending: Vec::new(),
+            unregistrations: Vec::new(),
         }
     }
 
@@ -151,15 +190,101 @@ impl Registration {
         Ok(())
     }
 
-    /// After a commit to `high_watermark`: answers the registrations now
-    /// committed; NOT_CONTROLLER for those of an epoch this node no longer
-    /// leads.
+    /// Handles UnregisterController (api key 94, KIP-1312) as Kafka 4.4.0's
+    /// `QuorumController.unregisterController`: NOT_CONTROLLER unless this
+    /// node leads with a known high watermark and an image that has applied
+    /// everything below it; then `metadata::unregistration`'s refusals, at
+    /// once; otherwise an UnregisterControllerRecord appended and answered
+    /// once committed ([`Self::answer_committed`]).
+    ///
+    /// Errors: [`RaftError`] when the append failed (fatal).
+    pub(super) fn on_unregister(
+        &mut self,
+        client: &mut RaftClient<'_, FileLog>,
+        image: &MetadataImage,
+        request: UnregisterControllerRequest,
+        reply: ReplyHandle,
+    ) -> Result<(), RaftError> {
+        let leader = client.leader_id();
+        let caught_up = client
+            .high_watermark()
+            .is_some_and(|hw| image.next_offset() >= hw);
+        if client.role() != Role::Leader || !caught_up || client.shutting_down() {
+            client.reply(reply, Some(unregister_response(not_controller(leader))));
+            return Ok(());
+        }
+        let epoch = client.epoch();
+        // The controller's view of the registrations: what is committed,
+        // with what this leader appended since (Kafka's timeline map).
+        let mut registered: BTreeSet<i32> = image.controllers().keys().copied().collect();
+        registered.extend(
+            self.pending
+                .iter()
+                .filter(|p| p.epoch == epoch)
+                .map(|p| p.controller_id),
+        );
+        for p in self.unregistrations.iter().filter(|p| p.epoch == epoch) {
+            registered.remove(&p.controller_id);
+        }
+        let voters: BTreeSet<i32> = client.voters().ids().collect();
+        let context = UnregisterContext {
+            local_id: self.local_id,
+            metadata_version: image.feature_level(METADATA_VERSION_FEATURE),
+            registered: &registered,
+            voters: &voters,
+        };
+        let record = match validate_unregister(&context, request.controller_id) {
+            Ok(record) => record,
+            Err(refusal) => {
+                tracing::info!(controller_id = request.controller_id, error = ?refusal.0,
+                    message = %refusal.1, "controller unregistration refused");
+                client.reply(reply, Some(unregister_response(Some(refusal))));
+                return Ok(());
+            }
+        };
+        match client.propose(&[record.encode_framed()])? {
+            Some(proposed) => {
+                tracing::info!(
+                    controller_id = record.controller_id,
+                    offset = proposed.last_offset,
+                    "controller unregistration appended"
+                );
+                self.unregistrations.push(PendingUnregistration {
+                    last_offset: proposed.last_offset,
+                    epoch,
+                    controller_id: record.controller_id,
+                    reply,
+                });
+            }
+            None => client.reply(reply, Some(unregister_response(not_controller(leader)))),
+        }
+        Ok(())
+    }
+
+    /// After a commit to `high_watermark`: answers the registrations and
+    /// unregistrations now committed; NOT_CONTROLLER for those of an epoch
+    /// this node no longer leads.
     pub(super) fn answer_committed(
         &mut self,
         client: &mut RaftClient<'_, FileLog>,
         high_watermark: i64,
     ) {
         let (role, epoch) = (client.role(), client.epoch());
+        for p in std::mem::take(&mut self.unregistrations) {
+            if p.epoch != epoch || role != Role::Leader {
+                let refusal = not_controller(client.leader_id());
+                client.reply(p.reply, Some(unregister_response(refusal)));
+            } else if p.last_offset < high_watermark {
+                tracing::info!(
+                    controller_id = p.controller_id,
+                    offset = p.last_offset,
+                    "controller unregistration committed"
+                );
+                client.reply(p.reply, Some(unregister_response(None)));
+            } else {
+                self.unregistrations.push(p);
+            }
+        }
         let pending = std::mem::take(&mut self.pending);
         for p in pending {
             if p.epoch != epoch || role != Role::Leader {
@@ -215,13 +340,22 @@ impl Registration {
         Ok(())
     }
 
-    /// Fails the registrations appended in an epoch this node no longer
-    /// leads (NOT_CONTROLLER, as Kafka's controller does on resigning).
+    /// Fails the registrations and unregistrations appended in an epoch this
+    /// node no longer leads (NOT_CONTROLLER, as Kafka's controller does on
+    /// resigning).
     pub(super) fn on_leader_change(
         &mut self,
         client: &mut RaftClient<'_, FileLog>,
         change: LeaderChange,
     ) {
+        for p in std::mem::take(&mut self.unregistrations) {
+            if change.role == Role::Leader && p.epoch == change.epoch {
+                self.unregistrations.push(p);
+            } else {
+                let refusal = not_controller(change.leader_id);
+                client.reply(p.reply, Some(unregister_response(refusal)));
+            }
+        }
         let pending = std::mem::take(&mut self.pending);
         for p in pending {
             if change.role == Role::Leader && p.epoch == change.epoch {

@@ -72,6 +72,104 @@ fn add_raft_voter_asks_for_api_versions_appends_and_answers_once_committed() {
     assert!(!e.status().uncommitted_voter_change, "committed");
 }
 
+/// `add_voter(id)` at AddRaftVoter v1 with `AckWhenCommitted` = `ack`.
+fn add_voter_v1(id: i32, ack: bool) -> Event {
+    let RaftRequest::AddRaftVoter(mut r) = add_voter(id) else {
+        unreachable!("add_voter builds AddRaftVoter")
+    };
+    r.ack_when_committed = ack;
+    Event::Request {
+        handle: ReplyHandle(77),
+        api_version: 1,
+        request: RaftRequest::AddRaftVoter(r),
+    }
+}
+
+/// Adds node 4 as `add_raft_voter_asks_for_api_versions_appends_and_answers_once_committed`
+/// does, with `event`; returns what the ApiVersions answer (the append)
+/// and the commit of the `Voters` record did, rendered.
+fn add_node_4(event: Event) -> (Vec<String>, Vec<String>, RaftEngine<MemoryLog>) {
+    let mut e = kip853_leader();
+    e.handle(fetch_from(4, 1, 3, 1), 2_010).expect("fetch");
+    let commands = e.handle(event, 2_020).expect("add");
+    assert_eq!(render(&commands), ["send 4 api_versions"]);
+    let id = api_versions_sent(&commands);
+    e.handle(fetch_from(4, 1, 3, 1), 2_025).expect("fetch");
+    let appended = render(
+        &e.handle(api_versions(id, 0, 1), 2_030)
+            .expect("api versions"),
+    );
+    assert_eq!(e.voters().len(), 4, "appended");
+    // Another change waits until the Voters record commits, answered or not.
+    let commands = e
+        .handle(admin(remove_voter(2, dir(2))), 2_031)
+        .expect("remove");
+    assert_eq!(render(&commands), ["reply remove_raft_voter error=7"]);
+    e.handle(Event::Flush, 2_060).expect("flush");
+    e.handle(fetch_from(2, 1, 4, 1), 2_070).expect("fetch");
+    let committed = render(&e.handle(fetch_from(4, 1, 4, 1), 2_080).expect("fetch"));
+    assert!(!e.status().uncommitted_voter_change, "committed");
+    (appended, committed, e)
+}
+
+// KIP-1186: AddRaftVoter v1 with AckWhenCommitted false is answered when the
+// Voters record is appended (Kafka 4.4.0's AddVoterHandler completes the
+// request's future right after `appendVotersRecord`), and not again when it
+// commits.
+#[test]
+fn add_raft_voter_v1_without_ack_when_committed_answers_once_the_voters_record_is_appended() {
+    let (appended, committed, _) = add_node_4(add_voter_v1(4, false));
+    assert_eq!(appended, ["reply add_raft_voter error=0"]);
+    assert_eq!(
+        committed,
+        [
+            "committed hw=4",
+            "reply fetch error=0 hw=4 diverging=(-1, -1) batches=0",
+        ]
+    );
+}
+
+// KIP-1186: AckWhenCommitted true (v1's default, and what v0 means) is
+// answered once the Voters record commits.
+#[test]
+fn add_raft_voter_v1_with_ack_when_committed_answers_once_the_voters_record_commits() {
+    let (appended, committed, _) = add_node_4(add_voter_v1(4, true));
+    assert!(appended.is_empty(), "{appended:?}");
+    assert_eq!(
+        committed,
+        [
+            "committed hw=4",
+            "reply fetch error=0 hw=4 diverging=(-1, -1) batches=0",
+            "reply add_raft_voter error=0",
+        ]
+    );
+}
+
+// An answered AddRaftVoter (AckWhenCommitted false) whose Voters record does
+// not commit before the request's timeout is not answered a second time;
+// the change is dropped and the next one may start.
+#[test]
+fn an_answered_add_raft_voter_that_times_out_is_not_answered_again() {
+    let mut e = kip853_leader();
+    e.handle(fetch_from(4, 1, 3, 1), 2_010).expect("fetch");
+    let commands = e.handle(add_voter_v1(4, false), 2_020).expect("add");
+    let id = api_versions_sent(&commands);
+    e.handle(fetch_from(4, 1, 3, 1), 2_025).expect("fetch");
+    let appended = render(
+        &e.handle(api_versions(id, 0, 1), 2_030)
+            .expect("api versions"),
+    );
+    assert_eq!(appended, ["reply add_raft_voter error=0"]);
+    // add_voter's timeout_ms is 5000: past it, nothing is answered.
+    let commands = e.handle(Event::Tick, 7_100).expect("tick");
+    assert!(
+        !render(&commands)
+            .iter()
+            .any(|c| c.contains("add_raft_voter")),
+        "{commands:?}"
+    );
+}
+
 /// The id of the one ApiVersions among `commands`.
 fn api_versions_sent(commands: &[Command]) -> u64 {
     let sends: Vec<u64> = commands

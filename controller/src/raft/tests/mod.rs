@@ -371,7 +371,8 @@ fn add_voter(id: i32) -> RaftRequest {
                     .with_name("CONTROLLER".into())
                     .with_host("node4".into())
                     .with_port(9093),
-            ]),
+            ])
+            .into(),
     )
 }
 

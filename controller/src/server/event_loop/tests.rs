@@ -101,8 +101,8 @@ impl Listener<FileLog> for Recorder {
         Ok(())
     }
 
-    fn api_keys(&self) -> &'static [ApiKey] {
-        &[ApiKey::DescribeCluster]
+    fn api_keys(&self) -> &'static [crate::wire::Api] {
+        &[crate::wire::Api::Kafka(ApiKey::DescribeCluster)]
     }
 
     fn handle_request(
@@ -111,9 +111,11 @@ impl Listener<FileLog> for Recorder {
         handle: ReplyHandle,
         _api_version: i16,
         _listener_name: &str,
-        request: RequestKind,
+        request: crate::wire::Request,
     ) -> Result<(), RecorderError> {
-        self.report(Call::Request(crate::wire::request_api_key(&request)));
+        self.report(Call::Request(
+            request.api().and_then(crate::wire::Api::kafka),
+        ));
         let body = DescribeClusterResponse::default()
             .with_cluster_id(StrBytes::from_static_str("recorder"))
             .with_controller_id(client.leader_id().unwrap_or(-1).into());
@@ -222,9 +224,9 @@ impl Node {
         let (reply, answer) = oneshot::channel();
         let request = DecodedRequest {
             header: RequestHeader::default().with_request_api_key(api_key as i16),
-            api_key,
+            api_key: api_key.into(),
             api_version: 0,
-            body,
+            body: body.into(),
         };
         self.requests
             .send(InboundRequest {
@@ -240,6 +242,10 @@ impl Node {
             .await
             .expect("an answer within 10 s")
             .expect("the driver answers or closes")
+            .map(|r| match r {
+                crate::wire::Response::Kafka(r) => r,
+                other => panic!("not a kafka-protocol answer: {other:?}"),
+            })
     }
 
     async fn stop(self) -> RaftEngine<FileLog> {
