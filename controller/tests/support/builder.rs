@@ -174,7 +174,7 @@ impl QuorumBuilder {
         };
         for (i, id) in ids.iter().enumerate() {
             let config = quorum.write_config(*id, ports[i], &bootstrap, &static_voters);
-            let mut bootstrap_flag = if self.standalone {
+            let bootstrap_flag = if self.standalone {
                 vec!["--standalone".to_owned()]
             } else {
                 match self.mode {
