@@ -66,14 +66,17 @@ fn kafka_quorum(version: &str, args: &[&str]) -> (bool, String) {
 /// Kafka `version`'s `describe --status` over TLS, parsed; `None` while it
 /// fails.
 fn kafka_status(version: &str, address: &str, ssl: &str) -> Option<BTreeMap<String, String>> {
-    let (ok, out) = kafka_quorum(version, &[
-        "--bootstrap-controller",
-        address,
-        "--command-config",
-        ssl,
-        "describe",
-        "--status",
-    ]);
+    let (ok, out) = kafka_quorum(
+        version,
+        &[
+            "--bootstrap-controller",
+            address,
+            "--command-config",
+            ssl,
+            "describe",
+            "--status",
+        ],
+    );
     ok.then(|| parse_status(&out))
 }
 
@@ -142,14 +145,17 @@ fn describes_an_mtls_quorum_and_adds_and_removes_a_controller(version: &str) {
 
     // Without TLS settings the same tool gets nothing from the TLS port.
     let admin = admin_config(root.path()).display().to_string();
-    let (plain_ok, plain) = kafka_quorum(version, &[
-        "--bootstrap-controller",
-        &address,
-        "--command-config",
-        &admin,
-        "describe",
-        "--status",
-    ]);
+    let (plain_ok, plain) = kafka_quorum(
+        version,
+        &[
+            "--bootstrap-controller",
+            &address,
+            "--command-config",
+            &admin,
+            "describe",
+            "--status",
+        ],
+    );
     assert!(!plain_ok, "a plaintext describe succeeded:\n{plain}");
 
     // The fourth node fetches as an observer, then Kafka's add-controller
@@ -165,13 +171,16 @@ fn describes_an_mtls_quorum_and_adds_and_removes_a_controller(version: &str) {
         Duration::from_secs(90),
         "Kafka's add-controller over TLS to succeed",
         || {
-            let (ok, out) = kafka_quorum(version, &[
-                "--bootstrap-controller",
-                &address,
-                "--command-config",
-                &joining,
-                "add-controller",
-            ]);
+            let (ok, out) = kafka_quorum(
+                version,
+                &[
+                    "--bootstrap-controller",
+                    &address,
+                    "--command-config",
+                    &joining,
+                    "add-controller",
+                ],
+            );
             last = out;
             ok.then_some(())
         },
@@ -184,17 +193,20 @@ fn describes_an_mtls_quorum_and_adds_and_removes_a_controller(version: &str) {
         "{status:?}\n{last}"
     );
 
-    let (ok, out) = kafka_quorum(version, &[
-        "--bootstrap-controller",
-        &address,
-        "--command-config",
-        &ssl,
-        "remove-controller",
-        "--controller-id",
-        "4",
-        "--controller-directory-id",
-        &dir_4,
-    ]);
+    let (ok, out) = kafka_quorum(
+        version,
+        &[
+            "--bootstrap-controller",
+            &address,
+            "--command-config",
+            &ssl,
+            "remove-controller",
+            "--controller-id",
+            "4",
+            "--controller-directory-id",
+            &dir_4,
+        ],
+    );
     assert!(ok, "remove-controller over TLS failed:\n{out}");
     let status = wait_for(Duration::from_secs(30), "node 4 removed", || {
         kafka_status(version, &address, &ssl).filter(|s| !s["CurrentVoters"].contains(&dir_4))

@@ -74,9 +74,7 @@ pub fn kafka_versions() -> Vec<String> {
 /// `~/.cache/kraftwerk` as in `tests/kafka/kafka-run-class`).
 pub fn classpath_file(version: &str) -> PathBuf {
     let cache = std::env::var_os("KRAFTWERK_CACHE").map_or_else(
-        || {
-            Path::new(&std::env::var_os("HOME").unwrap_or_default()).join(".cache/kraftwerk")
-        },
+        || Path::new(&std::env::var_os("HOME").unwrap_or_default()).join(".cache/kraftwerk"),
         PathBuf::from,
     );
     cache.join(format!("kafka-{version}.classpath"))
