@@ -7,6 +7,12 @@
 # against real kraft-controller processes; interop_kafka_mixed (~4 min) puts Kafka
 # 4.4.0's controllers and ours in one quorum.
 # Without a JDK they are skipped with a loud message, never silently.
+#
+# KAFKA_VERSIONS (mk/kafka.mk: 4.1.2 4.4.0) is the matrix: every case runs
+# once per version of the list where that version has the feature, e.g.
+#   make test-interop KAFKA_VERSIONS=4.4.0
+# runs 4.4.0's rows only (the harness reads the variable, tests/interop/mod.rs
+# `runs_on`; a `cargo test` without it runs every version of mk/kafka.mk).
 
 TEST_TARGETS += test-interop
 
@@ -18,5 +24,5 @@ test-interop: ## Apache Kafka's tools against our controllers and files (needs a
 	  if [ -n "$${CI:-}" ]; then echo "test-interop: CI is set: a skipped interop run fails the build" >&2; exit 1; fi; \
 	  exit 0; \
 	fi; \
-	$(MAKE) --no-print-directory kafka-jars && \
-	$(CARGO) test -p kraft-controller --features interop --no-fail-fast --test interop_kafka --test interop_kafka_format --test interop_kafka_voters --test interop_kafka_mixed --test interop_kafka_metadata --test interop_kafka_tls --test interop_kafka_brokers --test interop_kafka_configs --test interop_kafka_topics --test interop_kafka_acls --test interop_kafka_recover --test interop_kafka_features --test interop_kafka_static_migration --test interop_kafka_unregister -- --nocapture --test-threads 2
+	$(MAKE) --no-print-directory kafka-jars KAFKA_VERSIONS="$(KAFKA_VERSIONS)" && \
+	KAFKA_VERSIONS="$(KAFKA_VERSIONS)" $(CARGO) test -p kraft-controller --features interop --no-fail-fast --test interop_kafka --test interop_kafka_format --test interop_kafka_voters --test interop_kafka_mixed --test interop_kafka_metadata --test interop_kafka_tls --test interop_kafka_brokers --test interop_kafka_configs --test interop_kafka_topics --test interop_kafka_acls --test interop_kafka_recover --test interop_kafka_features --test interop_kafka_static_migration --test interop_kafka_unregister -- --nocapture --test-threads 2

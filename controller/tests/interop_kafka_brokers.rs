@@ -603,6 +603,9 @@ fn kafka_counts_of(version: &'static str, file: &Path) -> (usize, usize) {
 }
 
 fn on_our_controllers(version: &'static str) {
+    if !runs_on(version) {
+        return;
+    }
     let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
     let baseline = kafka_baseline(version);
     eprintln!(

@@ -1,5 +1,6 @@
-//! Interop of issue 22's kraft.version upgrade with Apache Kafka 4.4.0's
-//! own `kafka-features` (`org.apache.kafka.tools.FeatureCommand`): against
+//! Interop of issue 22's kraft.version upgrade with Apache Kafka's own
+//! `kafka-features` (`org.apache.kafka.tools.FeatureCommand`) of each
+//! version of the run's `KAFKA_VERSIONS`: against
 //! three of our controllers formatted with `controller.quorum.voters`
 //! (kraft.version 0), Kafka's `upgrade --feature kraft.version=1` (Admin
 //! `updateFeatures`, UpdateFeatures v1) succeeds, Kafka's `describe` then
@@ -16,8 +17,16 @@ use std::{process::Command, time::Duration};
 
 use interop::*;
 
-#[test]
-fn kafka_4_4_0_feature_command_upgrades_our_static_quorum_to_kraft_version_1() {
+crate::per_kafka_version!(feature_command_upgrades_our_static_quorum_to_kraft_version_1;
+    kafka_4_1_2_feature_command_upgrades_our_static_quorum_to_kraft_version_1 => "4.1.2",
+    kafka_4_4_0_feature_command_upgrades_our_static_quorum_to_kraft_version_1 => "4.4.0");
+
+crate::per_kafka_version!(feature_command_upgrades_our_metadata_version;
+    kafka_4_1_2_feature_command_upgrades_our_metadata_version_and_is_refused_a_lossy_downgrade => "4.1.2",
+    kafka_4_4_0_feature_command_upgrades_our_metadata_version_and_is_refused_a_lossy_downgrade => "4.4.0");
+
+/// Case 9 with Kafka `version`'s `FeatureCommand`.
+fn feature_command_upgrades_our_static_quorum_to_kraft_version_1(version: &str) {
     let root = tempfile::tempdir().expect("create a temp dir");
     let mut nodes = nodes(root.path(), 3);
     let voters = static_voters(&nodes);
@@ -39,14 +48,14 @@ fn kafka_4_4_0_feature_command_upgrades_our_static_quorum_to_kraft_version_1() {
     }
     let address = nodes[0].address();
     wait_for_leader(&address);
-    let before = kafka_features_describe(&address);
+    let before = kafka_features_describe_at(version, &address);
     assert!(
         kraft_version_row(&before).contains("FinalizedVersionLevel: 0 "),
         "{before}"
     );
 
     let out = kafka_at(
-        Some("4.4.0"),
+        Some(version),
         FEATURE_COMMAND,
         &[
             "--bootstrap-controller",
@@ -75,15 +84,16 @@ fn kafka_4_4_0_feature_command_upgrades_our_static_quorum_to_kraft_version_1() {
             },
         );
     }
-    let after = kafka_features_describe(&address);
+    let after = kafka_features_describe_at(version, &address);
     assert!(
         kraft_version_row(&after).contains("FinalizedVersionLevel: 1 "),
         "{after}"
     );
 }
 
-#[test]
-fn kafka_4_4_0_feature_command_upgrades_our_metadata_version_and_is_refused_a_lossy_downgrade() {
+/// Kafka `version`'s `FeatureCommand upgrade --metadata`, then a refused
+/// lossy downgrade, then our CLI's safe one.
+fn feature_command_upgrades_our_metadata_version(version: &str) {
     let root = tempfile::tempdir().expect("create a temp dir");
     let mut nodes = nodes(root.path(), 1);
     let config = nodes[0].config.display().to_string();
@@ -100,7 +110,7 @@ fn kafka_4_4_0_feature_command_upgrades_our_metadata_version_and_is_refused_a_lo
     nodes[0].start();
     let address = nodes[0].address();
     wait_for_leader(&address);
-    let describe = || kafka_features_describe(&address);
+    let describe = || kafka_features_describe_at(version, &address);
     let before = describe();
     assert!(
         feature_row(&before, "metadata.version").contains("FinalizedVersionLevel: 4.0-IV3 "),
@@ -108,7 +118,7 @@ fn kafka_4_4_0_feature_command_upgrades_our_metadata_version_and_is_refused_a_lo
     );
 
     let out = kafka_at(
-        Some("4.4.0"),
+        Some(version),
         FEATURE_COMMAND,
         &[
             "--bootstrap-controller",
@@ -131,7 +141,7 @@ fn kafka_4_4_0_feature_command_upgrades_our_metadata_version_and_is_refused_a_lo
 
     // 4.1-IV1 → 4.0-IV0 crosses 4.0-IV1, which changed the metadata.
     let refused = Command::new(kafka_run_class())
-        .env("KAFKA_VERSION", "4.4.0")
+        .env("KAFKA_VERSION", version)
         .args([
             FEATURE_COMMAND,
             "--bootstrap-controller",

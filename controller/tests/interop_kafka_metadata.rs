@@ -1,4 +1,5 @@
-//! Interop of the metadata layer with Apache Kafka 4.1's own tools: Kafka's
+//! Interop of the metadata layer with Apache Kafka's own tools, of each
+//! version of the run's `KAFKA_VERSIONS` (issue 22): Kafka's
 //! `kafka-dump-log --cluster-metadata-decoder` decodes, by name and field,
 //! the bootstrap records our first leader writes (Begin/EndTransaction,
 //! FeatureLevelRecords, the ELR ConfigRecord), the RegisterControllerRecord
@@ -21,8 +22,12 @@ fn lines_with<'a>(records: &'a [String], needles: &[&str]) -> Vec<&'a String> {
         .collect()
 }
 
-#[test]
-fn kafka_decodes_our_bootstrap_registration_and_snapshot_records_and_reads_our_features() {
+crate::per_kafka_version!(decodes_our_records_and_reads_our_features;
+    kafka_4_1_2_decodes_our_bootstrap_registration_and_snapshot_records_and_reads_our_features => "4.1.2",
+    kafka_4_4_0_decodes_our_bootstrap_registration_and_snapshot_records_and_reads_our_features => "4.4.0");
+
+/// Case 6 with Kafka `version`'s `FeatureCommand` and `DumpLogSegments`.
+fn decodes_our_records_and_reads_our_features(version: &str) {
     let root = tempfile::tempdir().expect("create a temp dir");
     let mut nodes = nodes(root.path(), 1);
     let config = nodes[0].config.display().to_string();
@@ -74,17 +79,10 @@ fn kafka_decodes_our_bootstrap_registration_and_snapshot_records_and_reads_our_f
     );
 
     // Finalized features through Kafka's Admin and ApiVersions.
-    let features = kafka(
-        FEATURE_COMMAND,
-        &["--bootstrap-controller", &address, "describe"],
-    );
-    let row = |name: &str| {
-        features
-            .lines()
-            .find(|l| l.starts_with(&format!("Feature: {name}\t")))
-            .unwrap_or_else(|| panic!("no row for {name}:\n{features}"))
-            .to_owned()
-    };
+    let features = kafka_features_describe_at(version, &address);
+    // Kafka 4.1 separates the columns with tabs, 4.4 pads them with spaces:
+    // the row with single spaces.
+    let row = |name: &str| feature_row(&features, name);
     assert!(
         row("metadata.version").contains("FinalizedVersionLevel: 4.1-IV1"),
         "{features}"
@@ -104,8 +102,8 @@ fn kafka_decodes_our_bootstrap_registration_and_snapshot_records_and_reads_our_f
     nodes[0].stop();
 
     let segment = partition.join("00000000000000000000.log");
-    assert_eq!(kafka_counts(&segment), our_counts(&segment));
-    let records = kafka_decoded_records(&segment);
+    assert_eq!(kafka_counts_at(version, &segment), our_counts(&segment));
+    let records = kafka_decoded_records_at(version, &segment);
     for needles in [
         &[
             r#""type":"BEGIN_TRANSACTION_RECORD""#,
@@ -152,8 +150,8 @@ fn kafka_decodes_our_bootstrap_registration_and_snapshot_records_and_reads_our_f
     }
 
     // The snapshot: Kafka reads the image back, metadata.version first.
-    assert_eq!(kafka_counts(&snapshot), our_counts(&snapshot));
-    let in_snapshot = kafka_decoded_records(&snapshot);
+    assert_eq!(kafka_counts_at(version, &snapshot), our_counts(&snapshot));
+    let in_snapshot = kafka_decoded_records_at(version, &snapshot);
     let data: Vec<&String> = in_snapshot
         .iter()
         .filter(|r| r.contains(r#""type":""#) && r.contains(r#"_RECORD""#))

@@ -1,14 +1,16 @@
-//! A mixed metadata quorum (issue 22): Apache Kafka 4.4.0's own controllers
+//! A mixed metadata quorum (issue 22): Apache Kafka's own controllers
 //! (`kafka.Kafka`, `process.roles=controller`) and ours are voters of one
 //! KRaft quorum, and leadership moves from one implementation to the other
 //! both ways. Built only with the `interop` feature (`make test-interop`).
 //!
-//! Two tests tell one story, once with Kafka's controller as the founder
-//! and once with ours: controllers 1 (the founder) and 4 of one
+//! For each Kafka version of the run's `KAFKA_VERSIONS` (4.1.2, 4.4.0: its
+//! controllers, broker and tools), two tests tell one story, once with
+//! Kafka's controller as the founder and once with ours: controllers 1
+//! (the founder) and 4 of one
 //! implementation, 2 and 3 of the other, every node's
 //! `controller.quorum.bootstrap.servers` listing all four, all formatted at
-//! `--release-version` 4.1-IV1 (level 27, which both implement), and one
-//! Kafka 4.4.0 broker (11).
+//! `--release-version` 4.1-IV1 (level 27, which both implement and both
+//! Kafka versions run), and one Kafka broker (11) of the same version.
 //! 1. The founder, formatted `--standalone` by its own implementation's
 //!    tool, leads alone and writes the bootstrap records. Controllers 2 and
 //!    3, formatted `--no-initial-controllers`, fetch as observers; Kafka's
@@ -59,8 +61,6 @@ use interop::{
     *,
 };
 
-/// The Kafka version of the JVM controllers and tools.
-const VERSION: &str = "4.4.0";
 /// The `metadata.version` both implementations run (level 27).
 const RELEASE_VERSION: &str = "4.1-IV1";
 /// Kafka's `kafka-metadata-quorum`.
@@ -76,6 +76,8 @@ const JVM_START: Duration = Duration::from_secs(60);
 
 /// The four controllers, the broker and the test's directory.
 struct Mixed {
+    /// The Kafka version of the JVM controllers, the broker and the tools.
+    version: &'static str,
     members: Vec<Member>,
     broker: KafkaServer,
     admin: String,
@@ -165,7 +167,7 @@ impl Mixed {
         faults.extend(
             replay_faults(&self.broker.log_text())
                 .into_iter()
-                .map(|l| format!("Kafka {VERSION}'s broker {}: {l}", self.broker.id)),
+                .map(|l| format!("Kafka {}'s broker {}: {l}", self.version, self.broker.id)),
         );
         assert!(
             faults.is_empty(),
@@ -193,7 +195,7 @@ impl Mixed {
             &format!("Kafka's add-controller of {name}"),
             || {
                 let output = std::process::Command::new(kafka_run_class())
-                    .env("KAFKA_VERSION", VERSION)
+                    .env("KAFKA_VERSION", self.version)
                     .args([QUORUM_COMMAND, "--bootstrap-controller", leader])
                     .args(["--command-config", &config, "add-controller"])
                     .output()
@@ -214,7 +216,7 @@ impl Mixed {
     fn remove_controller(&mut self, id: i32, leader: &str) {
         let dir = self.member(id).directory_id();
         kafka_at(
-            Some(VERSION),
+            Some(self.version),
             QUORUM_COMMAND,
             &[
                 "--bootstrap-controller",
@@ -280,8 +282,8 @@ impl Mixed {
     fn write_records(&mut self, leader: &str, threads: u32) {
         let threads = format!("log.cleaner.threads={threads}");
         let out = tool(
-            VERSION,
-            config_command(VERSION),
+            self.version,
+            config_command(self.version),
             &[
                 "--bootstrap-controller",
                 leader,
@@ -301,7 +303,7 @@ impl Mixed {
             out.all()
         );
         let current = tool(
-            VERSION,
+            self.version,
             FEATURE_COMMAND,
             &["--bootstrap-controller", leader, "describe"],
         );
@@ -322,7 +324,7 @@ impl Mixed {
         let verb = "downgrade";
         let feature = format!("transaction.version={transaction_version}");
         let out = tool(
-            VERSION,
+            self.version,
             FEATURE_COMMAND,
             &[
                 "--bootstrap-controller",
@@ -373,7 +375,7 @@ impl Mixed {
             broker_view(&address).filter(|view| view.get(&id) == Some(&false))
         });
         let out = topics(
-            VERSION,
+            self.version,
             &address,
             Path::new(&self.admin),
             &[
@@ -477,9 +479,17 @@ fn epoch_summary(batches: &[&DumpedBatch]) -> BTreeMap<i64, BTreeMap<String, usi
 /// (two or three JVMs) and a broker JVM on a 2-core machine.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-/// Formats member `id` of the implementation `ours` listening on `port`;
-/// `mode` is `--standalone` or `--no-initial-controllers`.
-fn member(path: &Path, ours: bool, id: i32, port: u16, bootstrap: &str, mode: &str) -> Member {
+/// Formats member `id` of the implementation `ours` (else Kafka
+/// `version`'s) listening on `port`; `mode` is `--standalone` or
+/// `--no-initial-controllers`.
+fn member(
+    version: &'static str,
+    path: &Path,
+    ours: bool,
+    (id, port): (i32, u16),
+    bootstrap: &str,
+    mode: &str,
+) -> Member {
     if ours {
         let node = Node::new(path, id, port, bootstrap);
         node.append_config(CONTROLLER_EXTRA);
@@ -495,16 +505,17 @@ fn member(path: &Path, ours: bool, id: i32, port: u16, bootstrap: &str, mode: &s
         ]);
         Member::Ours(node)
     } else {
-        let server = KafkaServer::controller(path, VERSION, id, port, bootstrap, CONTROLLER_EXTRA);
+        let server = KafkaServer::controller(path, version, id, port, bootstrap, CONTROLLER_EXTRA);
         server.format(&["--release-version", RELEASE_VERSION, mode]);
         Member::Kafka(server)
     }
 }
 
-/// The whole story, with the founder (controller 1, formatted
-/// `--standalone`) and the late joiner (4) of one implementation and the
-/// two early joiners (2 and 3) of the other; `founder_is_ours` picks which.
-fn run(founder_is_ours: bool) {
+/// The whole story with Kafka `version`, with the founder (controller 1,
+/// formatted `--standalone`) and the late joiner (4) of one implementation
+/// and the two early joiners (2 and 3) of the other; `founder_is_ours`
+/// picks which.
+fn run(version: &'static str, founder_is_ours: bool) {
     let _serial = ONE_AT_A_TIME
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -527,12 +538,13 @@ fn run(founder_is_ours: bool) {
         .zip(modes)
         .map(|((id, port), mode)| {
             let ours = (id == 1 || id == 4) == founder_is_ours;
-            member(path, ours, id, port, &bootstrap, mode)
+            member(version, path, ours, (id, port), &bootstrap, mode)
         })
         .collect();
-    let broker = KafkaServer::broker(path, VERSION, 11, &bootstrap, "");
+    let broker = KafkaServer::broker(path, version, 11, &bootstrap, "");
     broker.format(&["--release-version", RELEASE_VERSION]);
     let mut q = Mixed {
+        version,
         members,
         broker,
         admin: admin_config(path).display().to_string(),
@@ -587,7 +599,7 @@ fn run(founder_is_ours: bool) {
     let dumps: Vec<(String, Vec<DumpedBatch>)> = q
         .members
         .iter()
-        .map(|m| (m.name(), dumped_batches(VERSION, &m.partition_dir())))
+        .map(|m| (m.name(), dumped_batches(version, &m.partition_dir())))
         .collect();
     let (reference_name, reference) = &dumps[0];
     let reference = committed(reference, high_watermark);
@@ -649,8 +661,8 @@ fn run(founder_is_ours: bool) {
                     continue;
                 };
                 assert_eq!(
-                    snapshot_payloads(VERSION, path),
-                    snapshot_payloads(VERSION, other),
+                    snapshot_payloads(version, path),
+                    snapshot_payloads(version, other),
                     "snapshot {file} of {our_name} and of {kafka_name} hold different records"
                 );
                 eprintln!("snapshot {file}: same records on {our_name} and {kafka_name}");
@@ -678,12 +690,20 @@ fn run(founder_is_ours: bool) {
     );
 }
 
-#[test]
-fn our_controllers_join_kafkas_then_kafkas_join_ours_and_committed_logs_stay_identical() {
-    run(false);
+/// Kafka's controller founds the quorum.
+fn kafka_founds(version: &'static str) {
+    run(version, false);
 }
 
-#[test]
-fn kafkas_controllers_join_ours_then_ours_join_kafkas_and_committed_logs_stay_identical() {
-    run(true);
+/// Our controller founds the quorum.
+fn ours_founds(version: &'static str) {
+    run(version, true);
 }
+
+crate::per_kafka_version!(kafka_founds;
+    our_controllers_join_kafka_4_1_2s_then_kafkas_join_ours_and_committed_logs_stay_identical => "4.1.2",
+    our_controllers_join_kafka_4_4_0s_then_kafkas_join_ours_and_committed_logs_stay_identical => "4.4.0");
+
+crate::per_kafka_version!(ours_founds;
+    kafka_4_1_2s_controllers_join_ours_then_ours_join_kafkas_and_committed_logs_stay_identical => "4.1.2",
+    kafka_4_4_0s_controllers_join_ours_then_ours_join_kafkas_and_committed_logs_stay_identical => "4.4.0");

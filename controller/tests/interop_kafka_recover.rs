@@ -1,5 +1,6 @@
-//! Interop of `kraft-controller recover` (issue 26) with Apache Kafka 4.4.0's
-//! own controllers: a quorum of three Kafka controllers, formatted and run by
+//! Interop of `kraft-controller recover` (issue 26) with Apache Kafka's own
+//! controllers, of each version of the run's `KAFKA_VERSIONS` (issue 22):
+//! a quorum of three Kafka controllers, formatted and run by
 //! Kafka, loses two; our tool rewrites the voter set on the survivor's
 //! volume (a Voters record appended in a new epoch, quorum-state past it),
 //! and Kafka's controller, started alone on it, accepts the files, leads and
@@ -14,14 +15,17 @@ use interop::{
     our_status, run_ours, wait_for,
 };
 
-const VERSION: &str = "4.4.0";
 /// Long enough for three JVMs to start and elect on a loaded 2-core machine.
 const TIMEOUT: Duration = Duration::from_secs(120);
 
-#[test]
-fn a_kafka_controller_recovered_by_our_tool_after_losing_two_of_three_leads_alone() {
+crate::per_kafka_version!(recovered_by_our_tool_leads_alone;
+    a_kafka_4_1_2_controller_recovered_by_our_tool_after_losing_two_of_three_leads_alone => "4.1.2",
+    a_kafka_4_4_0_controller_recovered_by_our_tool_after_losing_two_of_three_leads_alone => "4.4.0");
+
+/// The case on three of Kafka `version`'s controllers.
+fn recovered_by_our_tool_leads_alone(version: &'static str) {
     let root = KeptDir::new("interop-recover-");
-    let mut quorum = Quorum::kafka(root.path(), VERSION, "");
+    let mut quorum = Quorum::kafka(root.path(), version, "");
     let (survivor, old_hw) = quorum.wait_for_leader(TIMEOUT, None);
     for id in quorum.ids() {
         quorum.kill(id);

@@ -4,10 +4,12 @@
 //! runs on our controllers, stays at kraft.version 0 until asked, is upgraded
 //! by our `kraft-controller features upgrade --feature kraft.version=1`, its
 //! nodes restarted one at a time with `controller.quorum.bootstrap.servers`,
-//! and then changes its voters with Kafka 4.4.0's `kafka-metadata-quorum`;
+//! and then changes its voters with Kafka's `kafka-metadata-quorum`;
 //! every record committed before the upgrade is still in every log, as
-//! Kafka's `kafka-dump-log` decodes it. Needs Java and `make kafka-jars`;
-//! built only with the `interop` feature.
+//! Kafka's `kafka-dump-log` decodes it. Each case runs once per Kafka
+//! version of the run's `KAFKA_VERSIONS`, every Kafka tool of that version
+//! (issue 22). Needs Java and `make kafka-jars`; built only with the
+//! `interop` feature.
 
 mod interop;
 
@@ -97,10 +99,10 @@ fn voter_ids(address: &str) -> Option<BTreeSet<i32>> {
     )
 }
 
-/// Runs Kafka 4.4.0's `class` with `args`; whether it exited 0.
-fn kafka_4_4_succeeds(class: &str, args: &[&str]) -> bool {
+/// Runs Kafka `version`'s `class` with `args`; whether it exited 0.
+fn kafka_succeeds(version: &str, class: &str, args: &[&str]) -> bool {
     Command::new(kafka_run_class())
-        .env("KAFKA_VERSION", "4.4.0")
+        .env("KAFKA_VERSION", version)
         .arg(class)
         .args(args)
         .output()
@@ -109,9 +111,13 @@ fn kafka_4_4_succeeds(class: &str, args: &[&str]) -> bool {
         .success()
 }
 
-#[test]
-fn a_static_quorum_formatted_by_kafka_4_4_0_is_migrated_to_dynamic_by_our_cli_keeping_every_record()
-{
+crate::per_kafka_version!(static_quorum_is_migrated_to_dynamic_by_our_cli;
+    a_static_quorum_formatted_by_kafka_4_1_2_is_migrated_to_dynamic_by_our_cli_keeping_every_record => "4.1.2",
+    a_static_quorum_formatted_by_kafka_4_4_0_is_migrated_to_dynamic_by_our_cli_keeping_every_record => "4.4.0");
+
+/// Case 11 with Kafka `version`'s StorageTool, `kafka-metadata-quorum`,
+/// `kafka-features` and `kafka-dump-log`.
+fn static_quorum_is_migrated_to_dynamic_by_our_cli(version: &str) {
     let root = tempfile::tempdir().expect("create a temp dir");
     let mut nodes = nodes(root.path(), 3);
     let ids: Vec<i32> = nodes.iter().map(|n| n.id).collect();
@@ -123,7 +129,7 @@ fn a_static_quorum_formatted_by_kafka_4_4_0_is_migrated_to_dynamic_by_our_cli_ke
         .join(",");
     for node in &nodes {
         node.set_quorum_config(&format!("controller.quorum.voters={voters}"));
-        format_kafka_static("4.4.0", node, "4.1-IV1");
+        format_kafka_static(version, node, "4.1-IV1");
     }
     for node in &mut nodes {
         node.start();
@@ -149,11 +155,11 @@ fn a_static_quorum_formatted_by_kafka_4_4_0_is_migrated_to_dynamic_by_our_cli_ke
     for node in &mut nodes {
         node.stop();
     }
-    let before = kafka_records_below(&nodes[0].dir, committed);
+    let before = kafka_records_below_at(version, &nodes[0].dir, committed);
     assert!(before.len() > 5, "{before:#?}");
     for node in &nodes[1..] {
         assert_eq!(
-            kafka_records_below(&node.dir, committed),
+            kafka_records_below_at(version, &node.dir, committed),
             before,
             "node {}",
             node.id
@@ -202,11 +208,11 @@ fn a_static_quorum_formatted_by_kafka_4_4_0_is_migrated_to_dynamic_by_our_cli_ke
     }
     assert_eq!(our_kraft_version(&address), Some(1));
 
-    // A fourth controller, formatted by Kafka 4.4.0 as a dynamic observer, is
+    // A fourth controller, formatted by Kafka's tool as a dynamic observer, is
     // added by Kafka's add-controller; then the static voter 1 is removed.
     let mut new = Node::new(root.path(), 4, free_port(), &bootstrap);
     kafka_at(
-        Some("4.4.0"),
+        Some(version),
         STORAGE_TOOL,
         &[
             "format",
@@ -222,7 +228,8 @@ fn a_static_quorum_formatted_by_kafka_4_4_0_is_migrated_to_dynamic_by_our_cli_ke
     new.start();
     let joining = new.config.display().to_string();
     wait_for(WAIT, "Kafka's add-controller to succeed", || {
-        kafka_4_4_succeeds(
+        kafka_succeeds(
+            version,
             QUORUM_COMMAND,
             &[
                 "--bootstrap-controller",
@@ -240,7 +247,7 @@ fn a_static_quorum_formatted_by_kafka_4_4_0_is_migrated_to_dynamic_by_our_cli_ke
     let dir_1 = properties(&nodes[0].dir.join("meta.properties"))["directory.id"].clone();
     let admin = admin_config(root.path()).display().to_string();
     kafka_at(
-        Some("4.4.0"),
+        Some(version),
         QUORUM_COMMAND,
         &[
             "--bootstrap-controller",
@@ -257,7 +264,7 @@ fn a_static_quorum_formatted_by_kafka_4_4_0_is_migrated_to_dynamic_by_our_cli_ke
     wait_for(WAIT, "voters 2, 3, 4", || {
         (voter_ids(&address)? == [2, 3, 4].into()).then_some(())
     });
-    let describe = kafka_features_describe(&address);
+    let describe = kafka_features_describe_at(version, &address);
     assert!(
         kraft_version_row(&describe).contains("FinalizedVersionLevel: 1 "),
         "{describe}"
@@ -268,7 +275,7 @@ fn a_static_quorum_formatted_by_kafka_4_4_0_is_migrated_to_dynamic_by_our_cli_ke
     for node in nodes.iter_mut().chain(std::iter::once(&mut new)) {
         node.stop();
         assert_eq!(
-            kafka_records_below(&node.dir, committed),
+            kafka_records_below_at(version, &node.dir, committed),
             before,
             "node {}",
             node.id
@@ -276,27 +283,33 @@ fn a_static_quorum_formatted_by_kafka_4_4_0_is_migrated_to_dynamic_by_our_cli_ke
     }
 }
 
-// KAFKA-18979: a static directory in the 3.9 layout (bootstrap.checkpoint,
-// written by Kafka 4.1.2's storage tool) at a 4.x release version, whose
-// default kraft.version is 1, runs at kraft.version 0 across restarts and a
-// refused `--release-version` upgrade, until kraft.version=1 is asked for.
-#[test]
-fn a_static_directory_in_the_3_9_layout_at_a_4_x_release_version_stays_at_kraft_version_0_until_asked()
- {
+crate::per_kafka_version!(static_directory_stays_at_kraft_version_0_until_asked;
+    a_static_directory_formatted_by_kafka_4_1_2_at_a_4_x_release_version_stays_at_kraft_version_0_until_asked => "4.1.2",
+    a_static_directory_formatted_by_kafka_4_4_0_at_a_4_x_release_version_stays_at_kraft_version_0_until_asked => "4.4.0");
+
+// KAFKA-18979: a static directory formatted by Kafka `version`'s storage
+// tool at a 4.x release version, whose default kraft.version is 1, runs at
+// kraft.version 0 across restarts, until kraft.version=1 is asked for by
+// that version's `kafka-features upgrade --release-version`. Kafka 4.1.2
+// writes the 3.9 layout (bootstrap.checkpoint), 4.4.0 the KIP-1170 one
+// (the bootstrap records in the 0-0 checkpoint).
+fn static_directory_stays_at_kraft_version_0_until_asked(version: &str) {
     let root = tempfile::tempdir().expect("create a temp dir");
     let mut nodes = nodes(root.path(), 1);
     let voters = static_voters(&nodes);
     nodes[0].set_quorum_config(&format!("controller.quorum.voters={voters}"));
-    format_kafka_static("4.1.2", &nodes[0], "4.0-IV3");
-    assert!(
+    format_kafka_static(version, &nodes[0], "4.0-IV3");
+    let old_layout = version.starts_with("4.1");
+    assert_eq!(
         nodes[0].dir.join("bootstrap.checkpoint").exists(),
-        "the 3.9 layout"
+        old_layout,
+        "Kafka {version}'s layout: the 3.9 one (bootstrap.checkpoint) for 4.1, KIP-1170's for 4.4"
     );
     let address = nodes[0].address();
     for round in 0..2 {
         nodes[0].start();
         wait_for_leader(&address);
-        let describe = kafka_features_describe(&address);
+        let describe = kafka_features_describe_at(version, &address);
         assert!(
             kraft_version_row(&describe).contains("FinalizedVersionLevel: 0 "),
             "start {round}: {describe}"
@@ -306,14 +319,14 @@ fn a_static_directory_in_the_3_9_layout_at_a_4_x_release_version_stays_at_kraft_
     }
     nodes[0].start();
     wait_for_leader(&address);
-    // Kafka 4.4.0's `upgrade --release-version 4.1-IV1` names kraft.version=1
+    // Kafka's `upgrade --release-version 4.1-IV1` names kraft.version=1
     // beside metadata.version and the other features: that is the request
     // that asks for it, and it is applied whole, as Kafka 4.4.0's own
     // FeatureControlManager does (its `updateFeature` hands kraft.version to
     // `KRaftVersionAccessor.upgradeKRaftVersion`, javap of
     // kafka-metadata-4.4.0.jar).
     let out = kafka_at(
-        Some("4.4.0"),
+        Some(version),
         FEATURE_COMMAND,
         &[
             "--bootstrap-controller",

@@ -1,5 +1,5 @@
-//! Interop over mTLS with Apache Kafka 4.4.0's `kafka-metadata-quorum`
-//! (issue 19): a 3-voter quorum of ours whose CONTROLLER listener is SSL with
+//! Interop over mTLS with Apache Kafka's `kafka-metadata-quorum`, of each
+//! version of the run's `KAFKA_VERSIONS` (issues 19, 22): a 3-voter quorum of ours whose CONTROLLER listener is SSL with
 //! `ssl.client.auth=required` (its peer connections too) is described by
 //! Kafka's tool with `--command-config ssl.properties`, which then adds a
 //! fourth controller (`add-controller`) and removes it again
@@ -17,8 +17,6 @@ use std::{collections::BTreeMap, path::Path, process::Command, time::Duration};
 use interop::*;
 
 const QUORUM_COMMAND: &str = "org.apache.kafka.tools.MetadataQuorumCommand";
-/// The Kafka release whose tool is run (`tests/kafka/kafka-run-class`).
-const KAFKA_VERSION: &str = "4.4.0";
 const DIRS: [&str; 3] = [
     "LaBaIMiMRmy8YSD1cAd8Ew",
     "q6CGIHGkTStroizn5hrLMg",
@@ -47,10 +45,10 @@ fn make_tls(node: &Node, keystore: &Path, truststore: &Path) {
     std::fs::write(&node.config, text).expect("write node properties");
 }
 
-/// Kafka 4.4.0's `MetadataQuorumCommand` with `args`: (success, output).
-fn kafka_quorum(args: &[&str]) -> (bool, String) {
+/// Kafka `version`'s `MetadataQuorumCommand` with `args`: (success, output).
+fn kafka_quorum(version: &str, args: &[&str]) -> (bool, String) {
     let output = Command::new(kafka_run_class())
-        .env("KAFKA_VERSION", KAFKA_VERSION)
+        .env("KAFKA_VERSION", version)
         .arg(QUORUM_COMMAND)
         .args(args)
         .output()
@@ -65,21 +63,29 @@ fn kafka_quorum(args: &[&str]) -> (bool, String) {
     )
 }
 
-/// Kafka 4.4.0's `describe --status` over TLS, parsed; `None` while it fails.
-fn kafka_status(address: &str, ssl: &str) -> Option<BTreeMap<String, String>> {
-    let (ok, out) = kafka_quorum(&[
-        "--bootstrap-controller",
-        address,
-        "--command-config",
-        ssl,
-        "describe",
-        "--status",
-    ]);
+/// Kafka `version`'s `describe --status` over TLS, parsed; `None` while it
+/// fails.
+fn kafka_status(version: &str, address: &str, ssl: &str) -> Option<BTreeMap<String, String>> {
+    let (ok, out) = kafka_quorum(
+        version,
+        &[
+            "--bootstrap-controller",
+            address,
+            "--command-config",
+            ssl,
+            "describe",
+            "--status",
+        ],
+    );
     ok.then(|| parse_status(&out))
 }
 
-#[test]
-fn kafka_4_4_describes_an_mtls_quorum_and_adds_and_removes_a_controller_over_tls() {
+crate::per_kafka_version!(describes_an_mtls_quorum_and_adds_and_removes_a_controller;
+    kafka_4_1_2_describes_an_mtls_quorum_and_adds_and_removes_a_controller_over_tls => "4.1.2",
+    kafka_4_4_0_describes_an_mtls_quorum_and_adds_and_removes_a_controller_over_tls => "4.4.0");
+
+/// The case with Kafka `version`'s `MetadataQuorumCommand`.
+fn describes_an_mtls_quorum_and_adds_and_removes_a_controller(version: &str) {
     let root = tempfile::tempdir().expect("temp dir");
     let ca = pki::Ca::new(&root.path().join("pki"), "test-ca");
     let keystore = ca.issue("controller", "/CN=controller/O=kraftwerk");
@@ -122,9 +128,9 @@ fn kafka_4_4_describes_an_mtls_quorum_and_adds_and_removes_a_controller_over_tls
     // Kafka's tool describes the quorum over mTLS: a leader, three voters.
     let status = wait_for(
         Duration::from_secs(60),
-        "Kafka 4.4.0's describe --status over TLS to show a leader",
+        &format!("Kafka {version}'s describe --status over TLS to show a leader"),
         || {
-            kafka_status(&address, &ssl).filter(|s| {
+            kafka_status(version, &address, &ssl).filter(|s| {
                 s.get("LeaderId").is_some_and(|l| l != "-1")
                     && s.get("HighWatermark")
                         .and_then(|h| h.parse::<i64>().ok())
@@ -139,14 +145,17 @@ fn kafka_4_4_describes_an_mtls_quorum_and_adds_and_removes_a_controller_over_tls
 
     // Without TLS settings the same tool gets nothing from the TLS port.
     let admin = admin_config(root.path()).display().to_string();
-    let (plain_ok, plain) = kafka_quorum(&[
-        "--bootstrap-controller",
-        &address,
-        "--command-config",
-        &admin,
-        "describe",
-        "--status",
-    ]);
+    let (plain_ok, plain) = kafka_quorum(
+        version,
+        &[
+            "--bootstrap-controller",
+            &address,
+            "--command-config",
+            &admin,
+            "describe",
+            "--status",
+        ],
+    );
     assert!(!plain_ok, "a plaintext describe succeeded:\n{plain}");
 
     // The fourth node fetches as an observer, then Kafka's add-controller
@@ -154,7 +163,7 @@ fn kafka_4_4_describes_an_mtls_quorum_and_adds_and_removes_a_controller_over_tls
     nodes[3].start();
     let dir_4 = properties(&nodes[3].dir.join("meta.properties"))["directory.id"].clone();
     wait_for(Duration::from_secs(60), "node 4 as an observer", || {
-        kafka_status(&address, &ssl).filter(|s| s["CurrentObservers"].contains(&dir_4))
+        kafka_status(version, &address, &ssl).filter(|s| s["CurrentObservers"].contains(&dir_4))
     });
     let joining = nodes[3].config.display().to_string();
     let mut last = String::new();
@@ -162,39 +171,45 @@ fn kafka_4_4_describes_an_mtls_quorum_and_adds_and_removes_a_controller_over_tls
         Duration::from_secs(90),
         "Kafka's add-controller over TLS to succeed",
         || {
-            let (ok, out) = kafka_quorum(&[
-                "--bootstrap-controller",
-                &address,
-                "--command-config",
-                &joining,
-                "add-controller",
-            ]);
+            let (ok, out) = kafka_quorum(
+                version,
+                &[
+                    "--bootstrap-controller",
+                    &address,
+                    "--command-config",
+                    &joining,
+                    "add-controller",
+                ],
+            );
             last = out;
             ok.then_some(())
         },
     );
     let status = wait_for(Duration::from_secs(30), "node 4 as a voter", || {
-        kafka_status(&address, &ssl).filter(|s| s["CurrentVoters"].contains(&dir_4))
+        kafka_status(version, &address, &ssl).filter(|s| s["CurrentVoters"].contains(&dir_4))
     });
     assert!(
         status["CurrentVoters"].contains(DIRS[0]),
         "{status:?}\n{last}"
     );
 
-    let (ok, out) = kafka_quorum(&[
-        "--bootstrap-controller",
-        &address,
-        "--command-config",
-        &ssl,
-        "remove-controller",
-        "--controller-id",
-        "4",
-        "--controller-directory-id",
-        &dir_4,
-    ]);
+    let (ok, out) = kafka_quorum(
+        version,
+        &[
+            "--bootstrap-controller",
+            &address,
+            "--command-config",
+            &ssl,
+            "remove-controller",
+            "--controller-id",
+            "4",
+            "--controller-directory-id",
+            &dir_4,
+        ],
+    );
     assert!(ok, "remove-controller over TLS failed:\n{out}");
     let status = wait_for(Duration::from_secs(30), "node 4 removed", || {
-        kafka_status(&address, &ssl).filter(|s| !s["CurrentVoters"].contains(&dir_4))
+        kafka_status(version, &address, &ssl).filter(|s| !s["CurrentVoters"].contains(&dir_4))
     });
     for dir in DIRS {
         assert!(status["CurrentVoters"].contains(dir), "{status:?}");

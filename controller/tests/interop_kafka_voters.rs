@@ -1,6 +1,7 @@
-//! Interop with Apache Kafka 4.1's `kafka-metadata-quorum add-controller` and
-//! `remove-controller` (issue 10, test 2; KIP-853): Kafka's tool changes our
-//! voter set. Built only with the `interop` feature (`make test-interop`).
+//! Interop with Apache Kafka's `kafka-metadata-quorum add-controller` and
+//! `remove-controller` (issue 10, test 2; KIP-853): Kafka's tool, of each
+//! version of the run's `KAFKA_VERSIONS` (issue 22), changes our voter set.
+//! Built only with the `interop` feature (`make test-interop`).
 //!
 //! First, our own admin client checks KIP-853's DUPLICATE_VOTER: asked to add
 //! itself, the standalone leader refuses.
@@ -43,8 +44,12 @@ fn answers_add_raft_voter(address: &str, port: u16) -> Result<(), String> {
     })
 }
 
-#[test]
-fn kafka_metadata_quorum_adds_and_removes_a_controller_of_ours() {
+crate::per_kafka_version!(adds_and_removes_a_controller_of_ours;
+    kafka_4_1_2_metadata_quorum_adds_and_removes_a_controller_of_ours => "4.1.2",
+    kafka_4_4_0_metadata_quorum_adds_and_removes_a_controller_of_ours => "4.4.0");
+
+/// Case 2 with Kafka `version`'s `add-controller` and `remove-controller`.
+fn adds_and_removes_a_controller_of_ours(version: &str) {
     let root = tempfile::tempdir().expect("temp dir");
     let mut nodes = nodes(root.path(), 2);
     run_ours(&[
@@ -87,6 +92,7 @@ fn kafka_metadata_quorum_adds_and_removes_a_controller_of_ours() {
         "Kafka's add-controller to succeed",
         || {
             let output = std::process::Command::new(kafka_run_class())
+                .env("KAFKA_VERSION", version)
                 .args([
                     QUORUM_COMMAND,
                     "--bootstrap-controller",
@@ -105,7 +111,8 @@ fn kafka_metadata_quorum_adds_and_removes_a_controller_of_ours() {
     });
     assert!(status["CurrentVoters"].contains(DIR_1), "{status:?}");
 
-    kafka(
+    kafka_at(
+        Some(version),
         QUORUM_COMMAND,
         &[
             "--bootstrap-controller",

@@ -3,8 +3,9 @@
 //! fails) and Kafka's own tool classes run through `tests/kafka/kafka-run-class`
 //! with the jars `make kafka-jars` resolved.
 //!
-//! Owns process handling and text parsing of the tools' output; it must not
-//! decide what a test expects.
+//! Owns process handling, text parsing of the tools' output, and which Kafka
+//! versions of the matrix a run covers (`KAFKA_VERSIONS`, [`runs_on`],
+//! [`per_kafka_version!`]); it must not decide what a test expects.
 
 #![allow(dead_code, clippy::unwrap_used)]
 
@@ -36,6 +37,99 @@ fn text(output: &Output) -> String {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     )
+}
+
+/// The Kafka versions of this run, the interop matrix: the words of the
+/// `KAFKA_VERSIONS` environment variable (spaces or commas between them),
+/// which `make test-interop KAFKA_VERSIONS="4.1.2 4.4.0"` passes; without
+/// it (a `cargo test` by hand), every version of `mk/kafka.mk`'s
+/// `KAFKA_VERSIONS`, so that the whole matrix runs unless one asks for less.
+/// Panics with one line when the variable is set but names no version.
+pub fn kafka_versions() -> Vec<String> {
+    let words = |text: &str| -> Vec<String> {
+        text.split(|c: char| c.is_whitespace() || c == ',')
+            .filter(|w| !w.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    if let Ok(list) = std::env::var("KAFKA_VERSIONS") {
+        let versions = words(&list);
+        assert!(
+            !versions.is_empty(),
+            "KAFKA_VERSIONS is set but names no Kafka version: {list:?}"
+        );
+        return versions;
+    }
+    let makefile = Path::new(env!("CARGO_MANIFEST_DIR")).join("../mk/kafka.mk");
+    let text = std::fs::read_to_string(&makefile)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", makefile.display()));
+    text.lines()
+        .find_map(|l| l.strip_prefix("KAFKA_VERSIONS :="))
+        .map(words)
+        .unwrap_or_else(|| panic!("no `KAFKA_VERSIONS :=` line in {}", makefile.display()))
+}
+
+/// The classpath file `make kafka-jars` writes for Kafka `version`
+/// (`$KRAFTWERK_CACHE/kafka-<version>.classpath`, the cache defaulting to
+/// `~/.cache/kraftwerk` as in `tests/kafka/kafka-run-class`).
+pub fn classpath_file(version: &str) -> PathBuf {
+    let cache = std::env::var_os("KRAFTWERK_CACHE").map_or_else(
+        || Path::new(&std::env::var_os("HOME").unwrap_or_default()).join(".cache/kraftwerk"),
+        PathBuf::from,
+    );
+    cache.join(format!("kafka-{version}.classpath"))
+}
+
+/// Whether the case of Kafka `version` runs in this run: `true` when
+/// `version` is one of [`kafka_versions`] (and then its jars must be
+/// resolved: panics with one line naming the version and the make target
+/// that resolves them otherwise); `false`, after saying so on stderr, when
+/// the run's `KAFKA_VERSIONS` leaves it out.
+pub fn runs_on(version: &str) -> bool {
+    let versions = kafka_versions();
+    if !versions.iter().any(|v| v == version) {
+        eprintln!(
+            "SKIPPED on Kafka {version}: not in KAFKA_VERSIONS ({})",
+            versions.join(" ")
+        );
+        return false;
+    }
+    let classpath = classpath_file(version);
+    assert!(
+        std::fs::metadata(&classpath).is_ok_and(|m| m.len() > 0),
+        "Kafka {version}'s jars are not resolved ({} is missing): run `make kafka-jars KAFKA_VERSIONS={version}`",
+        classpath.display()
+    );
+    true
+}
+
+/// For a case that exists on Kafka `version` only: says on stderr, for
+/// every other version of the run, that the case does not run there and
+/// `why` (one line, as `docs/interop.md`'s matrix cell says it); then
+/// [`runs_on`]`(version)`.
+pub fn only_on(version: &str, why: &str) -> bool {
+    for other in kafka_versions().iter().filter(|v| *v != version) {
+        eprintln!("NOT RUN on Kafka {other}: {why}");
+    }
+    runs_on(version)
+}
+
+/// One `#[test]` per Kafka version of the matrix, each running
+/// `body(version)` when [`runs_on`] says the version is in this run:
+/// `per_kafka_version!(body; kafka_4_1_2_name => "4.1.2", kafka_4_4_0_name => "4.4.0");`
+/// (test names say their version).
+#[macro_export]
+macro_rules! per_kafka_version {
+    ($body:path; $($name:ident => $version:literal),+ $(,)?) => {
+        $(
+            #[test]
+            fn $name() {
+                if $crate::interop::runs_on($version) {
+                    $body($version);
+                }
+            }
+        )+
+    };
 }
 
 /// Runs a Kafka tool class; returns stdout, panics with all output if it fails.
@@ -304,8 +398,13 @@ pub const FEATURE_COMMAND: &str = "org.apache.kafka.tools.FeatureCommand";
 /// Kafka 4.4.0's `kafka-features --bootstrap-controller ADDRESS describe`
 /// (Admin over ApiVersions); its stdout, panics if the tool fails.
 pub fn kafka_features_describe(address: &str) -> String {
+    kafka_features_describe_at("4.4.0", address)
+}
+
+/// [`kafka_features_describe`] with Kafka `version`'s tool.
+pub fn kafka_features_describe_at(version: &str, address: &str) -> String {
     kafka_at(
-        Some("4.4.0"),
+        Some(version),
         FEATURE_COMMAND,
         &["--bootstrap-controller", address, "describe"],
     )
@@ -420,8 +519,26 @@ pub fn wait_for_leader(address: &str) -> BTreeMap<String, String> {
 /// decoded record lines only (`| offset: …`), stripped of what depends on
 /// the time of writing (CreateTime, lastContainedLogTimestamp).
 pub fn kafka_decoded_records(file: &Path) -> Vec<String> {
-    let out = kafka(
-        "kafka.tools.DumpLogSegments",
+    decoded_records(&dump_at(None, file))
+}
+
+/// [`kafka_decoded_records`] with Kafka `version`'s `DumpLogSegments`.
+pub fn kafka_decoded_records_at(version: &str, file: &Path) -> Vec<String> {
+    decoded_records(&dump_at(Some(version), file))
+}
+
+/// Kafka's `DumpLogSegments --cluster-metadata-decoder` of `file` with the
+/// jars of `version` (`None`: the pom's default): its stdout, checked for
+/// errors. Kafka 4.1 has the class in `kafka_2.13` (Scala,
+/// `kafka.tools`), 4.4 in `kafka-tools` (`org.apache.kafka.tools`).
+fn dump_at(version: Option<&str>, file: &Path) -> String {
+    let class = match version {
+        Some(v) if !v.starts_with("4.1") => "org.apache.kafka.tools.DumpLogSegments",
+        _ => "kafka.tools.DumpLogSegments",
+    };
+    let out = kafka_at(
+        version,
+        class,
         &[
             "--cluster-metadata-decoder",
             "--files",
@@ -429,6 +546,12 @@ pub fn kafka_decoded_records(file: &Path) -> Vec<String> {
         ],
     );
     assert_no_errors(&out, file);
+    out
+}
+
+/// The `| offset: …` lines of a dump, without CreateTime and
+/// lastContainedLogTimestamp.
+fn decoded_records(out: &str) -> Vec<String> {
     out.lines()
         .filter(|l| l.starts_with("| offset:"))
         .map(|l| {
@@ -441,6 +564,15 @@ pub fn kafka_decoded_records(file: &Path) -> Vec<String> {
 /// Kafka's decoded records ([`kafka_decoded_records`]) of every segment of
 /// the metadata log under `dir` whose offset is below `end`, in offset order.
 pub fn kafka_records_below(dir: &Path, end: i64) -> Vec<String> {
+    records_below(None, dir, end)
+}
+
+/// [`kafka_records_below`] with Kafka `version`'s `DumpLogSegments`.
+pub fn kafka_records_below_at(version: &str, dir: &Path, end: i64) -> Vec<String> {
+    records_below(Some(version), dir, end)
+}
+
+fn records_below(version: Option<&str>, dir: &Path, end: i64) -> Vec<String> {
     let partition = dir.join("__cluster_metadata-0");
     let mut segments: Vec<PathBuf> = std::fs::read_dir(&partition)
         .unwrap_or_else(|e| panic!("reading {}: {e}", partition.display()))
@@ -450,7 +582,7 @@ pub fn kafka_records_below(dir: &Path, end: i64) -> Vec<String> {
     segments.sort();
     segments
         .iter()
-        .flat_map(|s| kafka_decoded_records(s))
+        .flat_map(|s| decoded_records(&dump_at(version, s)))
         .filter(|l| {
             l.strip_prefix("| offset: ")
                 .and_then(|r| r.split_whitespace().next())
@@ -462,15 +594,15 @@ pub fn kafka_records_below(dir: &Path, end: i64) -> Vec<String> {
 
 /// Kafka's dump of `file`: the number of batches and of records.
 pub fn kafka_counts(file: &Path) -> (usize, usize) {
-    let out = kafka(
-        "kafka.tools.DumpLogSegments",
-        &[
-            "--cluster-metadata-decoder",
-            "--files",
-            &file.display().to_string(),
-        ],
-    );
-    assert_no_errors(&out, file);
+    counts(&dump_at(None, file))
+}
+
+/// [`kafka_counts`] with Kafka `version`'s `DumpLogSegments`.
+pub fn kafka_counts_at(version: &str, file: &Path) -> (usize, usize) {
+    counts(&dump_at(Some(version), file))
+}
+
+fn counts(out: &str) -> (usize, usize) {
     (
         out.lines().filter(|l| l.starts_with("baseOffset:")).count(),
         out.lines().filter(|l| l.starts_with("| offset:")).count(),
