@@ -100,5 +100,8 @@ if [[ ! -x "$crictl_dir/crictl" ]]; then
     "sigs.k8s.io/cri-tools/cmd/crictl@$CRI_TOOLS_VERSION"
 fi
 ln -sfn "$crictl_dir/crictl" "$bin/crictl"
+# crictl reads crictl.yaml beside its binary when /etc/crictl.yaml is absent.
+printf 'runtime-endpoint: unix://%s\nimage-endpoint: unix://%s\n' "$CONTAINERD_SOCK" "$CONTAINERD_SOCK" \
+  >"$crictl_dir/crictl.yaml"
 
 rlog "real-node tools ready: kubelet, crictl in $bin; CNI plugins in $CNI_BIN"

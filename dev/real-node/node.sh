@@ -63,7 +63,7 @@ wait_for() {
 # containerd's own configuration: its store under the cache (images survive a
 # `down`), its state and socket under /run/kraftwerk (not Debian's
 # /run/containerd), the cgroupfs driver (this VM has cgroup v1 controllers and
-# no systemd), the sandbox image built here, the CNI plugins built here.
+# no systemd), oom_score_adj clamped (below), the sandbox image built here, the CNI plugins built here.
 write_containerd_config() {
   mkdir -p "$rn" "$CNI_CONF" "$rn_state/containerd"
   cat >"$rn/containerd.toml" <<EOF
@@ -83,6 +83,11 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "$PAUSE_IMAGE"
   disable_apparmor = true
+  # The VM's root has no CAP_SYS_RESOURCE (CapBnd 000001fffeffffff: bit 24
+  # clear), so runc cannot lower oom_score_adj below its own (the kubelet
+  # asks -998 for the sandbox): "nsexec: failed to update
+  # /proc/self/oom_score_adj: Permission denied". Clamp it, as for rootless.
+  restrict_oom_score_adj = true
   enable_selinux = false
   stream_server_address = "127.0.0.1"
   [plugins."io.containerd.grpc.v1.cri".containerd]
@@ -106,7 +111,179 @@ start_containerd() {
   wait_for containerd 60 ctr --address "$CONTAINERD_SOCK" version
 }
 
+kubectl_() { "$bin/kubectl" --kubeconfig "$cluster_dir/admin.kubeconfig" "$@"; }
+
+# The kubelet's client certificate: CN system:node:<name>, O system:nodes, so
+# the API server's Node authorizer and NodeRestriction admission treat it as
+# a kubelet (unlike the node agent, which is an administrator).
+kubelet_credentials() {
+  local name="kubelet-$REAL_NODE_NAME"
+  if [[ ! -f "$pki/$name.crt" ]]; then
+    openssl genrsa -out "$pki/$name.key" 2048 2>/dev/null
+    openssl req -new -key "$pki/$name.key" -subj "/O=system:nodes/CN=system:node:$REAL_NODE_NAME" \
+      -out "$pki/$name.csr" 2>/dev/null
+    printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n' \
+      >"$pki/$name.ext"
+    openssl x509 -req -in "$pki/$name.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
+      -days 365 -sha256 -extfile "$pki/$name.ext" -out "$pki/$name.crt" 2>/dev/null
+    rm -f "$pki/$name.csr" "$pki/$name.ext"
+  fi
+  cat >"$rn/kubelet.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: kraftwerk
+  cluster:
+    server: https://$HOST_IP:$API_PORT
+    certificate-authority: $pki/ca.crt
+users:
+- name: $REAL_NODE_NAME
+  user:
+    client-certificate: $pki/$name.crt
+    client-key: $pki/$name.key
+contexts:
+- name: kraftwerk
+  context: {cluster: kraftwerk, user: $REAL_NODE_NAME}
+current-context: kraftwerk
+EOF
+}
+
+# Pod network: the reference bridge plugin on $REAL_BRIDGE with host-local
+# addresses from $REAL_POD_CIDR; no masquerade (pods reach this host and each
+# other, nothing else), portmap for hostPort.
+write_cni_config() {
+  mkdir -p "$CNI_CONF" "$rn/cni/ipam"
+  cat >"$CNI_CONF/10-kraftwerk.conflist" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "kraftwerk",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$REAL_BRIDGE",
+      "isGateway": true,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "dataDir": "$rn/cni/ipam",
+        "ranges": [[{"subnet": "$REAL_POD_CIDR", "gateway": "$REAL_GATEWAY"}]],
+        "routes": [{"dst": "0.0.0.0/0"}]
+      }
+    },
+    {"type": "portmap", "capabilities": {"portMappings": true}}
+  ]
+}
+EOF
+}
+
+# The kubelet's configuration (KubeletConfiguration v1beta1). Eviction and
+# image GC thresholds are set so that a shared, half-full test disk never makes
+# the kubelet evict pods or delete the imported images (they cannot be pulled
+# again). failCgroupV1 false: this VM has cgroup v1 controllers.
+write_kubelet_config() {
+  cat >"$rn/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: $HOST_IP
+port: 10250
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $pki/ca.crt}
+authorization: {mode: Webhook}
+cgroupDriver: cgroupfs
+failCgroupV1: false
+failSwapOn: false
+containerRuntimeEndpoint: unix://$CONTAINERD_SOCK
+clusterDomain: cluster.local
+resolvConf: /etc/resolv.conf
+evictionHard: {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%"}
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+serializeImagePulls: false
+podPidsLimit: 4096
+maxPods: 50
+EOF
+}
+
+# The kernel settings the kubelet sets at its start (its
+# protectKernelDefaults is false): saved before the first `up`, put back at
+# `down`, so that the shared machine keeps its own (kernel.panic_on_oops=1
+# and kernel.panic=10 would reboot it on an oops).
+TUNABLES=(vm.overcommit_memory vm.panic_on_oom kernel.panic kernel.panic_on_oops
+  kernel.keys.root_maxkeys kernel.keys.root_maxbytes)
+save_tunables() {
+  [[ -f "$rn/sysctl.saved" ]] || sysctl -e "${TUNABLES[@]}" >"$rn/sysctl.saved"
+}
+restore_tunables() {
+  [[ -f "$rn/sysctl.saved" ]] || return 0
+  sysctl -q -e -p "$rn/sysctl.saved" || true
+  rm -f "$rn/sysctl.saved"
+}
+
+up() {
+  "$real_here/install.sh"
+  "$dev_dir/cluster.sh" running || rdie "the control plane is not up: run dev/cluster.sh up first (under the lock)"
+  mkdir -p "$rn" "$KUBELET_ROOT" "$rn/kubelet-pki"
+  write_cni_config
+  start_containerd
+  "$real_here/images.sh" import
+  kubelet_credentials
+  write_kubelet_config
+  save_tunables
+  start kubelet "$bin/kubelet" --config "$rn/kubelet.yaml" --kubeconfig "$rn/kubelet.kubeconfig" \
+    --root-dir "$KUBELET_ROOT" --cert-dir "$rn/kubelet-pki" \
+    --hostname-override "$REAL_NODE_NAME" --node-ip "$HOST_IP" --v="${KUBELET_V:-1}"
+  wait_for "node $REAL_NODE_NAME Ready" 180 kubectl_ wait --for=condition=Ready "node/$REAL_NODE_NAME" --timeout=1s
+  rlog "node $REAL_NODE_NAME up: $(kubectl_ get node "$REAL_NODE_NAME" --no-headers -o wide | awk '{print $NF}')"
+}
+
+# down: the kubelet does not stop its pods when it exits, so they are removed
+# through the CRI first (crictl rmp --force: stop and remove every sandbox),
+# then containerd stops, the kubelet's mounts and cgroups, the bridge and the
+# Node object go. containerd's image store stays (the cache).
+down() {
+  mkdir -p "$run"
+  stop kubelet
+  restore_tunables
+  if ctr_ version >/dev/null 2>&1; then
+    "$bin/crictl" --runtime-endpoint "unix://$CONTAINERD_SOCK" rmp --all --force >/dev/null 2>&1 || true
+    local id
+    for id in $(ctr_ -n k8s.io tasks ls -q 2>/dev/null); do
+      ctr_ -n k8s.io tasks kill -s SIGKILL "$id" >/dev/null 2>&1 || true
+    done
+  fi
+  stop containerd
+  local m
+  for m in $(awk -v r="$KUBELET_ROOT/" 'index($2, r) == 1 {print $2}' /proc/self/mounts | sort -r); do
+    umount -l "$m" 2>/dev/null || true
+  done
+  rm -rf "$KUBELET_ROOT" "$rn/cni/ipam" "$rn_state"
+  for m in /sys/fs/cgroup/*/kubepods; do
+    [[ -d "$m" ]] && find "$m" -depth -type d -exec rmdir {} + 2>/dev/null || true
+  done
+  if ip link show "$REAL_BRIDGE" >/dev/null 2>&1; then ip link delete "$REAL_BRIDGE"; fi
+  if [[ -x "$bin/kubectl" && -f "$cluster_dir/admin.kubeconfig" ]] && kubectl_ get --raw /readyz >/dev/null 2>&1; then
+    kubectl_ delete node "$REAL_NODE_NAME" --ignore-not-found --wait=false >/dev/null || true
+  fi
+  rlog "real node down"
+}
+
+status() {
+  local c
+  for c in containerd kubelet; do
+    if alive "$c"; then echo "$c: running (pid $(cat "$run/$c.pid"))"; else echo "$c: stopped"; fi
+  done
+}
+
 case "${1:-}" in
   containerd) start_containerd ;;
+  up) up ;;
+  down) down ;;
+  status) status ;;
   *) rdie "usage: $0 containerd|up|down|status" ;;
 esac
