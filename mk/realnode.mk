@@ -4,7 +4,7 @@
 # `NODE=kubelet make cluster-up`, which dev/cluster.sh passes on to
 # dev/real-node/node.sh. See docs/local-cluster.md, "The real node".
 
-.PHONY: realnode-tools realnode-up realnode-down test-realnode
+.PHONY: realnode-tools realnode-up realnode-down test-realnode test-realnode-standalone
 
 CLUSTER_LOCK ?= /tmp/kraftwerk-cluster.lock
 
@@ -20,3 +20,6 @@ realnode-down: ## stop the real node's pods, kubelet and containerd (the cluster
 
 test-realnode: images ## the real node's smoke test: node Ready on containerd, pods Running, securityContext enforced
 	flock $(CLUSTER_LOCK) ./dev/real-node/smoke-test.sh
+
+test-realnode-standalone: images ## the real node without an API server (static pods, crictl): touches no cluster, needs no lock
+	./dev/real-node/standalone-test.sh

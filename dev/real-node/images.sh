@@ -136,6 +136,7 @@ import() {
     return 0
   fi
   local f
+  compgen -G "$oci_dir/*.tar" >/dev/null || rdie "no image archives in $oci_dir: run make images"
   for f in "$oci_dir"/*.tar; do
     ctr_ -n k8s.io images import "$f" >/dev/null
   done

@@ -6,6 +6,7 @@
 #
 #   dev/real-node/node.sh containerd   start containerd only (idempotent)
 #   dev/real-node/node.sh up           containerd, CNI config, kubelet; waits for the Node Ready
+#   dev/real-node/node.sh up-standalone  the same without an API server (static pods)
 #   dev/real-node/node.sh down         stop the kubelet's pods, the kubelet and containerd
 #   dev/real-node/node.sh status       what runs
 #
@@ -181,20 +182,32 @@ EOF
 # image GC thresholds are set so that a shared, half-full test disk never makes
 # the kubelet evict pods or delete the imported images (they cannot be pulled
 # again). failCgroupV1 false: this VM has cgroup v1 controllers.
+#
+# standalone (STANDALONE=1): no API server; the kubelet serves on loopback
+# only and runs the static pods of $rn/manifests.
 write_kubelet_config() {
-  cat >"$rn/kubelet.yaml" <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-address: $HOST_IP
-port: 10250
-readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
-healthzPort: 10248
+  local auth
+  if [[ -n "${STANDALONE:-}" ]]; then
+    auth="address: 127.0.0.1
+authentication: {anonymous: {enabled: true}, webhook: {enabled: false}}
+authorization: {mode: AlwaysAllow}
+staticPodPath: $rn/manifests"
+  else
+    auth="address: $HOST_IP
 authentication:
   anonymous: {enabled: false}
   webhook: {enabled: true}
   x509: {clientCAFile: $pki/ca.crt}
-authorization: {mode: Webhook}
+authorization: {mode: Webhook}"
+  fi
+  cat >"$rn/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+$auth
+port: 10250
+readOnlyPort: 0
+healthzBindAddress: 127.0.0.1
+healthzPort: 10248
 cgroupDriver: cgroupfs
 failCgroupV1: false
 failSwapOn: false
@@ -225,6 +238,25 @@ restore_tunables() {
   rm -f "$rn/sysctl.saved"
 }
 
+# up-standalone: containerd and the kubelet without an API server (static
+# pods from $rn/manifests, seen with crictl). Touches no cluster, so it needs
+# no lock; dev/real-node/standalone-test.sh uses it.
+up_standalone() {
+  "$real_here/install.sh"
+  mkdir -p "$rn" "$KUBELET_ROOT" "$rn/kubelet-pki" "$rn/manifests"
+  write_cni_config
+  start_containerd
+  "$real_here/images.sh" import
+  STANDALONE=1 write_kubelet_config
+  save_tunables
+  echo standalone >"$run/kubelet.mode"
+  start kubelet "$bin/kubelet" --config "$rn/kubelet.yaml" \
+    --root-dir "$KUBELET_ROOT" --cert-dir "$rn/kubelet-pki" \
+    --hostname-override "$REAL_NODE_NAME" --v="${KUBELET_V:-1}"
+  wait_for "kubelet healthz" 120 curl -fsS http://127.0.0.1:10248/healthz
+  rlog "kubelet standalone up (static pods: $rn/manifests)"
+}
+
 up() {
   "$real_here/install.sh"
   "$dev_dir/cluster.sh" running || rdie "the control plane is not up: run dev/cluster.sh up first (under the lock)"
@@ -235,6 +267,7 @@ up() {
   kubelet_credentials
   write_kubelet_config
   save_tunables
+  echo cluster >"$run/kubelet.mode"
   start kubelet "$bin/kubelet" --config "$rn/kubelet.yaml" --kubeconfig "$rn/kubelet.kubeconfig" \
     --root-dir "$KUBELET_ROOT" --cert-dir "$rn/kubelet-pki" \
     --hostname-override "$REAL_NODE_NAME" --node-ip "$HOST_IP" --v="${KUBELET_V:-1}"
@@ -259,7 +292,9 @@ down() {
   fi
   stop containerd
   local m
-  for m in $(awk -v r="$KUBELET_ROOT/" 'index($2, r) == 1 {print $2}' /proc/self/mounts | sort -r); do
+  # The kubelet bind-mounts its root dir onto itself (rshared), then pods'
+  # volumes below it: deepest first.
+  for m in $(awk -v r="$KUBELET_ROOT" '$2 == r || index($2, r "/") == 1 {print $2}' /proc/self/mounts | sort -r); do
     umount -l "$m" 2>/dev/null || true
   done
   rm -rf "$KUBELET_ROOT" "$rn/cni/ipam" "$rn_state"
@@ -267,9 +302,13 @@ down() {
     [[ -d "$m" ]] && find "$m" -depth -type d -exec rmdir {} + 2>/dev/null || true
   done
   if ip link show "$REAL_BRIDGE" >/dev/null 2>&1; then ip link delete "$REAL_BRIDGE"; fi
-  if [[ -x "$bin/kubectl" && -f "$cluster_dir/admin.kubeconfig" ]] && kubectl_ get --raw /readyz >/dev/null 2>&1; then
+  # The Node object, only when this kubelet registered one (never touch a
+  # cluster from a standalone run).
+  if [[ "$(cat "$run/kubelet.mode" 2>/dev/null)" == cluster ]] && kubectl_ get --raw /readyz >/dev/null 2>&1; then
     kubectl_ delete node "$REAL_NODE_NAME" --ignore-not-found --wait=false >/dev/null || true
   fi
+  rm -f "$run/kubelet.mode"
+  rm -rf "$rn/manifests"
   rlog "real node down"
 }
 
@@ -283,7 +322,8 @@ status() {
 case "${1:-}" in
   containerd) start_containerd ;;
   up) up ;;
+  up-standalone) up_standalone ;;
   down) down ;;
   status) status ;;
-  *) rdie "usage: $0 containerd|up|down|status" ;;
+  *) rdie "usage: $0 containerd|up|up-standalone|down|status" ;;
 esac
