@@ -36,3 +36,12 @@ rlog() { printf '[real-node] %s\n' "$*" >&2; }
 rdie() { printf '[real-node] error: %s\n' "$*" >&2; exit 1; }
 
 ctr_() { ctr --address "$CONTAINERD_SOCK" "$@"; }
+
+# crictl on the real node's containerd. Its warning that /etc/crictl.yaml is
+# absent (it then reads the crictl.yaml beside its binary) is dropped.
+crictl_() { "$bin/crictl" --runtime-endpoint "unix://$CONTAINERD_SOCK" "$@" 2>/dev/null; }
+# crictl_logs ID: a container's stdout and stderr (crictl prints the latter on
+# its own stderr), without crictl's warnings.
+crictl_logs() {
+  "$bin/crictl" --runtime-endpoint "unix://$CONTAINERD_SOCK" logs "$1" 2>&1 | grep -v 'level=warning' || true
+}

@@ -24,7 +24,6 @@ source "$dev_dir/poll.sh"
 
 NS=realnode-smoke
 kubectl_() { "$bin/kubectl" --kubeconfig "$cluster_dir/admin.kubeconfig" "$@"; }
-crictl_() { "$bin/crictl" --runtime-endpoint "unix://$CONTAINERD_SOCK" "$@"; }
 
 started_cluster=0
 failed=0
@@ -64,6 +63,7 @@ trap cleanup EXIT
 node="$REAL_NODE_NAME"
 runtime="$(kubectl_ get node "$node" -o jsonpath='{.status.nodeInfo.containerRuntimeVersion}')"
 kubectl_ get node -o wide
+crictl_ version
 check "node $node runs containerd 1.6 ($runtime)" [ "${runtime#containerd://1.6.}" != "$runtime" ]
 
 kubectl_ create namespace "$NS" >/dev/null
@@ -96,11 +96,12 @@ check "busybox pod Running" poll "pod sleeper Running" 120 phase sleeper Running
 ip="$(kubectl_ -n "$NS" get pod sleeper -o jsonpath='{.status.podIP}')"
 check "pod IP $ip in 10.244.1.0/24" [ "${ip#10.244.1.}" != "$ip" ]
 crictl_ ps
-check "crictl ps lists the pod's container" bash -c "'$bin/crictl' --runtime-endpoint 'unix://$CONTAINERD_SOCK' ps --pod \$('$bin/crictl' --runtime-endpoint 'unix://$CONTAINERD_SOCK' pods -q --name sleeper --namespace $NS) -q | grep -q ."
+listed() { crictl_ ps -q --label "io.kubernetes.pod.name=sleeper" --label "io.kubernetes.pod.namespace=$NS" | grep -q .; }
+check "crictl ps lists the pod's container" listed
 
 pod version "ghcr.io/kraftwerk/kraft-controller:0.1.0" Never '{}' '["--version"]'
 check "kraft-controller --version exits 0" poll "pod version Succeeded" 120 phase version Succeeded
-log_line="$(crictl_ logs "$(crictl_ ps -a -q --name main --label io.kubernetes.pod.name=version | head -n1)" 2>&1 || true)"
+log_line="$(crictl_logs "$(crictl_ ps -a -q --label io.kubernetes.pod.name=version | head -n1)")"
 check "its output is \"$log_line\"" [ "${log_line#kraft-controller }" != "$log_line" ]
 
 # The restricted settings the KraftQuorum's pods carry, on the busybox image
@@ -109,7 +110,7 @@ pod readonly localhost/kraftwerk/busybox:static Never \
   '{runAsUser: 65532, runAsNonRoot: true, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}, seccompProfile: {type: RuntimeDefault}}' \
   '["sh", "-c", "id; touch /probe"]'
 check "a write to the read-only root filesystem fails the pod" poll "pod readonly Failed" 120 phase readonly Failed
-out="$(crictl_ logs "$(crictl_ ps -a -q --label io.kubernetes.pod.name=readonly | head -n1)" 2>&1 || true)"
+out="$(crictl_logs "$(crictl_ ps -a -q --label io.kubernetes.pod.name=readonly | head -n1)")"
 rlog "pod readonly said: $out"
 check "as uid 65532, with \"Read-only file system\"" bash -c "grep -q 'uid=65532' <<<'$out' && grep -q 'Read-only file system' <<<'$out'"
 

@@ -21,7 +21,6 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/common.sh"
 # shellcheck source=dev/poll.sh
 source "$dev_dir/poll.sh"
 
-crictl_() { "$bin/crictl" --runtime-endpoint "unix://$CONTAINERD_SOCK" "$@" 2>/dev/null; }
 APP_VERSION="$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$repo/charts/kraft-operator/Chart.yaml")"
 
 failed=0
@@ -89,12 +88,7 @@ mv "$rn/smoke.yaml" "$rn/rootimage.yaml" "$manifests/"
 sandbox_ready() { crictl_ pods --name smoke --state ready -q | grep -q .; }
 state_of() { crictl_ ps -a --name "^$1\$" -o json | grep -o '"state": *"[A-Z_]*"' | head -n1 | grep -q "$2"; }
 exited_all() { state_of controller CONTAINER_EXITED && state_of operator CONTAINER_EXITED; }
-# A container's stdout and stderr (crictl prints the latter on its own stderr),
-# without crictl's warning about /etc/crictl.yaml.
-logs_of() {
-  "$bin/crictl" --runtime-endpoint "unix://$CONTAINERD_SOCK" logs "$(crictl_ ps -a --name "^$1\$" -q | head -n1)" 2>&1 |
-    grep -v 'level=warning'
-}
+logs_of() { crictl_logs "$(crictl_ ps -a --name "^$1\$" -q | head -n1)"; }
 
 check "the static pod's sandbox is Ready" poll "pod smoke Ready" 180 sandbox_ready
 check "container sleeper Running" poll "sleeper Running" 120 state_of sleeper CONTAINER_RUNNING
