@@ -1,3 +1,6 @@
+# shellcheck shell=bash
+# Variables here are used by the scripts that source this file.
+# shellcheck disable=SC2034
 # Paths and helpers shared by dev/real-node/*.sh (sourced, never run).
 #
 # The real node (issue 24) is containerd + runc from Debian's packages and the

@@ -34,8 +34,6 @@ APP_VERSION="$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$repo/c
 [[ -n "$APP_VERSION" ]] || rdie "no appVersion in charts/kraft-operator/Chart.yaml"
 BASE_IMAGE=localhost/kraftwerk/cc-debian12:nonroot
 BUSYBOX_IMAGE=localhost/kraftwerk/busybox:static
-CONTROLLER_IMAGE="ghcr.io/kraftwerk/kraft-controller:$APP_VERSION"
-OPERATOR_IMAGE="ghcr.io/kraftwerk/kraft-operator:$APP_VERSION"
 NONROOT=65532
 
 # buildah's own store, beside containerd's (not /var/lib/containers).
