@@ -11,6 +11,10 @@
 #   dev/cluster.sh status   what runs
 #   dev/cluster.sh logs     print the component logs and every container log
 #
+# NODE=kubelet adds the real node (issue 24: containerd + kubelet, node
+# kraft-kubelet, dev/real-node/node.sh) beside the node agent at `up`; `down`
+# stops it whenever it runs. The node agent stays the default and stays up.
+#
 # Must run as root (network namespaces, bridge, bind mounts). One cluster per
 # machine: the bridge, its addresses and the ports below are fixed.
 set -euo pipefail
@@ -214,6 +218,7 @@ up() {
   if running; then
     same_checkout
     log "already up"
+    real_node_up
     print_env
     return 0
   fi
@@ -274,11 +279,24 @@ up() {
   wait_for "default service account" 180 "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" \
     get serviceaccount default
   log "cluster up"
+  real_node_up
   print_env
+}
+
+# The real node, when asked for (NODE=kubelet).
+real_node_up() {
+  case "${NODE:-agent}" in
+    agent) ;;
+    kubelet) "$here/real-node/node.sh" up ;;
+    *) die "NODE is $NODE; expected agent (the default) or kubelet" ;;
+  esac
 }
 
 down() {
   mkdir -p "$run"
+  if [[ -f "$run/kubelet.pid" || -f "$run/containerd.pid" ]]; then
+    "$here/real-node/node.sh" down
+  fi
   stop node-agent
   network_down
   stop kube-controller-manager
@@ -323,6 +341,9 @@ status() {
   local c
   for c in etcd kube-apiserver kube-controller-manager node-agent; do
     if alive "$c"; then echo "$c: running (pid $(cat "$run/$c.pid"))"; else echo "$c: stopped"; fi
+  done
+  for c in containerd kubelet; do
+    if alive "$c"; then echo "$c: running (pid $(cat "$run/$c.pid"), the real node)"; fi
   done
   ip netns list 2>/dev/null | grep "^$NETNS_PREFIX" || true
 }

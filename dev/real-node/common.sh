@@ -1,0 +1,50 @@
+# shellcheck shell=bash
+# Variables here are used by the scripts that source this file.
+# shellcheck disable=SC2034
+# Paths and helpers shared by dev/real-node/*.sh (sourced, never run).
+#
+# The real node (issue 24) is containerd + runc from Debian's packages and the
+# kubelet built from k8s.io/kubernetes' Go modules (same version as the API
+# server), with the reference CNI plugins. It runs beside the control plane
+# that dev/cluster.sh starts. See docs/local-cluster.md, "The real node".
+
+real_here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+dev_dir="$(cd "$real_here/.." && pwd)"
+repo="$(cd "$dev_dir/.." && pwd)"
+cache="${KRAFTWERK_CACHE:-$HOME/.cache/kraftwerk}"
+# shellcheck source=dev/versions.sh
+source "$dev_dir/versions.sh"
+bin="$cache/bin"
+tools="$cache/tools"
+cluster_dir="$cache/cluster"
+pki="$cluster_dir/pki"
+run="$cluster_dir/run"
+logs="$cluster_dir/logs"
+# What survives a `down`: containerd's content store (imported images).
+rn="$cache/real-node"
+# What goes with a `down`: sockets, shim state, the kubelet's pods.
+rn_state=/run/kraftwerk
+CONTAINERD_SOCK="$rn_state/containerd/containerd.sock"
+CNI_BIN="$tools/cni-plugins-$CNI_PLUGINS_VERSION/bin"
+CNI_CONF="$rn/cni/net.d"
+KUBELET_ROOT="$rn/kubelet"
+REAL_NODE_NAME="${KRAFTWERK_REAL_NODE_NAME:-kraft-kubelet}"
+# The sandbox ("pause") image the CRI plugin runs first in each pod; built
+# here by dev/real-node/images.sh (the kubelet 1.33 default tag).
+PAUSE_IMAGE=registry.k8s.io/pause:3.10
+# Image archives (OCI layout, tar) made by dev/real-node/images.sh.
+oci_dir="$cache/images/oci"
+
+rlog() { printf '[real-node] %s\n' "$*" >&2; }
+rdie() { printf '[real-node] error: %s\n' "$*" >&2; exit 1; }
+
+ctr_() { ctr --address "$CONTAINERD_SOCK" "$@"; }
+
+# crictl on the real node's containerd. Its warning that /etc/crictl.yaml is
+# absent (it then reads the crictl.yaml beside its binary) is dropped.
+crictl_() { "$bin/crictl" --runtime-endpoint "unix://$CONTAINERD_SOCK" "$@" 2>/dev/null; }
+# crictl_logs ID: a container's stdout and stderr (crictl prints the latter on
+# its own stderr), without crictl's warnings.
+crictl_logs() {
+  "$bin/crictl" --runtime-endpoint "unix://$CONTAINERD_SOCK" logs "$1" 2>&1 | grep -v 'level=warning' || true
+}

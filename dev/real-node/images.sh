@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# Builds the container images without a Docker daemon or an image registry
+# (issue 24, `make images`), saves each as an OCI archive in
+# $KRAFTWERK_CACHE/images/oci/<name>.tar, and imports them into the real
+# node's containerd when it runs (dev/real-node/node.sh imports them at `up`).
+#
+#   localhost/kraftwerk/cc-debian12:nonroot  stand-in for distroless
+#       cc-debian12:nonroot, FROM scratch: the shared libraries `ldd` lists for
+#       the release binaries (this host is Debian 12, as that image is),
+#       /etc/passwd and /etc/group with nonroot 65532, /tmp, /home/nonroot,
+#       the CA bundle; no shell, no package manager
+#   ghcr.io/kraftwerk/kraft-controller:<appVersion>
+#   ghcr.io/kraftwerk/kraft-operator:<appVersion>
+#       `buildah bud -f Containerfile.prebuilt`: the Dockerfile's final stages
+#       from target/release (the Dockerfile's builder and base images cannot be
+#       pulled here)
+#   registry.k8s.io/pause:3.10   the sandbox image: dev/real-node/pause.c, static
+#   localhost/kraftwerk/busybox:static   static busybox, for test pods
+#
+#   dev/real-node/images.sh          build all, save, import when containerd runs
+#   dev/real-node/images.sh import   only import the saved archives
+#
+# Needs the release binaries (`cargo build --release -p kraft-controller -p
+# kraft-operator`; `make images` does it first) and dev/real-node/install.sh.
+set -euo pipefail
+
+# shellcheck source=dev/real-node/common.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/common.sh"
+
+[[ $(id -u) -eq 0 ]] || rdie "must run as root (buildah's storage, containerd)"
+
+RELEASE_DIR="${KRAFTWERK_RELEASE_DIR:-${CARGO_TARGET_DIR:-$repo/target}/release}"
+APP_VERSION="$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$repo/charts/kraft-operator/Chart.yaml")"
+[[ -n "$APP_VERSION" ]] || rdie "no appVersion in charts/kraft-operator/Chart.yaml"
+BASE_IMAGE=localhost/kraftwerk/cc-debian12:nonroot
+BUSYBOX_IMAGE=localhost/kraftwerk/busybox:static
+NONROOT=65532
+
+# buildah's own store, beside containerd's (not /var/lib/containers).
+buildah_() { buildah --root "$rn/buildah" --runroot "$rn_state/buildah" "$@"; }
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+# save IMAGE FILE: the image as an OCI archive, written to a temp name and
+# renamed, so a half-written archive is never imported.
+save() {
+  local image="$1" file="$oci_dir/$2.tar"
+  mkdir -p "$oci_dir"
+  rm -f "$file.tmp"
+  buildah_ push --quiet "$image" "oci-archive:$file.tmp:$image" >/dev/null
+  mv "$file.tmp" "$file"
+  rlog "saved $image as $file ($(du -h "$file" | cut -f1))"
+}
+
+# from_tar IMAGE TAR CONFIG...: an image FROM scratch holding TAR's files
+# (owners as in the tar), then `buildah config CONFIG...`.
+from_tar() {
+  local image="$1" tarball="$2"
+  shift 2
+  local c
+  c="$(buildah_ from --quiet scratch)"
+  buildah_ add --quiet "$c" "$tarball" / >/dev/null
+  buildah_ config "$@" "$c"
+  buildah_ commit --quiet --rm "$c" "$image" >/dev/null
+}
+
+# The libraries the dynamic loader maps for BINARY, as absolute paths.
+libs_of() {
+  ldd "$1" | awk '/=> \//{print $3} /^\t\/[^ ]+ \(/{print $1}'
+}
+
+build_base() {
+  local root="$work/base" f
+  mkdir -p "$root/etc" "$root/tmp" "$root/home/nonroot" "$root/etc/ssl/certs"
+  for f in $( (libs_of "$RELEASE_DIR/kraft-controller"; libs_of "$RELEASE_DIR/kraft-operator") | sort -u); do
+    mkdir -p "$root$(dirname "$f")"
+    cp -L "$f" "$root$f"
+  done
+  printf 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:%s:%s:nonroot:/home/nonroot:/sbin/nologin\n' \
+    "$NONROOT" "$NONROOT" >"$root/etc/passwd"
+  printf 'root:x:0:\nnonroot:x:%s:\n' "$NONROOT" >"$root/etc/group"
+  printf 'passwd: files\ngroup: files\nhosts: files dns\n' >"$root/etc/nsswitch.conf"
+  [[ -f /etc/ssl/certs/ca-certificates.crt ]] && cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/"
+  chmod 1777 "$root/tmp"
+  chown "$NONROOT:$NONROOT" "$root/home/nonroot"
+  tar -C "$root" --numeric-owner -cf "$work/base.tar" .
+  from_tar "$BASE_IMAGE" "$work/base.tar" \
+    --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+    --env SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt \
+    --user "$NONROOT" --workingdir /home/nonroot
+  rlog "built $BASE_IMAGE ($(tar -tf "$work/base.tar" | grep -c '\.so') shared libraries)"
+}
+
+build_pause() {
+  local root="$work/pause"
+  mkdir -p "$root"
+  gcc -static -Os -s -Wall -Wextra -o "$root/pause" "$real_here/pause.c"
+  tar -C "$root" --numeric-owner -cf "$work/pause.tar" .
+  from_tar "$PAUSE_IMAGE" "$work/pause.tar" --entrypoint '["/pause"]' --user 65535:65535
+  save "$PAUSE_IMAGE" pause
+}
+
+build_busybox() {
+  local root="$work/busybox" a
+  mkdir -p "$root/bin" "$root/tmp"
+  cp "$(command -v busybox)" "$root/bin/busybox"
+  for a in sh cat echo id ls mkdir rm sleep touch true false wget nc; do ln -s busybox "$root/bin/$a"; done
+  chmod 1777 "$root/tmp"
+  tar -C "$root" --numeric-owner -cf "$work/busybox.tar" .
+  from_tar "$BUSYBOX_IMAGE" "$work/busybox.tar" --env PATH=/bin --cmd '["sh"]'
+  save "$BUSYBOX_IMAGE" busybox
+}
+
+# The two images of our binaries, from Containerfile.prebuilt with the
+# binaries alone as the build context.
+build_ours() {
+  local ctx="$work/context" target image
+  mkdir -p "$ctx"
+  cp "$RELEASE_DIR/kraft-controller" "$RELEASE_DIR/kraft-operator" "$ctx/"
+  for target in kraft-controller kraft-operator; do
+    image="ghcr.io/kraftwerk/$target:$APP_VERSION"
+    buildah_ bud --quiet --pull=never -f "$repo/Containerfile.prebuilt" --target "$target" \
+      --build-arg "BASE_IMAGE=$BASE_IMAGE" -t "$image" "$ctx" >/dev/null
+    save "$image" "$target"
+  done
+}
+
+# Imports every saved archive into containerd's k8s.io namespace (where the
+# kubelet's CRI looks), when containerd runs.
+import() {
+  if ! ctr_ version >/dev/null 2>&1; then
+    rlog "containerd is not running: the archives are imported at dev/real-node/node.sh up"
+    return 0
+  fi
+  local f
+  compgen -G "$oci_dir/*.tar" >/dev/null || rdie "no image archives in $oci_dir: run make images"
+  for f in "$oci_dir"/*.tar; do
+    ctr_ -n k8s.io images import "$f" >/dev/null
+  done
+  rlog "imported into containerd: $(ctr_ -n k8s.io images ls -q | grep -v '^sha256:' | xargs)"
+}
+
+case "${1:-all}" in
+  all)
+    for f in kraft-controller kraft-operator; do
+      [[ -x "$RELEASE_DIR/$f" ]] ||
+        rdie "no $RELEASE_DIR/$f: run cargo build --release -p kraft-controller -p kraft-operator (make images does)"
+    done
+    build_base
+    build_pause
+    build_busybox
+    build_ours
+    import
+    ;;
+  import) import ;;
+  *) rdie "usage: $0 [all|import]" ;;
+esac

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Installs what the real node (issue 24) needs, idempotently, cached under
+# $KRAFTWERK_CACHE (default ~/.cache/kraftwerk). A warm run takes seconds.
+#
+#   Debian packages  containerd (1.6), runc, buildah, busybox-static (the test
+#                    pod's image), gcc (the pause program)
+#   kubelet          built from k8s.io/kubernetes' Go modules, same version as the
+#                    API server (dev/tools/kubernetes, KUBERNETES_VERSION)
+#   CNI plugins      bridge, host-local, loopback, portmap from
+#                    github.com/containernetworking/plugins (CNI_PLUGINS_VERSION)
+#   crictl           from sigs.k8s.io/cri-tools (CRI_TOOLS_VERSION)
+#
+# Binaries go to $KRAFTWERK_CACHE/tools/<name>-<version>/bin, symlinked from
+# $KRAFTWERK_CACHE/bin; builds go to a temp directory renamed into place.
+set -euo pipefail
+
+# shellcheck source=dev/real-node/common.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/common.sh"
+
+mkdir -p "$bin" "$tools"
+
+# --- Debian packages --------------------------------------------------------------
+declare -A wanted=(
+  [containerd]=containerd
+  [ctr]=containerd
+  [runc]=runc
+  [buildah]=buildah
+  [busybox]=busybox-static
+  [gcc]=gcc
+)
+missing=()
+for cmd in "${!wanted[@]}"; do
+  command -v "$cmd" >/dev/null 2>&1 || missing+=("${wanted[$cmd]}")
+done
+# busybox must be the static one: it is copied alone into a FROM-scratch image.
+if command -v busybox >/dev/null 2>&1 && ldd "$(command -v busybox)" >/dev/null 2>&1; then
+  missing+=(busybox-static)
+fi
+[[ -f /usr/lib/x86_64-linux-gnu/libc.a ]] || missing+=(libc6-dev)
+if ((${#missing[@]})); then
+  rlog "apt-get install $(printf '%s\n' "${missing[@]}" | sort -u | xargs)"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # shellcheck disable=SC2046
+  apt-get install -y -qq --no-install-recommends $(printf '%s\n' "${missing[@]}" | sort -u) >/dev/null
+fi
+
+# --- Go ---------------------------------------------------------------------------
+go_bin="$(command -v go || true)"
+[[ -z "$go_bin" && -x /usr/local/go/bin/go ]] && go_bin=/usr/local/go/bin/go
+[[ -n "$go_bin" ]] || rdie "a Go toolchain (>= 1.24) is needed to build the kubelet; none found on PATH"
+
+# go_install OUT_DIR LDFLAGS PKG@VERSION...: `go install` into a temp GOBIN
+# renamed into place (for modules without replace directives).
+go_install() {
+  local out="$1" ldflags="$2"
+  shift 2
+  local tmp="$out.tmp.$$"
+  rm -rf "$tmp"
+  mkdir -p "$tmp"
+  (cd /tmp && GOBIN="$tmp" CGO_ENABLED=0 "$go_bin" install -trimpath -ldflags "$ldflags" "$@")
+  rm -rf "$out"
+  mv "$tmp" "$out"
+}
+
+# --- kubelet ----------------------------------------------------------------------
+kubelet_dir="$tools/kubelet-$KUBERNETES_VERSION/bin"
+if [[ ! -x "$kubelet_dir/kubelet" ]]; then
+  rlog "building kubelet $KUBERNETES_VERSION from Go modules (cold: about 40 minutes on 2 shared cores)"
+  minor="${KUBERNETES_VERSION#v1.}"
+  minor="${minor%%.*}"
+  ld="-s -w"
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ld+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
+  done
+  tmp="$kubelet_dir.tmp.$$"
+  rm -rf "$tmp"
+  mkdir -p "$tmp"
+  (cd "$dev_dir/tools/kubernetes" && GOFLAGS=-mod=mod CGO_ENABLED=0 "$go_bin" build -trimpath \
+    -ldflags "$ld" -o "$tmp/" k8s.io/kubernetes/cmd/kubelet)
+  rm -rf "$kubelet_dir"
+  mv "$tmp" "$kubelet_dir"
+fi
+ln -sfn "$kubelet_dir/kubelet" "$bin/kubelet"
+
+# --- CNI plugins ------------------------------------------------------------------
+if [[ ! -x "$CNI_BIN/bridge" || ! -x "$CNI_BIN/portmap" ]]; then
+  rlog "building CNI plugins $CNI_PLUGINS_VERSION from Go modules"
+  m=github.com/containernetworking/plugins/plugins
+  go_install "$CNI_BIN" "-s -w" "$m/main/bridge@$CNI_PLUGINS_VERSION" \
+    "$m/ipam/host-local@$CNI_PLUGINS_VERSION" "$m/main/loopback@$CNI_PLUGINS_VERSION" \
+    "$m/meta/portmap@$CNI_PLUGINS_VERSION"
+fi
+
+# --- crictl -----------------------------------------------------------------------
+crictl_dir="$tools/cri-tools-$CRI_TOOLS_VERSION/bin"
+if [[ ! -x "$crictl_dir/crictl" ]]; then
+  rlog "building crictl $CRI_TOOLS_VERSION from Go modules"
+  go_install "$crictl_dir" "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$CRI_TOOLS_VERSION" \
+    "sigs.k8s.io/cri-tools/cmd/crictl@$CRI_TOOLS_VERSION"
+fi
+ln -sfn "$crictl_dir/crictl" "$bin/crictl"
+# crictl reads crictl.yaml beside its binary when /etc/crictl.yaml is absent.
+printf 'runtime-endpoint: unix://%s\nimage-endpoint: unix://%s\n' "$CONTAINERD_SOCK" "$CONTAINERD_SOCK" \
+  >"$crictl_dir/crictl.yaml"
+
+rlog "real-node tools ready: kubelet, crictl in $bin; CNI plugins in $CNI_BIN"
