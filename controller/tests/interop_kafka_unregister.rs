@@ -220,6 +220,12 @@ fn our_cli_removes_and_unregisters_a_kafka_4_4_controller_kafkas_tool_no_longer_
 #[test]
 fn kafka_4_4s_tools_unregister_a_removed_controller_of_our_quorum_and_add_it_back_with_add_raft_voter_v1()
  {
+    if !only_on(
+        VERSION,
+        "kafka-cluster unregister-controller and add-controller with AddRaftVoter v1 are Kafka 4.4's tools (KIP-1312, KIP-1186)",
+    ) {
+        return;
+    }
     let root = KeptDir::new("interop-unregister-ours");
     let mut quorum = Quorum::ours(root.path(), VERSION, "");
     let (leader, _) = quorum.wait_for_leader(Duration::from_secs(60), None);
