@@ -44,22 +44,39 @@ fn text(output: &Output) -> String {
 /// which `make test-interop KAFKA_VERSIONS="4.1.2 4.4.0"` passes; without
 /// it (a `cargo test` by hand), every version of `mk/kafka.mk`'s
 /// `KAFKA_VERSIONS`, so that the whole matrix runs unless one asks for less.
-/// Panics with one line when the variable is set but names no version.
+/// Panics with one line when the variable is set but names no version, or
+/// a version that is not in `mk/kafka.mk`'s list: the cases are written for
+/// those versions only ([`per_kafka_version!`], [`only_on`]), so any other
+/// would run no case and pass.
 pub fn kafka_versions() -> Vec<String> {
-    let words = |text: &str| -> Vec<String> {
-        text.split(|c: char| c.is_whitespace() || c == ',')
-            .filter(|w| !w.is_empty())
-            .map(str::to_owned)
-            .collect()
+    let matrix = matrix_versions();
+    let Ok(list) = std::env::var("KAFKA_VERSIONS") else {
+        return matrix;
     };
-    if let Ok(list) = std::env::var("KAFKA_VERSIONS") {
-        let versions = words(&list);
-        assert!(
-            !versions.is_empty(),
-            "KAFKA_VERSIONS is set but names no Kafka version: {list:?}"
+    let versions = words(&list);
+    assert!(
+        !versions.is_empty(),
+        "KAFKA_VERSIONS is set but names no Kafka version: {list:?}"
+    );
+    if let Some(unknown) = versions.iter().find(|v| !matrix.contains(v)) {
+        panic!(
+            "KAFKA_VERSIONS names Kafka {unknown}, for which no interop case is written (mk/kafka.mk's matrix: {})",
+            matrix.join(" ")
         );
-        return versions;
     }
+    versions
+}
+
+/// The words of `text`, split at spaces and commas.
+fn words(text: &str) -> Vec<String> {
+    text.split(|c: char| c.is_whitespace() || c == ',')
+        .filter(|w| !w.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// `mk/kafka.mk`'s `KAFKA_VERSIONS`: every version the cases are written for.
+fn matrix_versions() -> Vec<String> {
     let makefile = Path::new(env!("CARGO_MANIFEST_DIR")).join("../mk/kafka.mk");
     let text = std::fs::read_to_string(&makefile)
         .unwrap_or_else(|e| panic!("reading {}: {e}", makefile.display()));
