@@ -170,6 +170,47 @@ fn an_answered_add_raft_voter_that_times_out_is_not_answered_again() {
     );
 }
 
+// Raft §4.1 / KIP-853: one uncommitted voter change at a time. An
+// AddRaftVoter answered at the append (AckWhenCommitted false) whose request
+// timed out leaves its Voters record uncommitted: the next change is still
+// refused until that record commits, then allowed.
+#[test]
+fn after_an_answered_add_raft_voter_times_out_the_next_change_waits_for_its_voters_record_to_commit()
+ {
+    let mut e = kip853_leader();
+    e.handle(fetch_from(4, 1, 3, 1), 2_010).expect("fetch");
+    let commands = e.handle(add_voter_v1(4, false), 2_020).expect("add");
+    let id = api_versions_sent(&commands);
+    e.handle(fetch_from(4, 1, 3, 1), 2_025).expect("fetch");
+    e.handle(api_versions(id, 0, 1), 2_030)
+        .expect("api versions");
+    // Voters 2 and 3 keep fetching (check-quorum) without reaching the
+    // Voters record at offset 3, past the request's 5000 ms timeout.
+    for now in [3_000, 4_500, 6_000, 7_000] {
+        e.handle(fetch_from(2, 1, 3, 1), now).expect("fetch");
+        e.handle(fetch_from(3, 1, 3, 1), now).expect("fetch");
+    }
+    e.handle(Event::Tick, 7_100).expect("tick");
+    assert!(e.status().uncommitted_voter_change, "not committed yet");
+    let commands = e
+        .handle(admin(remove_voter(2, dir(2))), 7_110)
+        .expect("remove");
+    assert_eq!(render(&commands), ["reply remove_raft_voter error=7"]);
+    e.handle(Event::Flush, 7_120).expect("flush");
+    e.handle(fetch_from(2, 1, 4, 1), 7_130).expect("fetch");
+    e.handle(fetch_from(4, 1, 4, 1), 7_140).expect("fetch");
+    assert!(!e.status().uncommitted_voter_change, "committed");
+    let commands = e
+        .handle(admin(remove_voter(2, dir(2))), 7_150)
+        .expect("remove");
+    assert!(commands.is_empty(), "{commands:?}");
+    assert!(
+        e.status().uncommitted_voter_change,
+        "node 2's removal appended"
+    );
+    assert_eq!(e.voters().len(), 3, "node 4 in, node 2 out");
+}
+
 /// The id of the one ApiVersions among `commands`.
 fn api_versions_sent(commands: &[Command]) -> u64 {
     let sends: Vec<u64> = commands
