@@ -125,13 +125,15 @@ fn parse_v6(cidr: &str) -> Result<Block, String> {
     })
 }
 
-/// A zone of an IPv6 address as Java's `Inet6Address` takes it: a number,
-/// or the name of a network interface of this host.
+/// A zone of an IPv6 address as Java's `Inet6Address` takes it: a number
+/// that `Integer.parseInt` reads (so at most 2147483647: Kafka 4.4.0's
+/// `CidrUtils.validate` refuses `fe80::1%2147483648/64`, jshell), or the
+/// name of a network interface of this host.
 fn is_scope(scope: &str) -> bool {
     if scope.is_empty() {
         return false;
     }
-    if scope.bytes().all(|b| b.is_ascii_digit()) {
+    if scope.bytes().all(|b| b.is_ascii_digit()) && scope.parse::<i32>().is_ok() {
         return true;
     }
     !scope.contains(['/', '.']) && std::path::Path::new("/sys/class/net").join(scope).exists()
@@ -197,6 +199,7 @@ mod tests {
             "fd00::/00000000008",
             "[fd00::]/8",
             "fe80::1%1/64",
+            "fe80::1%2147483647/64",
             "[fe80::1%1]/64",
             "fe80::1%lo/64",
             "fd00::1.2.3.4/120",
@@ -234,6 +237,8 @@ mod tests {
             ("[[fd00::]]/8", "is not an IPv6 address"),
             ("[fd00::]%1/8", "is not an IPv6 address"),
             ("fe80::1%/64", "scope"),
+            ("fe80::1%2147483648/64", "scope"),
+            ("fe80::1%99999999999/64", "scope"),
             ("fe80::1%no-such-interface0/64", "scope"),
             ("::ffff:10.0.0.0/104", "IPv4-mapped"),
             ("::ffff:a00:0/104", "IPv4-mapped"),
