@@ -76,7 +76,7 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--lingers", default="default,0",
                     help="controller.quorum.append.linger.ms of the rows, for both systems ('default' = 25)")
     ap.add_argument("--max-mib-per-sec", type=float, default=32,
-                    help="skip rows and saturation probes offering more (disk: 3 logs of rate x size x duration)")
+                    help="skip rows offering more (disk: 3 logs of rate x size x duration)")
     ap.add_argument("--duration", type=float, default=40,
                     help="seconds measured per row and system (at least 35: Kafka's rate meter reads low for its first 30 s window)")
     ap.add_argument("--saturation-sizes", default=None, help="record sizes searched (default: --record-sizes; '' for none)")
@@ -84,6 +84,8 @@ def parse_args() -> argparse.Namespace:
     ap.add_argument("--saturation-start", type=int, default=20000)
     ap.add_argument("--saturation-min-rate", type=int, default=1000)
     ap.add_argument("--saturation-max-rate", type=int, default=1_000_000)
+    ap.add_argument("--saturation-max-mib-per-sec", type=float, default=96,
+                    help="the search offers no more (a probe's three logs are deleted after it)")
     ap.add_argument("--saturation-steps", type=int, default=3, help="bisection steps after doubling")
     ap.add_argument("--saturation-duration", type=float, default=20, help="seconds per probe")
     ap.add_argument("--failovers", type=int, default=5)
@@ -145,7 +147,8 @@ def main() -> int:
                 entry = {"skipped": f"Kafka {args.kafka_version} ignores --throughput "
                                     f"(always {effective_rate(system, 0)} records/s)"}
             else:
-                max_rate = max(args.saturation_min_rate, min(args.saturation_max_rate, int(max_bytes // size)))
+                sat_bytes = args.saturation_max_mib_per_sec * 1024 * 1024
+                max_rate = max(args.saturation_min_rate, min(args.saturation_max_rate, int(sat_bytes // size)))
                 log(f"{system.name}: saturation search, {size} B records, up to {max_rate}/s")
                 entry = saturation_search(
                     lambda rate, s=system: throughput_run(s, rate, size, args.saturation_duration, controller),
