@@ -8,11 +8,11 @@
   and the commit p99 against the offered rate for every probe of the
   saturation search, the highest sustained rate marked.
 
-    python bench/plot.py target/bench/latest/results.json [--publish bench/plots]
+    python bench/plot.py target/bench/latest/results.json
 
-`--publish DIR` also copies both pictures and report.md to DIR, which
-BENCHMARKS.md embeds. Needs matplotlib (bench/install-plot-deps.sh puts it in
-a cached venv); draws nothing else and runs nothing.
+bench/publish.py copies them to bench/plots/, which BENCHMARKS.md embeds.
+Needs matplotlib (bench/install-plot-deps.sh puts it in a cached venv); draws
+nothing else, copies nothing and runs nothing.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import shutil
 import sys
 from pathlib import Path
 
@@ -132,7 +131,6 @@ def saturation(results: dict, path: Path) -> None:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("results", type=Path, help="results.json of bench/bench.py")
-    ap.add_argument("--publish", type=Path, default=None, help="also copy the pictures and report.md here")
     args = ap.parse_args()
     results = json.loads(args.results.read_text())
     out = args.results.resolve().parent
@@ -143,12 +141,6 @@ def main() -> int:
             written.append(out / name)
     for p in written:
         print(f"wrote {p}")
-    if args.publish:
-        args.publish.mkdir(parents=True, exist_ok=True)
-        for p in written + [out / "report.md"]:
-            if p.exists():
-                shutil.copyfile(p, args.publish / p.name)
-                print(f"published {args.publish / p.name}")
     return 0
 
 

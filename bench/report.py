@@ -109,14 +109,23 @@ def text(results: dict) -> str:
     """The whole report, Markdown."""
     lines = rows_table(results)
     lines.append("")
-    lines += saturation_lines(results)
+    meta = results["meta"]
+    items = [f"run: {meta.get('started_utc', '?')}, Kafka {meta['kafka_version']} TestRaftServer, "
+             f"{meta.get('duration_s', '?')} s per row and system, controller {meta.get('controller', '?')}"]
+    if "/debug/" in str(meta.get("controller", "")):
+        items.append("**a DEBUG build of kraft-controller: its figures mean nothing** (release: make bench)")
+    for skipped in results.get("skipped_rows", []):
+        items.append(f"row skipped: {skipped['rate']}/s of {skipped['record_size']} B, linger "
+                     f"{linger_name(skipped['linger_ms'])} ms (more than --max-mib-per-sec)")
+    items += saturation_lines(results)
     for name, times in results["failover_ms"].items():
         if times:
-            lines.append(f"failover ({name}): kill -9 of the leader to a new leader's first commit: "
+            items.append(f"failover ({name}): kill -9 of the leader to a new leader's first commit: "
                          f"median {statistics.median(times):.0f} ms of {len(times)} "
                          f"({', '.join(f'{t:.0f}' for t in times)})")
     f = results["fsync_ms"]
-    lines.append(f"disk fsync floor (256 B append + fsync, 500 times): p50 {f['p50']:.2f} ms, "
+    items.append(f"disk fsync floor (256 B append + fsync, 500 times): p50 {f['p50']:.2f} ms, "
                  f"p99 {f['p99']:.2f} ms, p99.9 {f['p999']:.2f} ms")
-    lines += notes(results)
+    items += notes(results)
+    lines += [f"- {item}" for item in items]  # a Markdown list: one line each where it is published
     return "\n".join(lines) + "\n"

@@ -14,6 +14,7 @@ from pathlib import Path
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from publish import PublishError, replace_block  # noqa: E402
 from report import comparability  # noqa: E402
 from runs import saturation_search, sustained  # noqa: E402
 
@@ -87,6 +88,23 @@ class Saturation(unittest.TestCase):
     def test_the_search_reports_none_when_even_the_minimum_rate_is_not_sustained(self):
         s = saturation_search(probe_with_capacity(10, []), 4000, 1_000_000, 1000, 3)
         self.assertIsNone(s["highest_sustained"])
+
+
+class Publish(unittest.TestCase):
+    DOC = "# B\n\nintro\n<!-- bench:latest:begin -->\nold table\n<!-- bench:latest:end -->\n\nrest\n"
+
+    def test_publishing_replaces_only_the_text_between_the_markers(self):
+        doc = replace_block(self.DOC, "| new | table |\n")
+        self.assertEqual(doc, "# B\n\nintro\n<!-- bench:latest:begin -->\n| new | table |\n"
+                              "<!-- bench:latest:end -->\n\nrest\n")
+
+    def test_publishing_twice_gives_the_same_document(self):
+        once = replace_block(self.DOC, "t\n")
+        self.assertEqual(replace_block(once, "t\n"), once)
+
+    def test_a_document_without_the_markers_is_refused(self):
+        with self.assertRaises(PublishError):
+            replace_block("# B\nno markers\n", "t")
 
 
 if __name__ == "__main__":

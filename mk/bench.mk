@@ -14,8 +14,9 @@
 #   make bench-topics BENCH_TOPICS_ARGS='--topics 100'                  a quick look
 #
 # Output: target/bench/<UTC time>/ (results.json, report.md, latency-cdf.svg,
-# saturation.svg; target/bench/latest links to it), and the pictures and
-# report.md copied to bench/plots/, which BENCHMARKS.md embeds.
+# saturation.svg; target/bench/latest links to it); bench/publish.py copies
+# the pictures and report.md to bench/plots/ and puts the report into
+# BENCHMARKS.md between its bench:latest markers.
 
 BENCH_ARGS ?=
 BENCH_TOPICS_ARGS ?=
@@ -33,7 +34,8 @@ bench: $(KRAFTWERK_CACHE)/kafka-$(BENCH_KAFKA_VERSION).classpath ## kraft-contro
 	  --kafka-version $(BENCH_KAFKA_VERSION) \
 	  --kafka-classpath-file $(KRAFTWERK_CACHE)/kafka-$(BENCH_KAFKA_VERSION).classpath \
 	  --out $(BENCH_OUT) --json target/bench-results.json $(BENCH_ARGS)
-	py="$$(bench/install-plot-deps.sh)" && "$$py" bench/plot.py $(BENCH_OUT)/results.json --publish bench/plots
+	py="$$(bench/install-plot-deps.sh)" && "$$py" bench/plot.py $(BENCH_OUT)/results.json
+	python3 bench/publish.py $(BENCH_OUT)
 	python3 bench/topics.py --controller target/release/kraft-controller \
 	  --json target/bench-topics-results.json $(BENCH_TOPICS_ARGS)
 
