@@ -196,8 +196,14 @@ class Kafka(Cluster):
                 check=True, stdout=subprocess.DEVNULL,
             )
 
+    def gc_log(self, n: int) -> Path:
+        return self.work / f"gc-{n}.log"
+
     def command(self, n: int, rate: int, record_size: int) -> list:
-        return self.java + ["kafka.tools.TestRaftServer", "--config", str(self.properties(n)),
+        # Every collection with its pause, wall-clock stamped, so that the
+        # pauses inside a measured window can be counted (gc_pauses).
+        gc = f"-Xlog:gc:file={self.gc_log(n)}:utctime"
+        return self.java[:1] + [gc] + self.java[1:] + ["kafka.tools.TestRaftServer", "--config", str(self.properties(n)),
                             "--throughput", str(rate), "--record-size", str(record_size),
                             "--replica-directory-id", DIR_IDS[n - 1]]
 
@@ -210,6 +216,28 @@ class Kafka(Cluster):
                 if epoch >= min_epoch and (best is None or epoch > best[1]):
                     best = (n, epoch)
         return best
+
+    GC_PAUSE = re.compile(r"^\[(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3})([+-]\d{4})\].*\bPause\b.* ([\d.]+)ms$")
+
+    def gc_pauses(self, n: int, t0_ms: float, t1_ms: float) -> dict:
+        """The stop-the-world pauses node `n`'s JVM logged (`-Xlog:gc`) that
+        ended between wall-clock times `t0_ms` and `t1_ms`: count, total and
+        longest (ms). Evidence for or against GC behind Kafka's commit p99."""
+        from datetime import datetime
+
+        pauses = []
+        try:
+            lines = self.gc_log(n).read_text(errors="replace").splitlines()
+        except OSError:
+            lines = []
+        for line in lines:
+            m = self.GC_PAUSE.match(line)
+            if not m:
+                continue
+            at = datetime.strptime(m.group(1) + m.group(2), "%Y-%m-%dT%H:%M:%S.%f%z").timestamp() * 1000
+            if t0_ms <= at < t1_ms:
+                pauses.append(float(m.group(3)))
+        return {"count": len(pauses), "total_ms": sum(pauses), "max_ms": max(pauses, default=0.0)}
 
     def results(self, leader: int, record_size: int) -> dict:
         """Kafka's last statistics line (its own windowed meter and

@@ -44,6 +44,11 @@ def fmt(x, digits=1) -> str:
     return "-" if x is None else f"{x:.{digits}f}"
 
 
+def gc_cell(gc: dict | None) -> str:
+    """`count/total/max` of the leader's GC pauses in the window; `-` for ours."""
+    return "-" if gc is None else f"{gc['count']}/{gc['total_ms']:.0f}/{gc['max_ms']:.0f}"
+
+
 def linger_name(linger) -> str:
     return "25 (default)" if linger is None else str(linger)
 
@@ -53,7 +58,7 @@ def rows_table(results: dict) -> list[str]:
     fsync_p99 = results["fsync_ms"]["p99"]
     head = ["B/rec", "linger ms", "rate/s", "system", "log rec/s", "log B/rec", "self-reported/s", "p50 ms",
             "p75 ms", "p99 ms", "p99.9 ms", "p99 / fsync p99", "ldr CPU µs/rec", "RSS MiB ldr/fol",
-            "CPU s ldr/fol", "start→leader s", "work"]
+            "CPU s ldr/fol", "ldr GC n/Σ/max ms", "start→leader s", "work"]
     rows = []
     for row in results["rows"]:
         for name, r in row["systems"].items():
@@ -65,6 +70,7 @@ def rows_table(results: dict) -> list[str]:
                          fmt(r["cpu_us_per_record"]),
                          f"{r['rss_leader']:.0f}/{r['rss_follower']:.0f}",
                          f"{r['cpu_leader']:.1f}/{r['cpu_follower']:.1f}",
+                         gc_cell(r.get("gc_leader")),
                          fmt(r["start_to_leader_s"], 2),
                          "equal" if row["comparable"] else f"NOT COMPARABLE ({row['why']})"])
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
@@ -102,6 +108,9 @@ def notes(results: dict) -> list[str]:
                "over the window) and log B/rec each agree within 5 %.")
     out.append("note: Kafka's p75/p99/p99.9 come from its own histogram (0.25 ms buckets up to 250 ms, so 249.0 "
                "means 250 ms or more; no p50); ours from every committed record.")
+    out.append("note: ldr GC n/Σ/max ms: the stop-the-world pauses Kafka's leader JVM logged (-Xlog:gc) inside "
+               "the window: how many, their sum and the longest; set beside its p99 it says whether GC explains it "
+               "(--kafka-heap changes the heap).")
     return out
 
 

@@ -73,6 +73,8 @@ def throughput_run(cluster: Cluster, rate: int, size: int, duration: float, cont
             log(f"  {cluster.name}: no self-reported figures: {e}")
             result = {"p50": None, "p75": None, "p99": None, "p999": None, "max": None, "records_per_sec": None}
         cluster.stop_all(last=node)
+        if isinstance(cluster, Kafka):
+            result["gc_leader"] = cluster.gc_pauses(node, t0_ms, t1_ms)
         result["leader"], result["epoch"] = node, epoch
         result["rss_leader"], result["cpu_leader"] = usage[node]
         result["cpu_leader_window"] = usage[node][1] - cpu0
