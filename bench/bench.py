@@ -38,6 +38,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -61,6 +62,38 @@ def ints(text: str) -> list[int]:
 def lingers(text: str) -> list[int | None]:
     """`default,0` -> [None, 0]: None leaves controller.quorum.append.linger.ms unset (25 ms)."""
     return [None if x.strip() == "default" else int(x) for x in text.split(",") if x.strip()]
+
+
+# What a failed run raises: a node exited, no leader in time, a tool failed, no log.
+RUN_ERRORS = (RuntimeError, TimeoutError, subprocess.CalledProcessError, StopIteration, OSError)
+# A saturation probe waits this long for a leader's first commit (a row: 300 s).
+PROBE_LEADER_TIMEOUT_S = 60
+
+
+def guarded(run) -> dict:
+    """`run()`, or `{"error": ...}` when it fails: one failed run is a row's
+    finding, not the end of the benchmark."""
+    try:
+        return run()
+    except RUN_ERRORS as e:
+        log(f"  run failed: {e}")
+        return {"error": str(e)[:500]}
+
+
+def probe(system, rate: int, size: int, duration: float, controller: Path) -> dict:
+    """One saturation probe; a failed run (e.g. no stable leader under the
+    load) is a rate not sustained."""
+    r = guarded(lambda: throughput_run(system, rate, size, duration, controller, PROBE_LEADER_TIMEOUT_S))
+    if "error" in r:
+        r.update(sustained=False, leader_half_per_sec=0.0, follower_half_per_sec=0.0, p99=None)
+    return r
+
+
+def save(out: Path, results: dict) -> None:
+    """results.json as it stands (after every row and search), temp file + rename."""
+    tmp = out / "results.json.tmp"
+    tmp.write_text(json.dumps(results, indent=2, default=str))
+    tmp.replace(out / "results.json")
 
 
 def parse_args() -> argparse.Namespace:
@@ -131,11 +164,12 @@ def main() -> int:
                 for system in systems(linger):
                     log(f"{system.name}: {rate} records/s of {size} B, linger {linger_name(linger)} ms, "
                         f"{args.duration:.0f} s")
-                    r = throughput_run(system, rate, size, args.duration, controller)
+                    r = guarded(lambda s=system: throughput_run(s, rate, size, args.duration, controller))
                     row["systems"][system.name] = r
                     log(f"  {r}")
                 row["comparable"], row["why"] = comparability(row["systems"])
                 results["rows"].append(row)
+                save(out, results)
 
     sizes = ints(args.record_sizes if args.saturation_sizes is None else args.saturation_sizes)
     sat_linger = lingers(args.saturation_linger)[0]
@@ -151,25 +185,29 @@ def main() -> int:
                 max_rate = max(args.saturation_min_rate, min(args.saturation_max_rate, int(sat_bytes // size)))
                 log(f"{system.name}: saturation search, {size} B records, up to {max_rate}/s")
                 entry = saturation_search(
-                    lambda rate, s=system: throughput_run(s, rate, size, args.saturation_duration, controller),
+                    lambda rate, s=system: probe(s, rate, size, args.saturation_duration, controller),
                     args.saturation_start, max_rate, args.saturation_min_rate, args.saturation_steps)
             entry["linger_ms"] = sat_linger
             results["saturation"][size][system.name] = entry
+            save(out, results)
 
     for system in systems(None):
         log(f"{system.name}: {args.failovers} failovers")
-        results["failover_ms"][system.name] = failover_run(system, args.failovers, args.failover_rate,
-                                                           ints(args.record_sizes)[0])
+        try:
+            results["failover_ms"][system.name] = failover_run(system, args.failovers, args.failover_rate,
+                                                               ints(args.record_sizes)[0])
+        except RUN_ERRORS as e:
+            log(f"  {system.name}: failovers failed: {e}")
+            results["failover_errors"] = {**results.get("failover_errors", {}), system.name: str(e)[:500]}
     results["meta"]["total_s"] = time.monotonic() - began
 
     report = text(results)
     print(report)
     print(f"total {results['meta']['total_s']:.0f} s; work dir {work}; output {out}")
-    raw = json.dumps(results, indent=2, default=str)
-    (out / "results.json").write_text(raw)
+    save(out, results)
     (out / "report.md").write_text(report)
     if args.json:
-        args.json.write_text(raw)
+        args.json.write_text(json.dumps(results, indent=2, default=str))
     latest = out.parent / "latest"
     if out.parent == ROOT / "target/bench":
         latest.unlink(missing_ok=True)

@@ -27,6 +27,9 @@ def comparability(by_system: dict) -> tuple[bool, str]:
     records/s (from the leader's log on disk, the same count for both) and
     log bytes per record must each agree within 5 %."""
     results = list(by_system.values())
+    failed = [name for name, r in by_system.items() if "error" in r]
+    if failed:
+        return False, f"run failed: {', '.join(failed)}"
     if len(results) < 2:
         return True, ""
     a, b = results[0], results[1]
@@ -62,6 +65,10 @@ def rows_table(results: dict) -> list[str]:
     rows = []
     for row in results["rows"]:
         for name, r in row["systems"].items():
+            if "error" in r:
+                rows.append([str(row["record_size"]), linger_name(row["linger_ms"]), str(row["rate"]), name]
+                            + ["-"] * (len(head) - 5) + [f"ERROR: {r['error'].splitlines()[0][:120]}"])
+                continue
             p99 = r["p99"]
             rows.append([str(row["record_size"]), linger_name(row["linger_ms"]), str(row["rate"]), name,
                          fmt(r["log_records_per_sec"], 0), fmt(r["log_bytes_per_record"], 0),
@@ -89,7 +96,8 @@ def saturation_lines(results: dict) -> list[str]:
                 out.append(f"saturation, {size} B records, {name}: not searched ({s['skipped']})")
                 continue
             best = s["highest_sustained"]
-            probes = ", ".join(f"{p['rate']}{'' if p['sustained'] else '✗'}" for p in s["probes"])
+            probes = ", ".join(f"{p['rate']}{'' if p['sustained'] else '✗'}{' (failed)' if 'error' in p else ''}"
+                               for p in s["probes"])
             where = ("none sustained" if best is None else
                      f"{'≥ ' if s['capped'] else ''}{best} records/s" + (" (the search's cap)" if s["capped"] else ""))
             out.append(f"saturation, {size} B records, linger {linger_name(s['linger_ms'])} ms, {name}: "
@@ -132,6 +140,8 @@ def text(results: dict) -> str:
             items.append(f"failover ({name}): kill -9 of the leader to a new leader's first commit: "
                          f"median {statistics.median(times):.0f} ms of {len(times)} "
                          f"({', '.join(f'{t:.0f}' for t in times)})")
+    for name, error in results.get("failover_errors", {}).items():
+        items.append(f"failover ({name}): FAILED: {error.splitlines()[0][:200]}")
     f = results["fsync_ms"]
     items.append(f"disk fsync floor (256 B append + fsync, 500 times): p50 {f['p50']:.2f} ms, "
                  f"p99 {f['p99']:.2f} ms, p99.9 {f['p999']:.2f} ms")

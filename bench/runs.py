@@ -37,9 +37,11 @@ def watch(cluster: Cluster, seconds: float) -> None:
         time.sleep(min(left, 0.5))
 
 
-def throughput_run(cluster: Cluster, rate: int, size: int, duration: float, controller: Path) -> dict:
+def throughput_run(cluster: Cluster, rate: int, size: int, duration: float, controller: Path,
+                   leader_timeout_s: float = 300) -> dict:
     """One run of `cluster` at `rate` records/s of `size` bytes, measured over
-    `duration` seconds from the leader's first commit.
+    `duration` seconds from the leader's first commit (waited for at most
+    `leader_timeout_s`).
 
     Returns the system's own latency report (ms), RSS (MiB) and CPU (s) of
     the leader and the largest follower at the end, the leader's CPU over
@@ -58,7 +60,7 @@ def throughput_run(cluster: Cluster, rate: int, size: int, duration: float, cont
             cluster.check_alive()
             return cluster.committed_leader(0)
 
-        node, epoch = wait_for(f"a {cluster.name} leader", leader, 300)
+        node, epoch = wait_for(f"a {cluster.name} leader", leader, leader_timeout_s)
         start_to_leader = time.monotonic() - started
         cpu0 = cluster.usage()[node][1]
         t0_ms = time.time() * 1000

@@ -14,6 +14,7 @@ from pathlib import Path
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench  # noqa: E402
 from publish import PublishError, replace_block  # noqa: E402
 from report import comparability  # noqa: E402
 from runs import saturation_search, sustained  # noqa: E402
@@ -84,6 +85,18 @@ class Saturation(unittest.TestCase):
         s = saturation_search(probe_with_capacity(10**9, []), 20000, 50000, 1000, 3)
         self.assertEqual(s["highest_sustained"], 50000)
         self.assertTrue(s["capped"])
+
+    def test_a_probe_whose_quorum_never_commits_counts_as_not_sustained(self):
+        def no_leader(*_args):
+            raise TimeoutError("timed out after 60 s waiting for a kraft-controller leader")
+
+        real, bench.throughput_run = bench.throughput_run, no_leader
+        try:
+            r = bench.probe(None, 40000, 256, 20, Path("kraft-controller"))
+        finally:
+            bench.throughput_run = real
+        self.assertFalse(r["sustained"])
+        self.assertIn("timed out", r["error"])
 
     def test_the_search_reports_none_when_even_the_minimum_rate_is_not_sustained(self):
         s = saturation_search(probe_with_capacity(10, []), 4000, 1_000_000, 1000, 3)
