@@ -29,6 +29,7 @@ endif
 
 bench: $(KRAFTWERK_CACHE)/kafka-$(BENCH_KAFKA_VERSION).classpath ## kraft-controller vs Kafka 4.4.0's TestRaftServer (BENCH_KAFKA_VERSION=4.1.2): commit latency at equal work, linger 25 and 0, saturation, RSS, CPU, failover, plots (see BENCHMARKS.md)
 	@command -v python3 >/dev/null || { echo "bench: needs python3 (3.11)"; exit 1; }
+	bench/install-plot-deps.sh >/dev/null  # before the long run: a failed install must not cost a run's pictures
 	$(CARGO) build --release -p kraft-controller
 	python3 bench/bench.py --controller target/release/kraft-controller \
 	  --kafka-version $(BENCH_KAFKA_VERSION) \
