@@ -83,7 +83,7 @@ def latency_cdf(results: dict, path: Path) -> None:
                       ["50%", "75%", "99%", "99.9%", "max"])
         ax.grid(True, which="both", linewidth=0.3)
         ax.legend(fontsize=7, loc="upper left")
-    fig.suptitle("Commit latency (dashed: disk fsync p99 of the same run; dotted: top of Kafka's histogram)",
+    fig.suptitle("Commit latency\n(dashed: disk fsync p99 of the same run; dotted: top of Kafka's histogram)",
                  fontsize=10)
     fig.tight_layout()
     fig.savefig(path, metadata=METADATA)
