@@ -22,9 +22,9 @@ import threading
 import time
 from pathlib import Path
 
-sys.dont_write_bytecode = True  # importing bench.py leaves no __pycache__ in the tree
+sys.dont_write_bytecode = True  # importing common.py leaves no __pycache__ in the tree
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench import free_ports, log, proc_rss_mib, wait_for  # noqa: E402
+from common import free_ports, log, proc_rss_mib, wait_for  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 RUN_CLASS = ROOT / "tests/kafka/kafka-run-class"

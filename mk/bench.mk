@@ -1,22 +1,42 @@
-# Benchmarks side by side with Apache Kafka's KRaft (issue 11). Never part of
-# `make test`: nothing here is timed in the tests.
+# Benchmarks side by side with Apache Kafka's KRaft (issues 11, 23). Never part
+# of `make test`: nothing here is timed in the tests.
 #
-#   make bench                        the full run (< 20 min): 1000, 5000, 20000 records/s
-#   make bench BENCH_ARGS='--duration 5 --rates 1000 --failovers 1'   a quick look
+#   make bench                        the full run against Kafka 4.4.0's TestRaftServer: rows of
+#                                     256 B and 4 KiB records x append linger 25 (default) and 0 x
+#                                     1000, 5000, 20000 records/s, a saturation search per system
+#                                     and size, failovers, the disk's fsync floor; then the
+#                                     pictures (bench/plot.py) and the topic churn
+#   make bench BENCH_KAFKA_VERSION=4.1.2                                 against Kafka 4.1.2 instead
+#   make bench BENCH_ARGS='--duration 5 --rates 1000 --record-sizes 256 --saturation-sizes "" --failovers 1'
+#                                     a quick look
 #   make bench-topics                 only the topic churn (issue 17): 1000 topics x 3
 #                                     partitions created and deleted through one broker
 #   make bench-topics BENCH_TOPICS_ARGS='--topics 100'                  a quick look
+#
+# Output: target/bench/<UTC time>/ (results.json, report.md, latency-cdf.svg,
+# saturation.svg; target/bench/latest links to it); bench/publish.py copies
+# the pictures and report.md to bench/plots/ and puts the report into
+# BENCHMARKS.md between its bench:latest markers.
 
 BENCH_ARGS ?=
 BENCH_TOPICS_ARGS ?=
+BENCH_KAFKA_VERSION ?= 4.4.0
+ifndef BENCH_OUT
+BENCH_OUT := target/bench/$(shell date -u +%Y%m%dT%H%M%SZ)
+endif
 
 .PHONY: bench bench-topics
 
-bench: kafka-jars ## kraft-controller vs Kafka 4.1 TestRaftServer: commit latency, throughput, RSS, CPU, failover (see BENCHMARKS.md)
+bench: $(KRAFTWERK_CACHE)/kafka-$(BENCH_KAFKA_VERSION).classpath ## kraft-controller vs Kafka 4.4.0's TestRaftServer (BENCH_KAFKA_VERSION=4.1.2): commit latency at equal work, linger 25 and 0, saturation, RSS, CPU, failover, plots (see BENCHMARKS.md)
 	@command -v python3 >/dev/null || { echo "bench: needs python3 (3.11)"; exit 1; }
+	bench/install-plot-deps.sh >/dev/null  # before the long run: a failed install must not cost a run's pictures
 	$(CARGO) build --release -p kraft-controller
 	python3 bench/bench.py --controller target/release/kraft-controller \
-	  --kafka-classpath-file $(KAFKA_CLASSPATH) --json target/bench-results.json $(BENCH_ARGS)
+	  --kafka-version $(BENCH_KAFKA_VERSION) \
+	  --kafka-classpath-file $(KRAFTWERK_CACHE)/kafka-$(BENCH_KAFKA_VERSION).classpath \
+	  --out $(BENCH_OUT) --json target/bench-results.json $(BENCH_ARGS)
+	py="$$(bench/install-plot-deps.sh)" && "$$py" bench/plot.py $(BENCH_OUT)/results.json
+	python3 bench/publish.py $(BENCH_OUT)
 	python3 bench/topics.py --controller target/release/kraft-controller \
 	  --json target/bench-topics-results.json $(BENCH_TOPICS_ARGS)
 

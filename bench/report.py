@@ -1,0 +1,150 @@
+"""The table `make bench` prints and writes (issue 23): one line per system
+per row (record size, append linger, rate), each row marked "not comparable"
+when the two systems did different work, then the saturation search, the
+failovers and the disk's fsync floor.
+
+Owns the comparability rule and the layout; runs nothing.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+# Two systems did the same work when their log records/s and their log bytes
+# per record each differ by at most this share (of the larger).
+WORK_TOLERANCE = 0.05
+
+
+def differs(a: float | None, b: float | None) -> float | None:
+    """|a - b| / max(a, b); None when either is missing."""
+    if a is None or b is None or max(a, b) <= 0:
+        return None
+    return abs(a - b) / max(a, b)
+
+
+def comparability(by_system: dict) -> tuple[bool, str]:
+    """Whether the systems of one row did equal work, and why not: log
+    records/s (from the leader's log on disk, the same count for both) and
+    log bytes per record must each agree within 5 %."""
+    results = list(by_system.values())
+    failed = [name for name, r in by_system.items() if "error" in r]
+    if failed:
+        return False, f"run failed: {', '.join(failed)}"
+    if len(results) < 2:
+        return True, ""
+    a, b = results[0], results[1]
+    why = []
+    d = differs(a["log_records_per_sec"], b["log_records_per_sec"])
+    if d is None or d > WORK_TOLERANCE:
+        why.append(f"log rec/s differ by {'?' if d is None else f'{d:.0%}'}")
+    d = differs(a["log_bytes_per_record"], b["log_bytes_per_record"])
+    if d is None or d > WORK_TOLERANCE:
+        why.append(f"log B/rec differ by {'?' if d is None else f'{d:.0%}'}")
+    return not why, "; ".join(why)
+
+
+def fmt(x, digits=1) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def gc_cell(gc: dict | None) -> str:
+    """`count/total/max` of the leader's GC pauses in the window; `-` for ours."""
+    return "-" if gc is None else f"{gc['count']}/{gc['total_ms']:.0f}/{gc['max_ms']:.0f}"
+
+
+def linger_name(linger) -> str:
+    return "25 (default)" if linger is None else str(linger)
+
+
+def rows_table(results: dict) -> list[str]:
+    """The main table as Markdown lines."""
+    fsync_p99 = results["fsync_ms"]["p99"]
+    head = ["B/rec", "linger ms", "rate/s", "system", "log rec/s", "log B/rec", "self-reported/s", "p50 ms",
+            "p75 ms", "p99 ms", "p99.9 ms", "p99 / fsync p99", "ldr CPU µs/rec", "RSS MiB ldr/fol",
+            "CPU s ldr/fol", "ldr GC n/Σ/max ms", "start→leader s", "work"]
+    rows = []
+    for row in results["rows"]:
+        for name, r in row["systems"].items():
+            if "error" in r:
+                rows.append([str(row["record_size"]), linger_name(row["linger_ms"]), str(row["rate"]), name]
+                            + ["-"] * (len(head) - 5) + [f"ERROR: {r['error'].splitlines()[0][:120]}"])
+                continue
+            p99 = r["p99"]
+            rows.append([str(row["record_size"]), linger_name(row["linger_ms"]), str(row["rate"]), name,
+                         fmt(r["log_records_per_sec"], 0), fmt(r["log_bytes_per_record"], 0),
+                         fmt(r["records_per_sec"], 0), fmt(r["p50"]), fmt(r["p75"]), fmt(p99), fmt(r["p999"]),
+                         "-" if p99 is None or fsync_p99 <= 0 else f"{p99 / fsync_p99:.1f}×",
+                         fmt(r["cpu_us_per_record"]),
+                         f"{r['rss_leader']:.0f}/{r['rss_follower']:.0f}",
+                         f"{r['cpu_leader']:.1f}/{r['cpu_follower']:.1f}",
+                         gc_cell(r.get("gc_leader")),
+                         fmt(r["start_to_leader_s"], 2),
+                         "equal" if row["comparable"] else f"NOT COMPARABLE ({row['why']})"])
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
+
+    def line(cells):
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
+
+    return [line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)]
+
+
+def saturation_lines(results: dict) -> list[str]:
+    out = []
+    for size, by_system in results["saturation"].items():
+        for name, s in by_system.items():
+            if s.get("skipped"):
+                out.append(f"saturation, {size} B records, {name}: not searched ({s['skipped']})")
+                continue
+            best = s["highest_sustained"]
+            probes = ", ".join(f"{p['rate']}{'' if p['sustained'] else '✗'}{' (failed)' if 'error' in p else ''}"
+                               for p in s["probes"])
+            where = ("none sustained" if best is None else
+                     f"{'≥ ' if s['capped'] else ''}{best} records/s" + (" (the search's cap)" if s["capped"] else ""))
+            out.append(f"saturation, {size} B records, linger {linger_name(s['linger_ms'])} ms, {name}: "
+                       f"highest sustained {where}; probes {probes} (✗ = not sustained)")
+    return out
+
+
+def notes(results: dict) -> list[str]:
+    out = []
+    if results["meta"]["kafka_version"].startswith("4.1."):
+        out.append("note: Kafka 4.1.2's TestRaftServer ignores --throughput and --record-size and always writes "
+                   "20000 records/s of 256 B (javap -c kafka.tools.TestRaftServer: `sipush 20000`, `sipush 256` "
+                   "before the RaftWorkloadGenerator's constructor); its rows at any other rate or size are "
+                   "marked NOT COMPARABLE. Kafka 4.4.0 passes both flags through.")
+    out.append("note: a row's work is equal when both systems' log rec/s (counted from the leader's log on disk "
+               "over the window) and log B/rec each agree within 5 %.")
+    out.append("note: Kafka's p75/p99/p99.9 come from its own histogram (0.25 ms buckets up to 250 ms, so 249.0 "
+               "means 250 ms or more; no p50); ours from every committed record.")
+    out.append("note: ldr GC n/Σ/max ms: the stop-the-world pauses Kafka's leader JVM logged (-Xlog:gc) inside "
+               "the window: how many, their sum and the longest; set beside its p99 it says whether GC explains it "
+               "(--kafka-heap changes the heap).")
+    return out
+
+
+def text(results: dict) -> str:
+    """The whole report, Markdown."""
+    lines = rows_table(results)
+    lines.append("")
+    meta = results["meta"]
+    items = [f"run: {meta.get('started_utc', '?')}, Kafka {meta['kafka_version']} TestRaftServer, "
+             f"{meta.get('duration_s', '?')} s per row and system, controller {meta.get('controller', '?')}"]
+    if "/debug/" in str(meta.get("controller", "")):
+        items.append("**a DEBUG build of kraft-controller: its figures mean nothing** (release: make bench)")
+    for skipped in results.get("skipped_rows", []):
+        items.append(f"row skipped: {skipped['rate']}/s of {skipped['record_size']} B, linger "
+                     f"{linger_name(skipped['linger_ms'])} ms (more than --max-mib-per-sec)")
+    items += saturation_lines(results)
+    for name, times in results["failover_ms"].items():
+        if times:
+            items.append(f"failover ({name}): kill -9 of the leader to a new leader's first commit: "
+                         f"median {statistics.median(times):.0f} ms of {len(times)} "
+                         f"({', '.join(f'{t:.0f}' for t in times)})")
+    for name, error in results.get("failover_errors", {}).items():
+        items.append(f"failover ({name}): FAILED: {error.splitlines()[0][:200]}")
+    f = results["fsync_ms"]
+    items.append(f"disk fsync floor (256 B append + fsync, 500 times): p50 {f['p50']:.2f} ms, "
+                 f"p99 {f['p99']:.2f} ms, p99.9 {f['p999']:.2f} ms")
+    items += notes(results)
+    lines += [f"- {item}" for item in items]  # a Markdown list: one line each where it is published
+    return "\n".join(lines) + "\n"

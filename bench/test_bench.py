@@ -1,0 +1,124 @@
+"""Tests of the benchmark's decisions that need no process: when a row's work
+is equal, when a rate is sustained, and where the saturation search ends.
+
+    python3 -m unittest discover -s bench -p 'test_*.py'
+
+Nothing here is timed or runs a system. Standard library only.
+"""
+
+from __future__ import annotations
+
+import sys
+import unittest
+from pathlib import Path
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench  # noqa: E402
+from publish import PublishError, replace_block  # noqa: E402
+from report import comparability  # noqa: E402
+from runs import saturation_search, sustained  # noqa: E402
+
+
+def result(rec_s: float, bytes_per_rec: float) -> dict:
+    return {"log_records_per_sec": rec_s, "log_bytes_per_record": bytes_per_rec}
+
+
+def probe_with_capacity(capacity: int, calls: list):
+    """A system that replicates up to `capacity` records/s."""
+
+    def probe(rate: int) -> dict:
+        calls.append(rate)
+        r = {"offered_per_sec": rate, "leader_half_per_sec": rate, "follower_half_per_sec": min(rate, capacity)}
+        r["sustained"] = sustained(r)
+        return r
+
+    return probe
+
+
+class Comparability(unittest.TestCase):
+    def test_a_row_whose_systems_wrote_within_five_percent_of_each_other_is_comparable(self):
+        ok, why = comparability({"a": result(20000, 264), "b": result(19200, 262)})
+        self.assertTrue(ok, why)
+
+    def test_kafka_412_writing_twenty_times_the_rate_asked_makes_the_row_not_comparable(self):
+        ok, why = comparability({"ours": result(1000, 264), "kafka": result(19991, 264)})
+        self.assertFalse(ok)
+        self.assertIn("log rec/s differ by 95%", why)
+
+    def test_records_of_256_bytes_against_4_kib_make_the_row_not_comparable(self):
+        ok, why = comparability({"ours": result(20000, 4104), "kafka": result(20000, 264)})
+        self.assertFalse(ok)
+        self.assertIn("log B/rec", why)
+
+    def test_a_system_that_wrote_nothing_makes_the_row_not_comparable(self):
+        ok, _ = comparability({"ours": result(20000, 264), "kafka": result(0, None)})
+        self.assertFalse(ok)
+
+
+class Saturation(unittest.TestCase):
+    def test_a_follower_falling_more_than_five_percent_behind_the_offered_rate_is_not_sustained(self):
+        self.assertFalse(sustained({"offered_per_sec": 1000, "leader_half_per_sec": 1000,
+                                    "follower_half_per_sec": 940}))
+        self.assertTrue(sustained({"offered_per_sec": 1000, "leader_half_per_sec": 1000,
+                                   "follower_half_per_sec": 960}))
+
+    def test_a_leader_that_cannot_append_at_the_offered_rate_is_not_sustained(self):
+        self.assertFalse(sustained({"offered_per_sec": 1000, "leader_half_per_sec": 900,
+                                    "follower_half_per_sec": 900}))
+
+    def test_the_search_doubles_then_bisects_to_within_five_percent_of_the_capacity(self):
+        calls: list = []
+        s = saturation_search(probe_with_capacity(100_000, calls), 20000, 1_000_000, 1000, 6)
+        self.assertEqual(calls[:4], [20000, 40000, 80000, 160000])
+        self.assertLessEqual(s["highest_sustained"], 100_000 / 0.95)
+        self.assertGreaterEqual(s["highest_sustained"], 95_000)
+        self.assertFalse(s["capped"])
+
+    def test_the_search_halves_when_the_start_rate_is_not_sustained(self):
+        calls: list = []
+        s = saturation_search(probe_with_capacity(3000, calls), 20000, 1_000_000, 1000, 0)
+        self.assertEqual(calls, [20000, 10000, 5000, 2500])
+        self.assertEqual(s["highest_sustained"], 2500)
+
+    def test_the_search_reports_its_cap_when_the_cap_itself_is_sustained(self):
+        s = saturation_search(probe_with_capacity(10**9, []), 20000, 50000, 1000, 3)
+        self.assertEqual(s["highest_sustained"], 50000)
+        self.assertTrue(s["capped"])
+
+    def test_a_probe_whose_quorum_never_commits_counts_as_not_sustained(self):
+        def no_leader(*_args):
+            raise TimeoutError("timed out after 60 s waiting for a kraft-controller leader")
+
+        real, bench.throughput_run = bench.throughput_run, no_leader
+        try:
+            r = bench.probe(None, 40000, 256, 20, Path("kraft-controller"))
+        finally:
+            bench.throughput_run = real
+        self.assertFalse(r["sustained"])
+        self.assertIn("timed out", r["error"])
+
+    def test_the_search_reports_none_when_even_the_minimum_rate_is_not_sustained(self):
+        s = saturation_search(probe_with_capacity(10, []), 4000, 1_000_000, 1000, 3)
+        self.assertIsNone(s["highest_sustained"])
+
+
+class Publish(unittest.TestCase):
+    DOC = "# B\n\nintro\n<!-- bench:latest:begin -->\nold table\n<!-- bench:latest:end -->\n\nrest\n"
+
+    def test_publishing_replaces_only_the_text_between_the_markers(self):
+        doc = replace_block(self.DOC, "| new | table |\n")
+        self.assertEqual(doc, "# B\n\nintro\n<!-- bench:latest:begin -->\n| new | table |\n"
+                              "<!-- bench:latest:end -->\n\nrest\n")
+
+    def test_publishing_twice_gives_the_same_document(self):
+        once = replace_block(self.DOC, "t\n")
+        self.assertEqual(replace_block(once, "t\n"), once)
+
+    def test_a_document_without_the_markers_is_refused(self):
+        with self.assertRaises(PublishError):
+            replace_block("# B\nno markers\n", "t")
+
+
+if __name__ == "__main__":
+    unittest.main()
