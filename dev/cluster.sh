@@ -73,6 +73,8 @@ stop() {
 
 # shellcheck source=poll.sh
 source "$here/poll.sh"
+# shellcheck source=kube-pki.sh
+source "$here/kube-pki.sh"
 
 # wait_for WHAT SECONDS CMD...: `poll`, and on a timeout the last lines of the
 # components' logs, then exit.
@@ -83,49 +85,10 @@ wait_for() {
 }
 
 # --- certificates ---------------------------------------------------------------
-# cert NAME CN ORG [SAN]: a client or server certificate signed by the cluster CA.
-cert() {
-  local name="$1" cn="$2" org="$3" san="${4:-}"
-  [[ -f "$pki/$name.crt" ]] && return 0
-  local subj="/CN=$cn"
-  [[ -n "$org" ]] && subj="/O=$org$subj"
-  openssl genrsa -out "$pki/$name.key" 2048 2>/dev/null
-  openssl req -new -key "$pki/$name.key" -subj "$subj" -out "$pki/$name.csr" 2>/dev/null
-  {
-    echo "basicConstraints=CA:FALSE"
-    echo "keyUsage=critical,digitalSignature,keyEncipherment"
-    if [[ -n "$san" ]]; then
-      echo "extendedKeyUsage=serverAuth,clientAuth"
-      echo "subjectAltName=$san"
-    else
-      echo "extendedKeyUsage=clientAuth"
-    fi
-  } >"$pki/$name.ext"
-  openssl x509 -req -in "$pki/$name.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
-    -days 365 -sha256 -extfile "$pki/$name.ext" -out "$pki/$name.crt" 2>/dev/null
-  rm -f "$pki/$name.csr" "$pki/$name.ext"
-}
-
+# cert and write_kubeconfig: dev/kube-pki.sh.
+# kubeconfig NAME: $dir/NAME.kubeconfig, as user NAME with certificate NAME.
 kubeconfig() {
-  local name="$1"
-  cat >"$dir/$name.kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: kraftwerk
-  cluster:
-    server: https://$HOST_IP:$API_PORT
-    certificate-authority: $pki/ca.crt
-users:
-- name: $name
-  user:
-    client-certificate: $pki/$name.crt
-    client-key: $pki/$name.key
-contexts:
-- name: kraftwerk
-  context: {cluster: kraftwerk, user: $name}
-current-context: kraftwerk
-EOF
+  write_kubeconfig "$dir/$1.kubeconfig" "$1" "$1"
 }
 
 make_pki() {

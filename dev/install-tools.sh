@@ -18,6 +18,8 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cache="${KRAFTWERK_CACHE:-$HOME/.cache/kraftwerk}"
 # shellcheck source=dev/versions.sh
 source "$here/versions.sh"
+# shellcheck source=dev/kube-pki.sh
+source "$here/kube-pki.sh"
 
 bin="$cache/bin"
 tools="$cache/tools"
@@ -89,13 +91,7 @@ kube_dir="$tools/kubernetes-$KUBERNETES_VERSION/bin"
 if [[ ! -x "$kube_dir/kube-apiserver" || ! -x "$kube_dir/kube-controller-manager" ]]; then
   need_go kubernetes
   log "building kube-apiserver and kube-controller-manager $KUBERNETES_VERSION from Go modules (cold: 10-20 minutes on 2 cores)"
-  minor="${KUBERNETES_VERSION#v1.}"
-  minor="${minor%%.*}"
-  ld="-s -w"
-  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ld+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
-  done
-  go_build "$here/tools/kubernetes" "$kube_dir" "$ld" \
+  go_build "$here/tools/kubernetes" "$kube_dir" "$(kube_ldflags)" \
     k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
 fi
 ln -sfn "$kube_dir/kube-apiserver" "$bin/kube-apiserver"

@@ -16,6 +16,8 @@ set -euo pipefail
 
 # shellcheck source=dev/real-node/common.sh
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/common.sh"
+# shellcheck source=dev/kube-pki.sh
+source "$dev_dir/kube-pki.sh"
 
 mkdir -p "$bin" "$tools"
 
@@ -67,17 +69,11 @@ go_install() {
 kubelet_dir="$tools/kubelet-$KUBERNETES_VERSION/bin"
 if [[ ! -x "$kubelet_dir/kubelet" ]]; then
   rlog "building kubelet $KUBERNETES_VERSION from Go modules (cold: about 40 minutes on 2 shared cores)"
-  minor="${KUBERNETES_VERSION#v1.}"
-  minor="${minor%%.*}"
-  ld="-s -w"
-  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    ld+=" -X $pkg.gitVersion=$KUBERNETES_VERSION -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor -X $pkg.gitTreeState=clean"
-  done
   tmp="$kubelet_dir.tmp.$$"
   rm -rf "$tmp"
   mkdir -p "$tmp"
   (cd "$dev_dir/tools/kubernetes" && GOFLAGS=-mod=mod CGO_ENABLED=0 "$go_bin" build -trimpath \
-    -ldflags "$ld" -o "$tmp/" k8s.io/kubernetes/cmd/kubelet)
+    -ldflags "$(kube_ldflags)" -o "$tmp/" k8s.io/kubernetes/cmd/kubelet)
   rm -rf "$kubelet_dir"
   mv "$tmp" "$kubelet_dir"
 fi

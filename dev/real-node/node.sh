@@ -19,6 +19,8 @@ set -euo pipefail
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/common.sh"
 # shellcheck source=dev/poll.sh
 source "$dev_dir/poll.sh"
+# shellcheck source=dev/kube-pki.sh
+source "$dev_dir/kube-pki.sh"
 
 [[ $(id -u) -eq 0 ]] || rdie "must run as root (containers, cgroups, network)"
 
@@ -118,35 +120,8 @@ kubectl_() { "$bin/kubectl" --kubeconfig "$cluster_dir/admin.kubeconfig" "$@"; }
 # the API server's Node authorizer and NodeRestriction admission treat it as
 # a kubelet (unlike the node agent, which is an administrator).
 kubelet_credentials() {
-  local name="kubelet-$REAL_NODE_NAME"
-  if [[ ! -f "$pki/$name.crt" ]]; then
-    openssl genrsa -out "$pki/$name.key" 2048 2>/dev/null
-    openssl req -new -key "$pki/$name.key" -subj "/O=system:nodes/CN=system:node:$REAL_NODE_NAME" \
-      -out "$pki/$name.csr" 2>/dev/null
-    printf 'basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n' \
-      >"$pki/$name.ext"
-    openssl x509 -req -in "$pki/$name.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
-      -days 365 -sha256 -extfile "$pki/$name.ext" -out "$pki/$name.crt" 2>/dev/null
-    rm -f "$pki/$name.csr" "$pki/$name.ext"
-  fi
-  cat >"$rn/kubelet.kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: kraftwerk
-  cluster:
-    server: https://$HOST_IP:$API_PORT
-    certificate-authority: $pki/ca.crt
-users:
-- name: $REAL_NODE_NAME
-  user:
-    client-certificate: $pki/$name.crt
-    client-key: $pki/$name.key
-contexts:
-- name: kraftwerk
-  context: {cluster: kraftwerk, user: $REAL_NODE_NAME}
-current-context: kraftwerk
-EOF
+  cert "kubelet-$REAL_NODE_NAME" "system:node:$REAL_NODE_NAME" system:nodes
+  write_kubeconfig "$rn/kubelet.kubeconfig" "$REAL_NODE_NAME" "kubelet-$REAL_NODE_NAME"
 }
 
 # Pod network: the reference bridge plugin on $REAL_BRIDGE with host-local
