@@ -13,7 +13,7 @@
 
 mod interop;
 
-use std::{process::Command, time::Duration};
+use std::time::Duration;
 
 use interop::*;
 
@@ -30,21 +30,9 @@ fn config_command(version: &str) -> &'static str {
 
 /// Runs kafka-configs of `version` against `address`; (success, output).
 fn kafka_configs(version: &str, address: &str, admin: &str, args: &[&str]) -> (bool, String) {
-    let output = Command::new(kafka_run_class())
-        .env("KAFKA_VERSION", version)
-        .arg(config_command(version))
-        .args(["--bootstrap-controller", address, "--command-config", admin])
-        .args(args)
-        .output()
-        .expect("kafka-run-class runs");
-    (
-        output.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        ),
-    )
+    let mut all = vec!["--bootstrap-controller", address, "--command-config", admin];
+    all.extend_from_slice(args);
+    try_kafka_at(version, config_command(version), &all)
 }
 
 #[test]

@@ -12,7 +12,7 @@ mod interop;
 #[allow(dead_code)]
 mod pki;
 
-use std::{collections::BTreeMap, path::Path, process::Command, time::Duration};
+use std::{collections::BTreeMap, path::Path, time::Duration};
 
 use interop::*;
 
@@ -47,20 +47,7 @@ fn make_tls(node: &Node, keystore: &Path, truststore: &Path) {
 
 /// Kafka `version`'s `MetadataQuorumCommand` with `args`: (success, output).
 fn kafka_quorum(version: &str, args: &[&str]) -> (bool, String) {
-    let output = Command::new(kafka_run_class())
-        .env("KAFKA_VERSION", version)
-        .arg(QUORUM_COMMAND)
-        .args(args)
-        .output()
-        .expect("kafka-run-class runs");
-    (
-        output.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        ),
-    )
+    try_kafka_at(version, QUORUM_COMMAND, args)
 }
 
 /// Kafka `version`'s `describe --status` over TLS, parsed; `None` while it

@@ -42,20 +42,7 @@ fn without_colours(line: &str) -> String {
 
 /// Kafka 4.4.0's `class` with `args`: (success, stdout and stderr).
 fn kafka_tool(class: &str, args: &[&str]) -> (bool, String) {
-    let output = Command::new(kafka_run_class())
-        .env("KAFKA_VERSION", VERSION)
-        .arg(class)
-        .args(args)
-        .output()
-        .expect("kafka-run-class runs");
-    (
-        output.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        ),
-    )
+    try_kafka_at(VERSION, class, args)
 }
 
 /// Our binary with `args`: (exit code, stdout, stderr).

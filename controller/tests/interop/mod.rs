@@ -175,6 +175,18 @@ pub fn kafka_at(version: Option<&str>, class: &str, args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// Kafka `version`'s `class` with `args`, for a test that expects it may
+/// fail: (whether it exited 0, its stdout then stderr).
+pub fn try_kafka_at(version: &str, class: &str, args: &[&str]) -> (bool, String) {
+    let output = Command::new(kafka_run_class())
+        .env("KAFKA_VERSION", version)
+        .arg(class)
+        .args(args)
+        .output()
+        .expect("kafka-run-class runs");
+    (output.status.success(), text(&output))
+}
+
 /// Runs our binary; returns stdout, panics with all output if it fails.
 pub fn run_ours(args: &[&str]) -> String {
     let output = Command::new(ours())
