@@ -90,9 +90,11 @@ fn nodes_formatted_in_the_kip_1170_layout_lead_commit_and_join_as_observer_then_
     });
 }
 
-#[test]
-fn three_voters_formatted_with_initial_controllers_in_the_kip_1170_layout_elect_and_agree() {
-    let mut quorum = QuorumBuilder::new(3, Mode::Dynamic)
+/// Three voters in `mode` formatted at 4.4-IV2, each directory checked to be
+/// in the KIP-1170 layout, started until a leader is elected and every
+/// node's image is at 4.4-IV2: the quorum and its leader's id.
+fn three_voters_at_4_4_iv2(mode: Mode) -> (Quorum, i32) {
+    let mut quorum = QuorumBuilder::new(3, mode)
         .release_version("4.4-IV2")
         .format();
     for id in quorum.ids() {
@@ -105,6 +107,12 @@ fn three_voters_formatted_with_initial_controllers_in_the_kip_1170_layout_elect_
             image(&quorum, id).filter(at_4_4_iv2)
         });
     }
+    (quorum, leader)
+}
+
+#[test]
+fn three_voters_formatted_with_initial_controllers_in_the_kip_1170_layout_elect_and_agree() {
+    let (quorum, leader) = three_voters_at_4_4_iv2(Mode::Dynamic);
     let voters = quorum.describe_quorum(leader).expect("describe").voters;
     assert_eq!(voters.len(), 3, "{voters:?}");
 }
@@ -114,19 +122,7 @@ fn three_voters_formatted_with_initial_controllers_in_the_kip_1170_layout_elect_
 // format writes it), only the bootstrap records; the quorum stays static.
 #[test]
 fn a_static_quorum_formatted_in_the_kip_1170_layout_elects_and_stays_at_kraft_version_0() {
-    let mut quorum = QuorumBuilder::new(3, Mode::Static)
-        .release_version("4.4-IV2")
-        .format();
-    for id in quorum.ids() {
-        assert_kip_1170_layout(&quorum, id);
-    }
-    quorum.start_all();
-    let (leader, _) = quorum.wait_for_leader(&[1, 2, 3], TIMEOUT);
-    for id in quorum.ids() {
-        wait_for(TIMEOUT, &format!("node {id}'s image at 4.4-IV2"), || {
-            image(&quorum, id).filter(at_4_4_iv2)
-        });
-    }
+    let (quorum, leader) = three_voters_at_4_4_iv2(Mode::Static);
     let checkpoint = quorum.node(leader).log_dir.join(ZERO_CHECKPOINT);
     let dumped = support::cli(&["dump-log", &checkpoint.display().to_string()]);
     assert_eq!(dumped.code, 0, "{dumped}");
