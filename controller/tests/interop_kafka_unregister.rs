@@ -40,6 +40,20 @@ fn without_colours(line: &str) -> String {
     out
 }
 
+/// Waits for `quorum`'s leader and until Kafka's `list-endpoints` lists
+/// every controller's registration: (leader id, bootstrap servers, ids).
+fn led_and_all_listed(quorum: &mut Quorum) -> (i32, String, BTreeSet<i32>) {
+    let (leader, _) = quorum.wait_for_leader(Duration::from_secs(60), None);
+    let bootstrap = quorum.bootstrap();
+    let all: BTreeSet<i32> = quorum.ids().into_iter().collect();
+    wait_for(
+        Duration::from_secs(60),
+        "every controller registered, as Kafka's tool lists them",
+        || (kafka_listed_controllers(&bootstrap) == all).then_some(()),
+    );
+    (leader, bootstrap, all)
+}
+
 /// Kafka 4.4.0's `class` with `args`: (success, stdout and stderr).
 fn kafka_tool(class: &str, args: &[&str]) -> (bool, String) {
     try_kafka_at(VERSION, class, args)
@@ -85,14 +99,7 @@ fn our_cli_removes_and_unregisters_a_kafka_4_4_controller_kafkas_tool_no_longer_
     }
     let root = KeptDir::new("interop-unregister");
     let mut quorum = Quorum::kafka(root.path(), VERSION, "");
-    let (leader, _) = quorum.wait_for_leader(Duration::from_secs(60), None);
-    let bootstrap = quorum.bootstrap();
-    let all: BTreeSet<i32> = quorum.ids().into_iter().collect();
-    wait_for(
-        Duration::from_secs(60),
-        "every Kafka controller registered",
-        || (kafka_listed_controllers(&bootstrap) == all).then_some(()),
-    );
+    let (leader, bootstrap, all) = led_and_all_listed(&mut quorum);
     let quorum_flags = [
         "quorum",
         "--bootstrap-controller",
@@ -215,14 +222,7 @@ fn kafka_4_4s_tools_unregister_a_removed_controller_of_our_quorum_and_add_it_bac
     }
     let root = KeptDir::new("interop-unregister-ours");
     let mut quorum = Quorum::ours(root.path(), VERSION, "");
-    let (leader, _) = quorum.wait_for_leader(Duration::from_secs(60), None);
-    let bootstrap = quorum.bootstrap();
-    let all: BTreeSet<i32> = quorum.ids().into_iter().collect();
-    wait_for(
-        Duration::from_secs(60),
-        "every one of our controllers registered, as Kafka's tool lists them",
-        || (kafka_listed_controllers(&bootstrap) == all).then_some(()),
-    );
+    let (leader, bootstrap, all) = led_and_all_listed(&mut quorum);
     let mut followers = all.iter().copied().filter(|&id| id != leader);
     let (voter, gone) = (
         followers.next().expect("a follower"),
