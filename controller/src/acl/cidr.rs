@@ -20,7 +20,8 @@
 //!
 //! Owns the parsing and the range test; it must not decide whether the
 //! cluster's `metadata.version` allows CIDR hosts (`super::control` does).
-//! Like Kafka's `CidrUtils.isInRange`, a pattern is parsed at each check.
+//! Like Kafka's `CidrUtils.isInRange`, a pattern is parsed at each check;
+//! there, a named scope is not looked up (no file is read per request).
 
 use std::net::{IpAddr, Ipv6Addr};
 
@@ -39,13 +40,25 @@ struct Block {
     prefix: u32,
 }
 
+/// How a named IPv6 scope (`%eth0`) is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum NamedScope {
+    /// It must name a network interface of this host (Kafka's validation,
+    /// when an ACL is created).
+    MustExist,
+    /// Any name: the authorizer's range check, on the request path, where a
+    /// stored pattern was validated when it was created and the scope does
+    /// not change which addresses are in the block.
+    Any,
+}
+
 /// Parses a CIDR block by Kafka's rules (module doc).
 ///
 /// Errors: a lower-case sentence naming the bad part, for Kafka's
 /// `Invalid CIDR notation '<host>': <reason>` answer.
-fn parse(cidr: &str) -> Result<Block, String> {
+fn parse(cidr: &str, named_scope: NamedScope) -> Result<Block, String> {
     if cidr.contains(':') {
-        parse_v6(cidr)
+        parse_v6(cidr, named_scope)
     } else {
         parse_v4(cidr)
     }
@@ -86,7 +99,7 @@ fn parse_v4(cidr: &str) -> Result<Block, String> {
 
 /// commons-net `SubnetUtils6`: the address as `InetAddress` reads IPv6 text,
 /// the prefix as `Integer.parseInt` in 0..=128.
-fn parse_v6(cidr: &str) -> Result<Block, String> {
+fn parse_v6(cidr: &str, named_scope: NamedScope) -> Result<Block, String> {
     let (address, prefix) = cidr
         .split_once('/')
         .ok_or_else(|| format!("{cidr:?} has no '/<prefix length>'"))?;
@@ -104,7 +117,7 @@ fn parse_v6(cidr: &str) -> Result<Block, String> {
         None => address,
     };
     let text = match unbracketed.split_once('%') {
-        Some((text, scope)) if is_scope(scope) => text,
+        Some((text, scope)) if is_scope(scope, named_scope) => text,
         Some(_) => {
             return Err(format!(
                 "{address:?} has a scope that is neither a number nor an interface of this host"
@@ -128,15 +141,18 @@ fn parse_v6(cidr: &str) -> Result<Block, String> {
 /// A zone of an IPv6 address as Java's `Inet6Address` takes it: a number
 /// that `Integer.parseInt` reads (so at most 2147483647: Kafka 4.4.0's
 /// `CidrUtils.validate` refuses `fe80::1%2147483648/64`, jshell), or the
-/// name of a network interface of this host.
-fn is_scope(scope: &str) -> bool {
+/// name of a network interface of this host (any name with
+/// [`NamedScope::Any`]).
+fn is_scope(scope: &str, named_scope: NamedScope) -> bool {
     if scope.is_empty() {
         return false;
     }
     if scope.bytes().all(|b| b.is_ascii_digit()) && scope.parse::<i32>().is_ok() {
         return true;
     }
-    !scope.contains(['/', '.']) && std::path::Path::new("/sys/class/net").join(scope).exists()
+    !scope.contains(['/', '.'])
+        && (named_scope == NamedScope::Any
+            || std::path::Path::new("/sys/class/net").join(scope).exists())
 }
 
 impl Block {
@@ -163,14 +179,15 @@ impl Block {
 /// Errors: why `cidr` is not a CIDR block, e.g. `prefix length "33" is not
 /// in 0..=32`.
 pub fn validate(cidr: &str) -> Result<(), String> {
-    parse(cidr).map(|_| ())
+    parse(cidr, NamedScope::MustExist).map(|_| ())
 }
 
 /// Whether the client address `host` (as [`super::host_text`] writes it)
 /// lies in the CIDR block `cidr`; false when either does not parse or the
-/// families differ (Kafka's `CidrUtils.isInRange`).
+/// families differ (Kafka's `CidrUtils.isInRange`). Reads no file: a named
+/// scope is not looked up here, on the request path.
 pub fn contains(cidr: &str, host: &str) -> bool {
-    match (parse(cidr), host.parse::<IpAddr>()) {
+    match (parse(cidr, NamedScope::Any), host.parse::<IpAddr>()) {
         (Ok(block), Ok(address)) => block.contains(address),
         _ => false,
     }
@@ -271,5 +288,11 @@ mod tests {
         assert!(contains("010.0.0.0/8", "10.1.2.3"));
         assert!(contains("[fd00::]/8", "fd00:0:0:0:0:0:0:1"));
         assert!(contains("fe80::1%1/64", "fe80:0:0:0:0:0:0:1"));
+        // A named scope is checked when the ACL is created, not per request.
+        assert!(validate("fe80::1%no-such-interface0/64").is_err());
+        assert!(contains(
+            "fe80::1%no-such-interface0/64",
+            "fe80:0:0:0:0:0:0:1"
+        ));
     }
 }
