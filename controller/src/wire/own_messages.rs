@@ -42,6 +42,13 @@ pub enum OwnMessageError {
     /// Bytes left after the message.
     #[error("{0} bytes left over after the message")]
     TrailingBytes(usize),
+    /// An unsigned varint whose fifth byte still has its continuation bit
+    /// (Kafka's `ByteUtils.readUnsignedVarint`: "Varint is too long").
+    #[error("varint at byte {position} is longer than 5 bytes")]
+    VarintTooLong {
+        /// Byte position where the varint starts.
+        position: usize,
+    },
     /// A version this module has no layout for.
     #[error("{what} has no version {version}")]
     Version {
@@ -75,16 +82,20 @@ impl<'a> Reader<'a> {
         self.position += n;
         Ok(out)
     }
+    /// An unsigned varint of at most 5 bytes (Kafka's
+    /// `ByteUtils.readUnsignedVarint`; bits past the 32nd are dropped, as
+    /// there).
     fn uvarint(&mut self) -> Result<u32> {
+        let start = self.position;
         let mut value = 0u32;
         for shift in (0..35).step_by(7) {
             let byte = self.take(1)?[0];
             value |= u32::from(byte & 0x7f) << shift;
             if byte & 0x80 == 0 {
-                break;
+                return Ok(value);
             }
         }
-        Ok(value)
+        Err(OwnMessageError::VarintTooLong { position: start })
     }
     fn i16(&mut self) -> Result<i16> {
         let b = self.take(2)?;
@@ -166,7 +177,7 @@ impl UnregisterControllerRequest {
     /// Decodes a whole body at `version`; tagged fields are skipped.
     ///
     /// Errors: [`OwnMessageError::Version`], [`OwnMessageError::Truncated`],
-    /// [`OwnMessageError::TrailingBytes`].
+    /// [`OwnMessageError::TrailingBytes`], [`OwnMessageError::VarintTooLong`].
     pub fn decode(body: &[u8], version: i16) -> Result<Self> {
         check_version(
             "UnregisterControllerRequest",
@@ -224,7 +235,7 @@ impl UnregisterControllerResponse {
     /// message that is not UTF-8 is kept lossily.
     ///
     /// Errors: [`OwnMessageError::Version`], [`OwnMessageError::Truncated`],
-    /// [`OwnMessageError::TrailingBytes`].
+    /// [`OwnMessageError::TrailingBytes`], [`OwnMessageError::VarintTooLong`].
     pub fn decode(body: &[u8], version: i16) -> Result<Self> {
         check_version(
             "UnregisterControllerResponse",
@@ -274,7 +285,8 @@ impl AddRaftVoterRequestV1 {
     /// Decodes a whole AddRaftVoter body at `version` 0 or 1.
     ///
     /// Errors: [`OwnMessageError::Version`], [`OwnMessageError::Truncated`],
-    /// [`OwnMessageError::TrailingBytes`], [`OwnMessageError::AddRaftVoter`].
+    /// [`OwnMessageError::TrailingBytes`], [`OwnMessageError::VarintTooLong`],
+    /// [`OwnMessageError::AddRaftVoter`].
     pub fn decode(body: &[u8], version: i16) -> Result<Self> {
         check_version("AddRaftVoterRequest", version, ADD_RAFT_VOTER_MAX_VERSION)?;
         // Walk v0's fields first: a listener count the bytes cannot hold is
@@ -526,8 +538,17 @@ mod tests {
     fn an_add_raft_voter_request_with_more_listeners_than_bytes_is_refused_not_reserved() {
         let crash =
             hex("00000000162f0000000044ffffffff1445520a011763616c68eaeaeaeaea6f737423850000");
-        assert!(matches!(
+        // Its listener count is a varint of more than 5 bytes (Kafka's
+        // "Varint is too long").
+        assert_eq!(
             AddRaftVoterRequestV1::decode(&crash, 0),
+            Err(OwnMessageError::VarintTooLong { position: 25 })
+        );
+        // A count of 19 listeners (0x14) in a body that ends within the first.
+        let mut short = vec![0u8; 25];
+        short.extend_from_slice(&hex("14016161"));
+        assert!(matches!(
+            AddRaftVoterRequestV1::decode(&short, 0),
             Err(OwnMessageError::Truncated { .. })
         ));
     }
@@ -540,11 +561,39 @@ mod tests {
         let crash = hex(
             "1741414543417751464267634943516f4c4441304f4477000075300000000400000000000000000000000000002044020b434f4e54524f4c4c45520a6c6f63616c686f7306060606fd0606060606060606060606060606060606060606eb06faf9f9f9f9f9fa01060606060606060606ffffff01060606060606060606060606060606060606060606060606060606060606060606060606060606060606060206067423850000",
         );
-        let decoded = AddRaftVoterRequestV1::decode(&crash, 0).expect("decodes");
+        // That input also holds a varint of more than 5 bytes, refused now.
+        assert!(matches!(
+            AddRaftVoterRequestV1::decode(&crash, 0),
+            Err(OwnMessageError::VarintTooLong { .. })
+        ));
+        // A request whose last tagged-fields section holds tag 0xffffffff
+        // (a 5-byte varint, above i32::MAX) of size 0.
+        let mut body = AddRaftVoterRequestV1 {
+            request: add_voter(),
+            ack_when_committed: true,
+        }
+        .encode(0)
+        .expect("v0")
+        .to_vec();
+        assert_eq!(body.pop(), Some(0x00), "no tagged fields");
+        body.extend_from_slice(&hex("01ffffffff0f00"));
+        let decoded = AddRaftVoterRequestV1::decode(&body, 0).expect("decodes");
         assert!(matches!(
             decoded.encode(0),
             Err(OwnMessageError::AddRaftVoter(_))
         ));
+    }
+
+    /// Kafka's `ByteUtils.readUnsignedVarint` reads at most 5 bytes; a
+    /// fifth byte with its continuation bit is "Varint is too long".
+    #[test]
+    fn a_varint_longer_than_five_bytes_is_refused() {
+        // ControllerId 7, then a tagged-field count of six bytes
+        let body = hex("0000000780808080800000");
+        assert_eq!(
+            UnregisterControllerRequest::decode(&body, 0),
+            Err(OwnMessageError::VarintTooLong { position: 4 })
+        );
     }
 
     /// AddRaftVoterResponse v1 "is the same as version 0" (Kafka 4.4.0's

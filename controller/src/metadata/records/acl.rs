@@ -62,7 +62,8 @@ impl AccessControlEntryRecord {
 
     /// Decodes the message (after the frame) of a v0 record.
     ///
-    /// Errors: [`RecordsError::Truncated`], [`RecordsError::Utf8`].
+    /// Errors: [`RecordsError::Truncated`], [`RecordsError::Utf8`],
+    /// [`RecordsError::Garbage`], [`RecordsError::VarintTooLong`].
     pub fn decode_message(message: &[u8]) -> Result<Self, RecordsError> {
         let mut r = Reader {
             bytes: message,
@@ -78,6 +79,7 @@ impl AccessControlEntryRecord {
         let operation = i8_(&mut r)?;
         let permission_type = i8_(&mut r)?;
         r.skip_tagged_fields()?;
+        r.finish()?;
         Ok(Self {
             id,
             resource_type,

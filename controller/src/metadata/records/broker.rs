@@ -243,7 +243,8 @@ impl RegisterBrokerRecord {
 
     /// Decodes the message part at `version` (0-4).
     ///
-    /// Errors: [`RecordsError::Truncated`], [`RecordsError::Utf8`].
+    /// Errors: [`RecordsError::Truncated`], [`RecordsError::Utf8`],
+    /// [`RecordsError::Garbage`], [`RecordsError::VarintTooLong`].
     pub fn decode_message(message: &[u8], version: u32) -> Result<Self, RecordsError> {
         let mut r = reader(message);
         let broker_id = r.i32()?;
@@ -288,6 +289,7 @@ impl RegisterBrokerRecord {
                 _ => {}
             }
         }
+        r.finish()?;
         Ok(Self {
             broker_id,
             is_migrating_zk_broker,
@@ -328,12 +330,14 @@ impl BrokerEpochRecord {
 
     /// Decodes the message part.
     ///
-    /// Errors: [`RecordsError::Truncated`].
+    /// Errors: [`RecordsError::Truncated`],
+    /// [`RecordsError::Garbage`], [`RecordsError::VarintTooLong`].
     pub fn decode_message(message: &[u8]) -> Result<Self, RecordsError> {
         let mut r = reader(message);
         let broker_id = r.i32()?;
         let broker_epoch = r.i64()?;
         r.skip_tagged_fields()?;
+        r.finish()?;
         Ok(Self {
             broker_id,
             broker_epoch,
@@ -408,7 +412,8 @@ impl BrokerRegistrationChangeRecord {
 
     /// Decodes the message part at `version` (0-3).
     ///
-    /// Errors: [`RecordsError::Truncated`].
+    /// Errors: [`RecordsError::Truncated`],
+    /// [`RecordsError::Garbage`], [`RecordsError::VarintTooLong`].
     pub fn decode_message(message: &[u8], version: u32) -> Result<Self, RecordsError> {
         let mut r = reader(message);
         let mut out = Self {
@@ -431,6 +436,7 @@ impl BrokerRegistrationChangeRecord {
                 _ => {}
             }
         }
+        r.finish()?;
         Ok(out)
     }
 }

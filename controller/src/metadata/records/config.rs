@@ -95,7 +95,8 @@ impl ConfigRecord {
     /// Decodes the message part (after the frame) at version 0; tagged
     /// fields are skipped.
     ///
-    /// Errors: [`RecordsError::Truncated`], [`RecordsError::Utf8`].
+    /// Errors: [`RecordsError::Truncated`], [`RecordsError::Utf8`],
+    /// [`RecordsError::Garbage`], [`RecordsError::VarintTooLong`].
     pub fn decode_message(message: &[u8]) -> Result<Self, RecordsError> {
         let mut r = Reader {
             bytes: message,
@@ -106,6 +107,7 @@ impl ConfigRecord {
         let name = r.compact_string()?;
         let value = r.nullable_compact_string()?;
         r.skip_tagged_fields()?;
+        r.finish()?;
         Ok(Self {
             resource_type,
             resource_name,

@@ -5,7 +5,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use super::{FEATURE_LEVEL_RECORD_API_KEY, FRAME_VERSION, RecordsError, get_uvarint, put_uvarint};
+use super::{FEATURE_LEVEL_RECORD_API_KEY, FRAME_VERSION, Reader, RecordsError, put_uvarint};
 
 /// FeatureLevelRecord (api key 12, version 0): a finalized feature level.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,25 +33,23 @@ impl FeatureLevelRecord {
         buf.freeze()
     }
 
-    /// Decodes the message part (after the frame) at version 0.
+    /// Decodes the message part (after the frame) at version 0; tagged
+    /// fields are skipped.
     ///
-    /// Errors: [`RecordsError::Truncated`], [`RecordsError::Utf8`].
+    /// Errors: [`RecordsError::Truncated`], [`RecordsError::Utf8`],
+    /// [`RecordsError::Garbage`], [`RecordsError::VarintTooLong`].
     pub fn decode_message(message: &[u8]) -> Result<Self, RecordsError> {
-        let mut position = 0;
-        let len = get_uvarint(message, &mut position)?.saturating_sub(1) as usize;
-        let name_bytes = message
-            .get(position..position + len)
-            .ok_or(RecordsError::Truncated { position })?;
-        let name = std::str::from_utf8(name_bytes)
-            .map_err(|_| RecordsError::Utf8)?
-            .to_string();
-        position += len;
-        let level = message
-            .get(position..position + 2)
-            .ok_or(RecordsError::Truncated { position })?;
+        let mut r = Reader {
+            bytes: message,
+            position: 0,
+        };
+        let name = r.compact_string()?;
+        let feature_level = r.i16()?;
+        r.skip_tagged_fields()?;
+        r.finish()?;
         Ok(Self {
             name,
-            feature_level: i16::from_be_bytes([level[0], level[1]]),
+            feature_level,
         })
     }
 }

@@ -62,6 +62,18 @@ pub enum RecordsError {
     /// A string that is not UTF-8.
     #[error("metadata record string is not utf-8")]
     Utf8,
+    /// Bytes left after the record's last field (Kafka's
+    /// `AbstractApiMessageSerde.read` refuses them: "Found N byte(s) of
+    /// garbage after ...").
+    #[error("metadata record has {0} byte(s) of garbage after its last field")]
+    Garbage(usize),
+    /// An unsigned varint whose fifth byte still has its continuation bit
+    /// (Kafka's `ByteUtils.readUnsignedVarint`: "Varint is too long").
+    #[error("metadata record varint at byte {position} is longer than 5 bytes")]
+    VarintTooLong {
+        /// Byte position where the varint starts.
+        position: usize,
+    },
 }
 
 /// Kafka 4.4's `MetadataRecordType` names for the api keys (as `kafka-dump-log
@@ -109,7 +121,11 @@ fn put_uvarint(buf: &mut BytesMut, mut value: u32) {
     buf.put_u8(value as u8);
 }
 
+/// Reads an unsigned varint of at most 5 bytes, as Kafka's
+/// `ByteUtils.readUnsignedVarint` does (bits past the 32nd are dropped, as
+/// there).
 fn get_uvarint(bytes: &[u8], position: &mut usize) -> Result<u32, RecordsError> {
+    let start = *position;
     let mut value = 0u32;
     for shift in (0..35).step_by(7) {
         let byte = *bytes.get(*position).ok_or(RecordsError::Truncated {
@@ -121,7 +137,7 @@ fn get_uvarint(bytes: &[u8], position: &mut usize) -> Result<u32, RecordsError> 
             return Ok(value);
         }
     }
-    Ok(value)
+    Err(RecordsError::VarintTooLong { position: start })
 }
 
 /// A framed metadata record: its api key, version and the message bytes.
@@ -260,6 +276,15 @@ impl<'a> Reader<'a> {
             self.take(size)?;
         }
         Ok(())
+    }
+    /// Ends a decode: every byte of the message must have been read.
+    ///
+    /// Errors: [`RecordsError::Garbage`] with the count left over.
+    fn finish(&self) -> Result<(), RecordsError> {
+        match self.bytes.len().saturating_sub(self.position) {
+            0 => Ok(()),
+            left => Err(RecordsError::Garbage(left)),
+        }
     }
 }
 

@@ -42,7 +42,8 @@ impl ProducerIdsRecord {
     /// Decodes the message part (after the frame) at version 0; tagged
     /// fields are skipped.
     ///
-    /// Errors: [`RecordsError::Truncated`].
+    /// Errors: [`RecordsError::Truncated`],
+    /// [`RecordsError::Garbage`], [`RecordsError::VarintTooLong`].
     pub fn decode_message(message: &[u8]) -> Result<Self, RecordsError> {
         let mut r = Reader {
             bytes: message,
@@ -58,6 +59,7 @@ impl ProducerIdsRecord {
         let broker_epoch = i64(&mut r)?;
         let next_producer_id = i64(&mut r)?;
         r.skip_tagged_fields()?;
+        r.finish()?;
         Ok(Self {
             broker_id,
             broker_epoch,

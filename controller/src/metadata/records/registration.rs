@@ -47,7 +47,8 @@ impl UnregisterControllerRecord {
     /// Decodes the message part (after the frame) at version 0; tagged
     /// fields are skipped.
     ///
-    /// Errors: [`RecordsError::Truncated`].
+    /// Errors: [`RecordsError::Truncated`],
+    /// [`RecordsError::Garbage`], [`RecordsError::VarintTooLong`].
     pub fn decode_message(message: &[u8]) -> Result<Self, RecordsError> {
         let mut r = Reader {
             bytes: message,
@@ -55,6 +56,7 @@ impl UnregisterControllerRecord {
         };
         let controller_id = r.i32()?;
         r.skip_tagged_fields()?;
+        r.finish()?;
         Ok(Self { controller_id })
     }
 }
@@ -141,7 +143,8 @@ impl RegisterControllerRecord {
     /// Decodes the message part (after the frame) at version 0; tagged
     /// fields are skipped.
     ///
-    /// Errors: [`RecordsError::Truncated`], [`RecordsError::Utf8`].
+    /// Errors: [`RecordsError::Truncated`], [`RecordsError::Utf8`],
+    /// [`RecordsError::Garbage`], [`RecordsError::VarintTooLong`].
     pub fn decode_message(message: &[u8]) -> Result<Self, RecordsError> {
         let mut r = Reader {
             bytes: message,
@@ -180,6 +183,7 @@ impl RegisterControllerRecord {
             });
         }
         r.skip_tagged_fields()?;
+        r.finish()?;
         Ok(Self {
             controller_id,
             incarnation_id: uuid::Uuid::from_bytes(id),
@@ -234,6 +238,32 @@ mod unregister_controller_tests {
         assert_eq!(
             UnregisterControllerRecord::decode_message(&[0x00, 0x00, 0x0b, 0xb8]),
             Err(RecordsError::Truncated { position: 4 })
+        );
+    }
+
+    /// Kafka's `AbstractApiMessageSerde.read` refuses a record with bytes
+    /// after its last field ("Found 1 byte(s) of garbage after ...").
+    #[test]
+    fn an_unregister_controller_record_with_bytes_after_its_tagged_fields_is_refused() {
+        assert_eq!(
+            UnregisterControllerRecord::decode_message(&[0x00, 0x00, 0x0b, 0xb8, 0x00, 0x07]),
+            Err(RecordsError::Garbage(1))
+        );
+    }
+
+    /// Kafka's `ByteUtils.readUnsignedVarint` stops at 5 bytes: a fifth byte
+    /// with its continuation bit is "Varint is too long".
+    #[test]
+    fn a_tagged_field_count_longer_than_five_bytes_is_refused() {
+        assert_eq!(
+            UnregisterControllerRecord::decode_message(&[
+                0x00, 0x00, 0x0b, 0xb8, 0x80, 0x80, 0x80, 0x80, 0x80, 0x00
+            ]),
+            Err(RecordsError::VarintTooLong { position: 4 })
+        );
+        assert_eq!(
+            FramedRecord::decode(&[0x81, 0x80, 0x80, 0x80, 0x80, 0x00]),
+            Err(RecordsError::VarintTooLong { position: 0 })
         );
     }
 }
@@ -314,6 +344,27 @@ mod register_controller_tests {
             RegisterControllerRecord::decode_message(&framed.message[..10]),
             Err(RecordsError::Truncated { position: 4 })
         ));
+    }
+
+    #[test]
+    fn a_register_controller_record_with_bytes_after_its_tagged_fields_is_refused() {
+        let bytes = RegisterControllerRecord {
+            controller_id: 1,
+            incarnation_id: uuid::Uuid::nil(),
+            zk_migration_ready: false,
+            endpoints: vec![],
+            features: vec![],
+        }
+        .encode_framed();
+        let mut message = FramedRecord::decode(&bytes)
+            .expect("frame")
+            .message
+            .to_vec();
+        message.extend_from_slice(&[0x00, 0x00]);
+        assert_eq!(
+            RegisterControllerRecord::decode_message(&message),
+            Err(RecordsError::Garbage(2))
+        );
     }
 }
 

@@ -125,12 +125,14 @@ impl TopicRecord {
 
     /// Decodes the message part.
     ///
-    /// Errors: [`RecordsError::Truncated`], [`RecordsError::Utf8`].
+    /// Errors: [`RecordsError::Truncated`], [`RecordsError::Utf8`],
+    /// [`RecordsError::Garbage`], [`RecordsError::VarintTooLong`].
     pub fn decode_message(message: &[u8]) -> Result<Self, RecordsError> {
         let mut r = reader(message);
         let name = r.compact_string()?;
         let topic_id = r.uuid()?;
         r.skip_tagged_fields()?;
+        r.finish()?;
         Ok(Self { name, topic_id })
     }
 }
@@ -153,11 +155,13 @@ impl RemoveTopicRecord {
 
     /// Decodes the message part.
     ///
-    /// Errors: [`RecordsError::Truncated`].
+    /// Errors: [`RecordsError::Truncated`],
+    /// [`RecordsError::Garbage`], [`RecordsError::VarintTooLong`].
     pub fn decode_message(message: &[u8]) -> Result<Self, RecordsError> {
         let mut r = reader(message);
         let topic_id = r.uuid()?;
         r.skip_tagged_fields()?;
+        r.finish()?;
         Ok(Self { topic_id })
     }
 }
@@ -181,11 +185,13 @@ impl ClearElrRecord {
 
     /// Decodes the message part.
     ///
-    /// Errors: [`RecordsError::Truncated`], [`RecordsError::Utf8`].
+    /// Errors: [`RecordsError::Truncated`], [`RecordsError::Utf8`],
+    /// [`RecordsError::Garbage`], [`RecordsError::VarintTooLong`].
     pub fn decode_message(message: &[u8]) -> Result<Self, RecordsError> {
         let mut r = reader(message);
         let topic_name = r.compact_string()?;
         r.skip_tagged_fields()?;
+        r.finish()?;
         Ok(Self { topic_name })
     }
 }
@@ -261,7 +267,8 @@ impl PartitionRecord {
 
     /// Decodes the message part at `version` (0-2).
     ///
-    /// Errors: [`RecordsError::Truncated`].
+    /// Errors: [`RecordsError::Truncated`],
+    /// [`RecordsError::Garbage`], [`RecordsError::VarintTooLong`].
     pub fn decode_message(message: &[u8], version: u32) -> Result<Self, RecordsError> {
         let mut r = reader(message);
         let mut out = Self {
@@ -289,6 +296,7 @@ impl PartitionRecord {
                 _ => {}
             }
         }
+        r.finish()?;
         Ok(out)
     }
 }
@@ -389,7 +397,8 @@ impl PartitionChangeRecord {
 
     /// Decodes the message part at `version` (0-2).
     ///
-    /// Errors: [`RecordsError::Truncated`].
+    /// Errors: [`RecordsError::Truncated`],
+    /// [`RecordsError::Garbage`], [`RecordsError::VarintTooLong`].
     pub fn decode_message(message: &[u8], version: u32) -> Result<Self, RecordsError> {
         let mut r = reader(message);
         let partition_id = r.i32()?;
@@ -409,6 +418,7 @@ impl PartitionChangeRecord {
                 _ => {}
             }
         }
+        r.finish()?;
         Ok(out)
     }
 }
