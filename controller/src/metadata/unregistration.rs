@@ -52,6 +52,46 @@ pub struct UnregisterContext<'a> {
     pub voters: &'a BTreeSet<i32>,
 }
 
+/// A record this leader appended in its epoch that changes the
+/// registrations: RegisterControllerRecord (`registered` true) or
+/// UnregisterControllerRecord (false) for `controller_id`, at `offset`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AppendedRegistration {
+    /// Offset of the record in the metadata log.
+    pub offset: i64,
+    /// The controller the record names.
+    pub controller_id: i32,
+    /// Whether the record registers (true) or unregisters (false) it.
+    pub registered: bool,
+}
+
+/// The active controller's view of the registrations, as Kafka's timeline
+/// map holds it: the ids the image holds (`committed`, applied up to
+/// `image_next_offset`), then this leader's appends at or past that offset
+/// applied in log order, so that the later of a registration and an
+/// unregistration of one id wins. Appends below `image_next_offset` are
+/// already in `committed` and are skipped.
+pub fn registered_view(
+    committed: impl IntoIterator<Item = i32>,
+    image_next_offset: i64,
+    appended: impl IntoIterator<Item = AppendedRegistration>,
+) -> BTreeSet<i32> {
+    let mut view: BTreeSet<i32> = committed.into_iter().collect();
+    let mut appended: Vec<AppendedRegistration> = appended
+        .into_iter()
+        .filter(|a| a.offset >= image_next_offset)
+        .collect();
+    appended.sort_by_key(|a| a.offset);
+    for a in appended {
+        if a.registered {
+            view.insert(a.controller_id);
+        } else {
+            view.remove(&a.controller_id);
+        }
+    }
+    view
+}
+
 /// Decides an UnregisterController request for `controller_id`.
 ///
 /// Errors, in this order:
@@ -116,6 +156,34 @@ mod tests {
             snapshot::{encode_image_snapshot, image_snapshot_id, load_image_snapshot},
         },
     };
+
+    /// The later of a registration and an unregistration of one id wins,
+    /// whichever list it came from; appends the image already holds are
+    /// not applied twice.
+    #[test]
+    fn the_registered_view_applies_this_leaders_appends_in_log_order() {
+        let at = |offset, controller_id, registered| AppendedRegistration {
+            offset,
+            controller_id,
+            registered,
+        };
+        // 4 unregistered at 10, then registered again at 11: registered.
+        assert_eq!(
+            registered_view([3, 4], 10, [at(11, 4, true), at(10, 4, false)]),
+            ids(&[3, 4])
+        );
+        // registered at 10, then unregistered at 11: gone.
+        assert_eq!(
+            registered_view([3], 10, [at(11, 4, false), at(10, 4, true)]),
+            ids(&[3])
+        );
+        // the image has applied up to 12 (4 unregistered at 11): the
+        // registration at 9 is already in it and does not bring 4 back.
+        assert_eq!(
+            registered_view([3], 12, [at(9, 4, true), at(11, 4, false)]),
+            ids(&[3])
+        );
+    }
 
     fn ids(v: &[i32]) -> BTreeSet<i32> {
         v.iter().copied().collect()

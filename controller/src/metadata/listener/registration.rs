@@ -46,7 +46,9 @@ use crate::{
         image::MetadataImage,
         records::METADATA_VERSION_FEATURE,
         registration::{RegistrationManager, Situation, validate_request},
-        unregistration::{UnregisterContext, validate_unregister},
+        unregistration::{
+            AppendedRegistration, UnregisterContext, registered_view, validate_unregister,
+        },
     },
     raft::{
         RaftError, ReplyHandle, Role,
@@ -216,16 +218,30 @@ impl Registration {
         let epoch = client.epoch();
         // The controller's view of the registrations: what is committed,
         // with what this leader appended since (Kafka's timeline map).
-        let mut registered: BTreeSet<i32> = image.controllers().keys().copied().collect();
-        registered.extend(
-            self.pending
-                .iter()
-                .filter(|p| p.epoch == epoch)
-                .map(|p| p.controller_id),
+        let appended = self
+            .pending
+            .iter()
+            .filter(|p| p.epoch == epoch)
+            .map(|p| AppendedRegistration {
+                offset: p.last_offset,
+                controller_id: p.controller_id,
+                registered: true,
+            })
+            .chain(
+                self.unregistrations
+                    .iter()
+                    .filter(|p| p.epoch == epoch)
+                    .map(|p| AppendedRegistration {
+                        offset: p.last_offset,
+                        controller_id: p.controller_id,
+                        registered: false,
+                    }),
+            );
+        let registered = registered_view(
+            image.controllers().keys().copied(),
+            image.next_offset(),
+            appended,
         );
-        for p in self.unregistrations.iter().filter(|p| p.epoch == epoch) {
-            registered.remove(&p.controller_id);
-        }
         let voters: BTreeSet<i32> = client.voters().ids().collect();
         let context = UnregisterContext {
             local_id: self.local_id,
