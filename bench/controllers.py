@@ -36,11 +36,15 @@ class Controllers:
     each with its log in `work/c<i>.log` and its metadata log dir `work/c<i>`.
     `extra` is appended to every controller's properties; `spare_ports`
     more free ports are picked with theirs (in `self.spare_ports`) for a
-    caller's own servers, so that none collides with a controller's."""
+    caller's own servers, so that none collides with a controller's.
+    `release_version` (e.g. "4.4-IV2") is the metadata.version both kinds
+    are formatted with; None leaves each tool's default (ours 4.1-IV1,
+    Kafka 4.4.0's 4.4-IV2)."""
 
     def __init__(self, kind: str, work: Path, controller: Path, version: str, extra: str = "",
-                 spare_ports: int = 0):
+                 spare_ports: int = 0, release_version: str | None = None):
         self.kind, self.work, self.controller, self.version, self.extra = kind, work, controller, version, extra
+        self.release_version = release_version
         ports = free_ports(6 + spare_ports)
         self.cports, self.http, self.spare_ports = ports[:3], ports[3:6], ports[6:]
         self.bootstrap = ",".join(f"127.0.0.1:{p}" for p in self.cports)
@@ -66,6 +70,8 @@ class Controllers:
                 f"controller.quorum.bootstrap.servers={self.bootstrap}\n{http_line}{self.extra}",
             )
             fmt = ["format", "--config", str(cfg), "--cluster-id", CLUSTER_ID, "--initial-controllers", self.initial]
+            if self.release_version:
+                fmt += ["--release-version", self.release_version]
             out = open(self.work / f"c{i}.log", "w")
             if self.kind == "ours":
                 subprocess.run([self.controller, *fmt], check=True, capture_output=True)

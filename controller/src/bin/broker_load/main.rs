@@ -168,6 +168,9 @@ async fn discover(bootstrap: &[SocketAddr]) -> Result<(String, i64), LoadError> 
 struct Outcome {
     registration: Latencies,
     heartbeat: Latencies,
+    /// Heartbeats of brokers already unfenced (RUNNING): the steady state,
+    /// without the start-up burst of registrations and catch-up.
+    heartbeat_running: Latencies,
     registration_errors: u64,
     heartbeats_sent: u64,
     heartbeats_answered: u64,
@@ -267,15 +270,21 @@ async fn run_broker(shared: Arc<Shared>, broker_id: i32) -> Outcome {
             let offset = shared.metadata_offset.load(Ordering::SeqCst);
             let body = RequestKind::BrokerHeartbeat(broker.heartbeat(offset));
             out.heartbeats_sent += 1;
+            let running = broker.phase == Phase::Running;
+            let mut sample = Latencies::default();
             let answer = call(
                 &shared,
                 &mut conn,
                 broker_id,
                 HEARTBEAT_VERSION,
                 body,
-                &mut out.heartbeat,
+                &mut sample,
             )
             .await;
+            out.heartbeat.merge(&sample);
+            if running {
+                out.heartbeat_running.merge(&sample);
+            }
             if matches!(answer, Ok(ResponseKind::BrokerHeartbeat(_))) {
                 out.heartbeats_answered += 1;
             }
@@ -409,6 +418,7 @@ async fn run(args: Args) -> Result<serde_json::Value, LoadError> {
         let Ok(o) = task.await else { continue };
         total.registration.merge(&o.registration);
         total.heartbeat.merge(&o.heartbeat);
+        total.heartbeat_running.merge(&o.heartbeat_running);
         total.registration_errors += o.registration_errors;
         total.heartbeats_sent += o.heartbeats_sent;
         total.heartbeats_answered += o.heartbeats_answered;
@@ -432,6 +442,10 @@ async fn run(args: Args) -> Result<serde_json::Value, LoadError> {
         "heartbeat_p50_ms": total.heartbeat.percentile(50.0),
         "heartbeat_p99_ms": total.heartbeat.percentile(99.0),
         "heartbeat_p999_ms": total.heartbeat.percentile(99.9),
+        "heartbeats_running": total.heartbeat_running.len(),
+        "heartbeat_running_p50_ms": total.heartbeat_running.percentile(50.0),
+        "heartbeat_running_p99_ms": total.heartbeat_running.percentile(99.0),
+        "heartbeat_running_p999_ms": total.heartbeat_running.percentile(99.9),
         "unfenced_brokers": unfenced.len(),
         "all_unfenced_ms": all_unfenced_ms,
         "metadata_offset_seen": shared.metadata_offset.load(Ordering::SeqCst),
