@@ -206,7 +206,12 @@ async fn call(
         *conn = Some((connected, generation));
     }
     let Some((connection, _)) = conn.as_ref() else {
-        unreachable!("connected above")
+        return Err(LoadError::Transport {
+            broker_id,
+            api,
+            addr: String::new(),
+            reason: "no connection".to_owned(),
+        });
     };
     let sent = Instant::now();
     let answer = connection.call(version, body).await;
@@ -357,15 +362,35 @@ fn as_error(
     }
 }
 
-/// Reads the high watermark every `offset_poll_ms` until the deadline.
+/// Reads the high watermark every `offset_poll_ms` until the deadline, on
+/// one admin connection (opened again after an error).
 async fn poll_offsets(shared: Arc<Shared>) {
     let period = Duration::from_millis(shared.args.offset_poll_ms);
+    let mut admin: Option<AdminClient> = None;
     while Instant::now() < shared.deadline {
-        match discover(&shared.args.bootstrap_controller).await {
-            Ok((_, hw)) => {
-                shared.metadata_offset.fetch_max(hw, Ordering::SeqCst);
+        if admin.is_none() {
+            match AdminClient::connect_any(
+                &shared.args.bootstrap_controller,
+                Duration::from_secs(5),
+            )
+            .await
+            {
+                Ok(a) => admin = Some(a),
+                Err(e) => eprintln!("offset poll: cannot connect: {e}"),
             }
-            Err(e) => eprintln!("{e}"),
+        }
+        if let Some(a) = admin.as_mut() {
+            match a.describe_quorum().await {
+                Ok(quorum) => {
+                    shared
+                        .metadata_offset
+                        .fetch_max(quorum.high_watermark, Ordering::SeqCst);
+                }
+                Err(e) => {
+                    eprintln!("offset poll: DescribeQuorum failed: {e}");
+                    admin = None;
+                }
+            }
         }
         tokio::time::sleep(period).await;
     }
