@@ -24,58 +24,23 @@ from pathlib import Path
 
 sys.dont_write_bytecode = True  # importing common.py leaves no __pycache__ in the tree
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import free_ports, log, proc_rss_mib, wait_for  # noqa: E402
+from common import log, proc_rss_mib, wait_for  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-RUN_CLASS = ROOT / "tests/kafka/kafka-run-class"
-SERVER_LOG4J = ROOT / "tests/kafka/log4j2-server.yaml"
-CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qk"
-DIR_IDS = ["LaBaIMiMRmy8YSD1cAd8Ew", "q6CGIHGkTStroizn5hrLMg", "Ww7qv0dqTt2yo2vBmEyd3A"]
+from controllers import CLUSTER_ID, ROOT, RUN_CLASS, Controllers, kafka_env  # noqa: E402
+
 BROKER_ID = 11
 
 
-def kafka_env(version: str, heap: str) -> dict:
-    env = dict(os.environ)
-    env.update(KAFKA_VERSION=version, KAFKA_HEAP_OPTS=heap, KAFKA_LOG4J_CONFIG=str(SERVER_LOG4J))
-    return env
-
-
-class System:
-    """Three controllers (ours or Kafka's) and one Kafka broker in `work`."""
+class System(Controllers):
+    """Three controllers (ours or Kafka's, bench/controllers.py) and one Kafka broker in `work`."""
 
     def __init__(self, kind: str, work: Path, controller: Path, version: str):
-        self.kind, self.work, self.controller, self.version = kind, work, controller, version
-        ports = free_ports(7)
-        self.cports, self.bport, self.http = ports[:3], ports[3], ports[4:]
-        self.bootstrap = ",".join(f"127.0.0.1:{p}" for p in self.cports)
-        self.initial = ",".join(f"{i}@127.0.0.1:{p}:{d}" for i, p, d in zip((1, 2, 3), self.cports, DIR_IDS))
-        self.procs: dict[int, subprocess.Popen] = {}
-
-    def _props(self, name: str, text: str) -> Path:
-        path = self.work / f"{name}.properties"
-        path.write_text(text + f"log.dirs={self.work / name}\nmetadata.log.dir={self.work / name}\n")
-        return path
+        super().__init__(kind, work, controller, version, spare_ports=1)
+        self.bport = self.spare_ports[0]
 
     def start(self) -> None:
-        for i, port, http in zip((1, 2, 3), self.cports, self.http):
-            # Ours serves /metrics on kraftwerk.http.listener (default 127.0.0.1:0, a port the OS picks).
-            http_line = f"kraftwerk.http.listener=127.0.0.1:{http}\n" if self.kind == "ours" else ""
-            cfg = self._props(
-                f"c{i}",
-                f"process.roles=controller\nnode.id={i}\ncontroller.listener.names=CONTROLLER\n"
-                f"listeners=CONTROLLER://127.0.0.1:{port}\nlistener.security.protocol.map=CONTROLLER:PLAINTEXT\n"
-                f"controller.quorum.bootstrap.servers={self.bootstrap}\n{http_line}",
-            )
-            fmt = ["format", "--config", str(cfg), "--cluster-id", CLUSTER_ID, "--initial-controllers", self.initial]
-            out = open(self.work / f"c{i}.log", "w")
-            if self.kind == "ours":
-                subprocess.run([self.controller, *fmt], check=True, capture_output=True)
-                self.procs[i] = subprocess.Popen([self.controller, "run", "--config", cfg], stdout=out, stderr=out)
-            else:
-                env = kafka_env(self.version, "-Xmx512m")
-                subprocess.run([RUN_CLASS, "kafka.tools.StorageTool", *fmt], check=True, capture_output=True, env=env)
-                self.procs[i] = subprocess.Popen([RUN_CLASS, "kafka.Kafka", cfg], stdout=out, stderr=out, env=env)
-        bcfg = self._props(
+        super().start()
+        bcfg = self.props(
             "broker",
             f"process.roles=broker\nnode.id={BROKER_ID}\nlisteners=PLAINTEXT://127.0.0.1:{self.bport}\n"
             "inter.broker.listener.name=PLAINTEXT\ncontroller.listener.names=CONTROLLER\n"
@@ -89,27 +54,19 @@ class System:
         self.blog = self.work / "broker.log"
         out = open(self.blog, "w")
         self.broker = subprocess.Popen([RUN_CLASS, "kafka.Kafka", bcfg], stdout=out, stderr=out, env=env)
+
         def running():
-            for i, p in [*self.procs.items(), ("broker", self.broker)]:
-                if p.poll() is not None:
-                    raise RuntimeError(f"{self.kind}: {i} exited ({p.returncode}); see {self.work}")
+            self.check_running()
+            if self.broker.poll() is not None:
+                raise RuntimeError(f"{self.kind}: broker exited ({self.broker.returncode}); see {self.work}")
             return True if "Transitioning from RECOVERY to RUNNING" in self.blog.read_text() else None
 
         wait_for("the broker to be RUNNING", running, 180, 0.25)
 
-    def leader(self) -> int | None:
-        for port in self.cports:
-            r = subprocess.run([self.controller, "quorum", "--bootstrap-controller", f"127.0.0.1:{port}",
-                                "--timeout-ms", "2000", "describe", "--status"], capture_output=True, text=True)
-            for line in r.stdout.splitlines():
-                if line.startswith("LeaderId:") and line.split(":")[1].strip() not in ("", "-1"):
-                    return int(line.split(":")[1])
-        return None
-
     def stop(self) -> None:
-        for p in [self.broker, *self.procs.values()]:
-            p.kill()
-            p.wait()
+        self.broker.kill()
+        self.broker.wait()
+        super().stop()
 
 
 def run(kind: str, args, work: Path) -> dict:

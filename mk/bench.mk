@@ -12,6 +12,10 @@
 #   make bench-topics                 only the topic churn (issue 17): 1000 topics x 3
 #                                     partitions created and deleted through one broker
 #   make bench-topics BENCH_TOPICS_ARGS='--topics 100'                  a quick look
+#   make bench-brokers                100 simulated Kafka 4.4 brokers (target/release/kraft-broker-load)
+#                                     registering and heartbeating every 2000 ms for 60 s against
+#                                     three of our controllers and three of Kafka 4.4.0's
+#   make bench-brokers BENCH_BROKERS_ARGS='--brokers 10 --duration 10'  a quick look
 #
 # Output: target/bench/<UTC time>/ (results.json, report.md, latency-cdf.svg,
 # saturation.svg; target/bench/latest links to it); bench/publish.py copies
@@ -20,12 +24,13 @@
 
 BENCH_ARGS ?=
 BENCH_TOPICS_ARGS ?=
+BENCH_BROKERS_ARGS ?=
 BENCH_KAFKA_VERSION ?= 4.4.0
 ifndef BENCH_OUT
 BENCH_OUT := target/bench/$(shell date -u +%Y%m%dT%H%M%SZ)
 endif
 
-.PHONY: bench bench-topics
+.PHONY: bench bench-topics bench-brokers
 
 bench: $(KRAFTWERK_CACHE)/kafka-$(BENCH_KAFKA_VERSION).classpath ## kraft-controller vs Kafka 4.4.0's TestRaftServer (BENCH_KAFKA_VERSION=4.1.2): commit latency at equal work, linger 25 and 0, saturation, RSS, CPU, failover, plots (see BENCHMARKS.md)
 	@command -v python3 >/dev/null || { echo "bench: needs python3 (3.11)"; exit 1; }
@@ -45,3 +50,10 @@ bench-topics: kafka-jars ## topic churn, ours vs Kafka 4.1.2's controllers: 1000
 	$(CARGO) build --release -p kraft-controller
 	python3 bench/topics.py --controller target/release/kraft-controller \
 	  --json target/bench-topics-results.json $(BENCH_TOPICS_ARGS)
+
+bench-brokers: $(KRAFTWERK_CACHE)/kafka-$(BENCH_KAFKA_VERSION).classpath ## broker heartbeats, ours vs Kafka 4.4.0's controllers: 100 simulated brokers x 60 s, heartbeat p50/p99/p99.9, registration, time to unfenced, leader CPU and RSS
+	@command -v python3 >/dev/null || { echo "bench-brokers: needs python3 (3.11)"; exit 1; }
+	$(CARGO) build --release -p kraft-controller --bin kraft-controller --bin kraft-broker-load
+	python3 bench/brokers.py --controller target/release/kraft-controller \
+	  --load target/release/kraft-broker-load --kafka-version $(BENCH_KAFKA_VERSION) \
+	  --json target/bench-brokers-results.json $(BENCH_BROKERS_ARGS)
