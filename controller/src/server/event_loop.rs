@@ -30,7 +30,7 @@
 
 use std::{
     collections::{HashMap, VecDeque},
-    time::{Duration, SystemTime, UNIX_EPOCH},
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
 use tokio::sync::{mpsc, oneshot, watch};
@@ -40,6 +40,7 @@ use super::{
     convert,
     http::Readiness,
     metrics::{RaftGauges, RaftMetrics},
+    stages::SharedStages,
 };
 use crate::{
     log::{FileLog, QuorumStateStore},
@@ -91,6 +92,10 @@ pub struct LoopContext {
     pub readiness: watch::Sender<Readiness>,
     /// Metrics.
     pub metrics: std::sync::Arc<RaftMetrics>,
+    /// The benchmark's stage probe ([`stages`](super::stages)), fed with
+    /// this node's appends, flushes, Fetch requests and answers, and commits
+    /// while it leads; `None` outside benchmarks.
+    pub stages: Option<SharedStages>,
 }
 
 struct PendingProposal {
@@ -112,6 +117,9 @@ struct Loop {
     last_proposal_ms: u64,
     proposals: VecDeque<PendingProposal>,
     election_started_ms: Option<u64>,
+    /// With a stage probe: the replica id of each Fetch request not yet
+    /// answered, by reply handle.
+    fetch_replicas: HashMap<u64, i32>,
 }
 
 /// Runs the loop until the engine completes a graceful shutdown (after
@@ -136,6 +144,7 @@ pub async fn run<Lst: Listener<FileLog>>(
         last_proposal_ms: now_ms(),
         proposals: VecDeque::new(),
         election_started_ms: None,
+        fetch_replicas: HashMap::new(),
     };
     let lst = &mut listener;
     // The 0-0 bootstrap checkpoint is not a snapshot of the log: its voters
@@ -163,6 +172,7 @@ pub async fn run<Lst: Listener<FileLog>>(
             () = std::future::ready(()), if lp.flush_pending => {
                 lp.flush_pending = false;
                 let cmds = engine.handle(Event::Flush, now_ms())?;
+                lp.probe_flushed(&engine);
                 lp.execute(&mut engine, lst, cmds)?;
             }
             changed = shutdown.changed(), if !lp.shutdown_started => {
@@ -230,6 +240,9 @@ impl Loop {
         self.last_proposal_ms = last_append_ms;
         let result = result.map_err(|e| LoopError::Listener(Box::new(e)))?;
         for (proposed, records) in output.proposed {
+            if let Some(stages) = &self.ctx.stages {
+                lock(stages).appended(proposed.last_offset, Instant::now());
+            }
             self.ctx.metrics.record_appended(now, records as u64);
             self.proposals.push_back(PendingProposal {
                 last_offset: proposed.last_offset,
@@ -266,6 +279,7 @@ impl Loop {
                     return Ok(());
                 }
                 let handle = self.reply_handle(inbound.reply, api_version);
+                self.probe_fetch_arrived(engine, handle, &request);
                 let cmds = engine.handle(
                     Event::Request {
                         handle,
@@ -343,6 +357,7 @@ impl Loop {
                     }
                 }
                 Command::Reply { handle, response } => {
+                    self.probe_fetch_sent(handle, &response);
                     if let Some((reply, version)) = self.replies.remove(&handle.0) {
                         let mut body = convert::response_kind(response);
                         super::fit::fit_response(&mut body, version);
@@ -358,6 +373,9 @@ impl Loop {
                 }
                 Command::Flush => self.flush_pending = true,
                 Command::Committed { high_watermark } => {
+                    if let Some(stages) = &self.ctx.stages {
+                        lock(stages).committed(high_watermark, Instant::now());
+                    }
                     self.on_committed(high_watermark);
                     self.call(engine, listener, |l, c| l.handle_commit(c, high_watermark))?;
                 }
@@ -415,9 +433,77 @@ impl Loop {
         }
         if role == Role::Leader {
             self.last_proposal_ms = now;
+            if let Some(stages) = &self.ctx.stages {
+                lock(stages).restart();
+            }
         }
+        self.fetch_replicas.clear();
         // Proposals of an older epoch will never commit as such.
         self.proposals.retain(|p| p.epoch == epoch);
+    }
+
+    /// Stage probe: the leader's fsync returned.
+    fn probe_flushed(&self, engine: &RaftEngine<FileLog>) {
+        if let Some(stages) = &self.ctx.stages
+            && engine.role() == Role::Leader
+        {
+            let flushed = crate::log::ReplicatedLog::flushed_end_offset(engine.log());
+            lock(stages).flushed(flushed, Instant::now());
+        }
+    }
+
+    /// Stage probe: a follower's Fetch (its fetch offset is what it holds
+    /// flushed) reached the loop; its handle is kept to see the answer.
+    fn probe_fetch_arrived(
+        &mut self,
+        engine: &RaftEngine<FileLog>,
+        handle: ReplyHandle,
+        request: &raft::RaftRequest,
+    ) {
+        let (Some(stages), raft::RaftRequest::Fetch(r)) = (&self.ctx.stages, request) else {
+            return;
+        };
+        if engine.role() != Role::Leader {
+            return;
+        }
+        let replica_id = if r.replica_state.replica_id.0 >= 0 {
+            r.replica_state.replica_id.0
+        } else {
+            r.replica_id.0
+        };
+        let Some(p) = r.topics.first().and_then(|t| t.partitions.first()) else {
+            return;
+        };
+        lock(stages).fetch_arrived(replica_id, p.fetch_offset, Instant::now());
+        self.fetch_replicas.insert(handle.0, replica_id);
+    }
+
+    /// Stage probe: the answer to a follower's Fetch leaves, carrying the
+    /// log up to the end of its last batch.
+    fn probe_fetch_sent(&mut self, handle: ReplyHandle, response: &raft::RaftResponse) {
+        let Some(stages) = &self.ctx.stages else {
+            return;
+        };
+        let Some(replica_id) = self.fetch_replicas.remove(&handle.0) else {
+            return;
+        };
+        let raft::RaftResponse::Fetch(r) = response else {
+            return;
+        };
+        let records = r
+            .responses
+            .first()
+            .and_then(|t| t.partitions.first())
+            .and_then(|p| p.records.as_ref());
+        let end = records.and_then(|bytes| {
+            crate::record::iter_batches(bytes, false)
+                .map_while(std::result::Result::ok)
+                .last()
+                .map(|(header, _)| header.next_offset())
+        });
+        if let Some(end) = end {
+            lock(stages).fetch_sent(replica_id, end, Instant::now());
+        }
     }
 
     fn publish(&self, engine: &RaftEngine<FileLog>) {
@@ -588,3 +674,11 @@ fn readiness(status: &raft::RaftStatus) -> Readiness {
 
 #[cfg(test)]
 mod tests;
+
+/// Locks the stage probe; a panic elsewhere while holding it leaves plain
+/// counters behind, still worth reading.
+fn lock(stages: &SharedStages) -> std::sync::MutexGuard<'_, super::stages::StageProbe> {
+    stages
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

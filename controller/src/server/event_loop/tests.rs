@@ -181,6 +181,7 @@ fn start(dir: &std::path::Path, propose_on_leadership: bool) -> Node {
         requests: request_rx,
         readiness,
         metrics: Arc::new(RaftMetrics::new(&mut Registry::default())),
+        stages: None,
     };
     let (calls_tx, calls) = mpsc::unbounded_channel();
     let listener = Recorder {
