@@ -130,6 +130,8 @@ def parse_args() -> argparse.Namespace:
                     help="the search offers no more (a probe's three logs are deleted after it)")
     ap.add_argument("--saturation-steps", type=int, default=3, help="bisection steps after doubling")
     ap.add_argument("--saturation-duration", type=float, default=20, help="seconds per probe")
+    ap.add_argument("--leader-timeout", type=float, default=300,
+                    help="seconds a row waits for a leader's first commit before it is an error")
     ap.add_argument("--failovers", type=int, default=5, help="kill -9 rounds per system (0: none)")
     ap.add_argument("--systems", default="ours,kafka",
                     help="which systems run ('ours' alone: no JVM, e.g. to measure a change of ours; rows of one "
@@ -180,7 +182,8 @@ def main() -> int:
                     log(f"load average before: {loadavg()}")
                     log(f"{system.name}: {rate} records/s of {size} B, linger {linger_name(linger)} ms, "
                         f"{args.duration:.0f} s")
-                    r = guarded(lambda s=system: throughput_run(s, rate, size, args.duration, controller))
+                    r = guarded(lambda s=system: throughput_run(s, rate, size, args.duration, controller,
+                                                                 args.leader_timeout))
                     row["systems"][system.name] = r
                     r["loadavg"] = loadavg()
                     log(f"  {r}")

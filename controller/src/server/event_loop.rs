@@ -14,7 +14,14 @@
 //!   engine already groups writes per fsync (the leader's append linger, one
 //!   fsync per fetched chunk on a follower); a flush queued behind other
 //!   inputs would be starved by a busy timer or a busy socket, and nothing
-//!   commits until it runs;
+//!   commits until it runs. But right after a flush, any other ready input
+//!   goes before the next flush (issue 23): a leader at linger 0 with records
+//!   due at every turn has a new flush pending after each one, and flushing
+//!   first forever never read its followers' Fetch requests (no commit, and
+//!   the quorum re-elected every check-quorum timeout). That next flush
+//!   yields to the runtime before it runs, so that tokio's cooperative
+//!   budget, spent by a task that is never idle, is renewed and the other
+//!   inputs can be seen at all;
 //! - `Send` goes to the peer manager, whose answer comes back as an event;
 //! - `Reply` goes back to the connection that asked;
 //! - `Committed`, `SnapshotInstalled` and `RoleChanged` go to the listener
@@ -110,6 +117,8 @@ struct Loop {
     replies: HashMap<u64, (oneshot::Sender<Option<Response>>, i16)>,
     next_handle: u64,
     flush_pending: bool,
+    /// The last turn of the loop was a flush: other ready inputs go first.
+    flushed_last: bool,
     shutdown_started: bool,
     shutdown_complete: bool,
     /// When a proposal was last made or this node became leader (ms), for
@@ -139,6 +148,7 @@ pub async fn run<Lst: Listener<FileLog>>(
         replies: HashMap::new(),
         next_handle: 1,
         flush_pending: false,
+        flushed_last: false,
         shutdown_started: false,
         shutdown_complete: false,
         last_proposal_ms: now_ms(),
@@ -167,13 +177,13 @@ pub async fn run<Lst: Listener<FileLog>>(
         let deadline = lp.next_wakeup(&mut engine, lst, now);
         let sleep = tokio::time::sleep(Duration::from_millis(deadline.saturating_sub(now)));
         tokio::pin!(sleep);
+        let flush_first = lp.flush_pending && !lp.flushed_last;
+        let flush_after_others = lp.flush_pending && lp.flushed_last;
+        lp.flushed_last = false;
         tokio::select! {
             biased;
-            () = std::future::ready(()), if lp.flush_pending => {
-                lp.flush_pending = false;
-                let cmds = engine.handle(Event::Flush, now_ms())?;
-                lp.probe_flushed(&engine);
-                lp.execute(&mut engine, lst, cmds)?;
+            () = std::future::ready(()), if flush_first => {
+                lp.flush(&mut engine, lst)?;
             }
             changed = shutdown.changed(), if !lp.shutdown_started => {
                 if changed.is_err() || *shutdown.borrow() {
@@ -201,6 +211,12 @@ pub async fn run<Lst: Listener<FileLog>>(
                 lp.call(&mut engine, lst, |l, c| l.handle_wakeup(c))?;
                 lp.ctx.metrics.tick(now);
             }
+            // Yields to the runtime first: a task that is always ready
+            // exhausts tokio's cooperative budget, after which its channels
+            // and timers all read as empty until it yields.
+            () = tokio::task::yield_now(), if flush_after_others => {
+                lp.flush(&mut engine, lst)?;
+            }
         }
         lp.call(&mut engine, lst, |l, c| l.poll(c))?;
         lp.publish(&engine);
@@ -209,6 +225,19 @@ pub async fn run<Lst: Listener<FileLog>>(
 }
 
 impl Loop {
+    /// Feeds `Event::Flush` (the engine fsyncs) and executes what follows.
+    fn flush<Lst: Listener<FileLog>>(
+        &mut self,
+        engine: &mut RaftEngine<FileLog>,
+        listener: &mut Lst,
+    ) -> Result<(), LoopError> {
+        self.flush_pending = false;
+        self.flushed_last = true;
+        let cmds = engine.handle(Event::Flush, now_ms())?;
+        self.probe_flushed(engine);
+        self.execute(engine, listener, cmds)
+    }
+
     fn next_wakeup<Lst: Listener<FileLog>>(
         &self,
         engine: &mut RaftEngine<FileLog>,
