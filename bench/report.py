@@ -91,13 +91,13 @@ def rows_table(results: dict) -> list[str]:
 
 # What each stage of ours measures (controller/src/server/stages.rs), for the table's legend.
 STAGE_LEGEND = {
-    "leader_flush": "append → the leader's fsync covering the batch returned",
+    "leader_flush": "append → the leader's fsync covering the batch returned (also when after the commit)",
     "fetch_sent": "append → the first Fetch response carrying it handed to a follower's connection",
     "follower_ack_first": "append → the first follower's next Fetch past it reached the leader's loop "
                           "(with 3 voters: the majority)",
     "follower_ack_last": "append → the last follower's",
     "follower_round_trip": "that follower: response sent → its next Fetch (its append + fsync + request + queueing)",
-    "high_watermark_wait": "later of leader_flush and follower_ack_first → commit",
+    "high_watermark_wait": "a majority held it (leader flush, follower acks) → commit",
     "commit": "append → high watermark past the batch (per batch; the row's figures are per record)",
 }
 

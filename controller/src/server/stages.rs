@@ -4,7 +4,8 @@
 //!
 //! The stages, in the order a batch normally passes them:
 //! - `leader_flush`: the leader's fsync that covers the batch returned
-//!   (`Event::Flush` handled);
+//!   (`Event::Flush` handled), measured also when it comes after the commit
+//!   (with 3 voters the two followers are a majority without it);
 //! - `fetch_sent`: the first Fetch response carrying the batch was handed to
 //!   a follower's connection (the bytes reach the socket right after);
 //! - `follower_ack_first`, `follower_ack_last`: the first (with 3 voters: the
@@ -13,8 +14,9 @@
 //!   it flushed (KIP-595), so this is the follower's append, fsync and
 //!   request, plus the time the request queued for the loop;
 //! - `follower_round_trip`: from `fetch_sent` to that same follower's ack;
-//! - `high_watermark_wait`: from the later of `leader_flush` and
-//!   `follower_ack_first` to the commit (the engine's reaction);
+//! - `high_watermark_wait`: from the moment a majority of the voters held
+//!   the batch (of the leader's flush and the followers' acks seen before
+//!   the commit) to the commit (the engine's reaction);
 //! - `commit`: the high watermark passed the batch (what the workload reports
 //!   per record).
 //!
@@ -152,6 +154,9 @@ impl Histogram {
 #[derive(Debug)]
 pub struct StageProbe {
     pending: VecDeque<Batch>,
+    /// Committed batches the leader has not flushed yet: (last offset,
+    /// appended).
+    unflushed: VecDeque<(i64, Instant)>,
     /// Replica ids of the followers measured, in the order first seen.
     followers: Vec<i32>,
     histograms: Vec<Histogram>,
@@ -173,6 +178,7 @@ impl StageProbe {
     pub fn new() -> Self {
         Self {
             pending: VecDeque::new(),
+            unflushed: VecDeque::new(),
             followers: Vec::with_capacity(MAX_FOLLOWERS),
             histograms: STAGE_NAMES.iter().map(|_| Histogram::new()).collect(),
             dropped: 0,
@@ -183,6 +189,7 @@ impl StageProbe {
     /// workload does for each epoch it leads.
     pub fn restart(&mut self) {
         self.pending.clear();
+        self.unflushed.clear();
         self.followers.clear();
         self.histograms.iter_mut().for_each(Histogram::clear);
         self.dropped = 0;
@@ -207,6 +214,13 @@ impl StageProbe {
 
     /// The leader's log is flushed up to `flushed_end_offset` (exclusive) at `at`.
     pub fn flushed(&mut self, flushed_end_offset: i64, at: Instant) {
+        while let Some(&(last_offset, appended)) = self.unflushed.front() {
+            if last_offset >= flushed_end_offset {
+                break;
+            }
+            self.unflushed.pop_front();
+            self.histograms[LEADER_FLUSH].record(micros(appended, at));
+        }
         for b in self.pending.iter_mut() {
             if b.last_offset >= flushed_end_offset {
                 break;
@@ -263,6 +277,13 @@ impl StageProbe {
             }
             self.pending.pop_front();
             self.measure(&b, at);
+            if b.flushed.is_none() {
+                if self.unflushed.len() >= MAX_PENDING {
+                    self.unflushed.pop_front();
+                    self.dropped += 1;
+                }
+                self.unflushed.push_back((b.last_offset, b.appended));
+            }
         }
     }
 
@@ -285,9 +306,20 @@ impl StageProbe {
             if let Some(sent) = sent {
                 h[ROUND_TRIP].record(micros(sent, acked));
             }
-            if let Some(flushed) = b.flushed {
-                h[HW_WAIT].record(micros(acked.max(flushed), committed));
-            }
+        }
+        // The voters are the leader and the followers seen; the batch was
+        // held by a majority at the majority-th earliest of their marks.
+        let mut held: [Option<Instant>; MAX_FOLLOWERS + 1] = [None; MAX_FOLLOWERS + 1];
+        held[0] = b.flushed;
+        for (slot, m) in held[1..].iter_mut().zip(marks) {
+            *slot = m.acked;
+        }
+        let voters = 1 + marks.len();
+        let held = &mut held[..voters];
+        // Earliest first, the missing marks last.
+        held.sort_unstable_by_key(|t| (t.is_none(), *t));
+        if let Some(majority_at) = held[voters / 2] {
+            h[HW_WAIT].record(micros(majority_at, committed));
         }
         if !marks.is_empty()
             && let Some(last) = marks
@@ -381,6 +413,23 @@ mod tests {
         let ack = stage(&r, "follower_ack_first");
         assert_eq!((ack.p50_ms, ack.max_ms), (4.0, 5.0));
         assert_eq!(stage(&r, "follower_ack_last").max_ms, 5.0);
+    }
+
+    #[test]
+    fn a_leader_flush_after_the_commit_is_measured_too() {
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let mut p = StageProbe::new();
+        p.appended(9, t0);
+        p.fetch_arrived(2, 10, ms(1));
+        p.fetch_arrived(3, 10, ms(2));
+        p.committed(10, ms(2)); // the two followers are a majority of 3
+        p.flushed(10, ms(25));
+        let r = p.report();
+        assert_eq!(stage(&r, "leader_flush").p50_ms, 25.0);
+        // A majority (2 of 3) held it when the second follower acked.
+        assert_eq!(stage(&r, "high_watermark_wait").p50_ms, 0.0);
+        assert_eq!(stage(&r, "high_watermark_wait").count, 1);
     }
 
     #[test]
