@@ -95,7 +95,7 @@ STAGE_LEGEND = {
     "fetch_sent": "append → the first Fetch response carrying it handed to a follower's connection",
     "follower_ack_first": "append → the first follower's next Fetch past it reached the leader's loop "
                           "(with 3 voters: the majority)",
-    "follower_ack_last": "append → the last follower's",
+    "follower_ack_last": "append → the last follower's (counted only when before the commit)",
     "follower_round_trip": "that follower: response sent → its next Fetch (its append + fsync + request + queueing)",
     "high_watermark_wait": "a majority held it (leader flush, follower acks) → commit",
     "commit": "append → high watermark past the batch (per batch; the row's figures are per record)",

@@ -10,7 +10,8 @@
 //!   a follower's connection (the bytes reach the socket right after);
 //! - `follower_ack_first`, `follower_ack_last`: the first (with 3 voters: the
 //!   majority's) and the last follower's next Fetch whose fetch offset is
-//!   past the batch was taken by the event loop; a follower fetches only what
+//!   past the batch was taken by the event loop (the last only when it came
+//!   before the commit: a committed batch is no longer followed); a follower fetches only what
 //!   it flushed (KIP-595), so this is the follower's append, fsync and
 //!   request, plus the time the request queued for the loop;
 //! - `follower_round_trip`: from `fetch_sent` to that same follower's ack;
