@@ -48,11 +48,20 @@ sys.dont_write_bytecode = True  # importing the sibling modules leaves no __pyca
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from clusters import Kafka, Ours  # noqa: E402
 from common import fsync_floor, log  # noqa: E402
-from report import comparability, linger_name, text  # noqa: E402
+from report import comparability, linger_name, stage_table, text  # noqa: E402
 from runs import effective_rate, failover_run, saturation_search, throughput_run  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("KRAFTWERK_CACHE", Path.home() / ".cache/kraftwerk"))
+
+
+def loadavg() -> str:
+    """The 1, 5 and 15 minute load averages (/proc/loadavg): the machine is shared, so every run says how busy
+    it was."""
+    try:
+        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    except OSError:
+        return "?"
 
 
 def ints(text: str) -> list[int]:
@@ -121,7 +130,12 @@ def parse_args() -> argparse.Namespace:
                     help="the search offers no more (a probe's three logs are deleted after it)")
     ap.add_argument("--saturation-steps", type=int, default=3, help="bisection steps after doubling")
     ap.add_argument("--saturation-duration", type=float, default=20, help="seconds per probe")
-    ap.add_argument("--failovers", type=int, default=5)
+    ap.add_argument("--leader-timeout", type=float, default=300,
+                    help="seconds a row waits for a leader's first commit before it is an error")
+    ap.add_argument("--failovers", type=int, default=5, help="kill -9 rounds per system (0: none)")
+    ap.add_argument("--systems", default="ours,kafka",
+                    help="which systems run ('ours' alone: no JVM, e.g. to measure a change of ours; rows of one "
+                         "system are not compared)")
     ap.add_argument("--failover-rate", type=int, default=1000)
     ap.add_argument("--workdir", type=Path, default=None, help="where the nodes' directories go (default: a temp dir)")
     ap.add_argument("--out", type=Path, default=None,
@@ -133,7 +147,7 @@ def parse_args() -> argparse.Namespace:
 def main() -> int:
     args = parse_args()
     classpath_file = args.kafka_classpath_file or CACHE / f"kafka-{args.kafka_version}.classpath"
-    classpath = classpath_file.read_text().strip()
+    classpath = classpath_file.read_text().strip() if "kafka" in args.systems else ""
     controller = args.controller.resolve()
     work = args.workdir or Path(tempfile.mkdtemp(prefix="kraftwerk-bench."))
     work.mkdir(parents=True, exist_ok=True)
@@ -143,9 +157,12 @@ def main() -> int:
     max_bytes = args.max_mib_per_sec * 1024 * 1024
     began = time.monotonic()
 
+    wanted = {x.strip() for x in args.systems.split(",") if x.strip()}
+
     def systems(linger):
-        return [Ours(work / "ours", linger, controller),
-                Kafka(work / "kafka", linger, args.kafka_version, classpath, args.log4j.resolve(), args.kafka_heap)]
+        every = [Ours(work / "ours", linger, controller),
+                 Kafka(work / "kafka", linger, args.kafka_version, classpath, args.log4j.resolve(), args.kafka_heap)]
+        return [s for s in every if ("ours" if isinstance(s, Ours) else "kafka") in wanted]
 
     log(f"work dir {work}; output {out}; disk fsync floor")
     results: dict = {
@@ -162,11 +179,17 @@ def main() -> int:
                     continue
                 row = {"record_size": size, "linger_ms": linger, "rate": rate, "systems": {}}
                 for system in systems(linger):
+                    log(f"load average before: {loadavg()}")
                     log(f"{system.name}: {rate} records/s of {size} B, linger {linger_name(linger)} ms, "
                         f"{args.duration:.0f} s")
-                    r = guarded(lambda s=system: throughput_run(s, rate, size, args.duration, controller))
+                    r = guarded(lambda s=system: throughput_run(s, rate, size, args.duration, controller,
+                                                                 args.leader_timeout))
                     row["systems"][system.name] = r
+                    r["loadavg"] = loadavg()
                     log(f"  {r}")
+                    if r.get("stages"):
+                        log("  where the commit latency goes (ms from the batch's append):\n"
+                            + "\n".join(stage_table(r["stages"])))
                 row["comparable"], row["why"] = comparability(row["systems"])
                 results["rows"].append(row)
                 save(out, results)
@@ -191,7 +214,7 @@ def main() -> int:
             results["saturation"][size][system.name] = entry
             save(out, results)
 
-    for system in systems(None):
+    for system in systems(None) if args.failovers > 0 else []:
         log(f"{system.name}: {args.failovers} failovers")
         try:
             results["failover_ms"][system.name] = failover_run(system, args.failovers, args.failover_rate,

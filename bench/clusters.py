@@ -156,7 +156,9 @@ class Ours(Cluster):
         r = json.loads(answer[1])
         return {"p50": r["p50_ms"], "p75": r["p75_ms"], "p99": r["p99_ms"], "p999": r["p999_ms"],
                 "max": r["max_ms"], "records_per_sec": r["records_per_sec"],
-                "appended": r["appended"], "committed": r["committed"]}
+                "appended": r["appended"], "committed": r["committed"],
+                # Where the commit latency goes, per batch (issue 23); absent from older binaries.
+                "stages": r.get("stages", []), "stages_dropped": r.get("stages_dropped", 0)}
 
 
 class Kafka(Cluster):

@@ -1,6 +1,7 @@
 """The table `make bench` prints and writes (issue 23): one line per system
 per row (record size, append linger, rate), each row marked "not comparable"
-when the two systems did different work, then the saturation search, the
+when the two systems did different work, then under it, per row, where our
+commit latency goes stage by stage, then the saturation search, the
 failovers and the disk's fsync floor.
 
 Owns the comparability rule and the layout; runs nothing.
@@ -88,6 +89,45 @@ def rows_table(results: dict) -> list[str]:
     return [line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)]
 
 
+# What each stage of ours measures (controller/src/server/stages.rs), for the table's legend.
+STAGE_LEGEND = {
+    "leader_flush": "append → the leader's fsync covering the batch returned (also when after the commit)",
+    "fetch_sent": "append → the first Fetch response carrying it handed to a follower's connection",
+    "follower_ack_first": "append → the first follower's next Fetch past it reached the leader's loop "
+                          "(with 3 voters: the majority)",
+    "follower_ack_last": "append → the last follower's (counted only when before the commit)",
+    "follower_round_trip": "that follower: response sent → its next Fetch (its append + fsync + request + queueing)",
+    "high_watermark_wait": "a majority held it (leader flush, follower acks) → commit",
+    "commit": "append → high watermark past the batch (per batch; the row's figures are per record)",
+}
+
+
+def stage_table(stages: list[dict]) -> list[str]:
+    """One run's stage breakdown as Markdown lines: stage, batches, p50/p99/p99.9/max ms."""
+    head = ["stage", "batches", "p50 ms", "p99 ms", "p99.9 ms", "max ms", "what"]
+    rows = [[s["stage"], str(s["count"]), fmt(s["p50_ms"], 2), fmt(s["p99_ms"], 2), fmt(s["p999_ms"], 2),
+             fmt(s["max_ms"], 2), STAGE_LEGEND.get(s["stage"], "")] for s in stages]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
+
+    def line(cells):
+        return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
+
+    return [line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)]
+
+
+def stage_tables(results: dict) -> list[str]:
+    """Under the main table: for each row a system reported stages for (ours), its breakdown."""
+    out = []
+    for row in results["rows"]:
+        for name, r in row["systems"].items():
+            if not r.get("stages"):
+                continue
+            out += ["", f"Where the commit latency goes: {name}, {row['record_size']} B, linger "
+                        f"{linger_name(row['linger_ms'])} ms, {row['rate']} records/s "
+                        f"(load average {r.get('loadavg', '?')}):", "", *stage_table(r["stages"])]
+    return out
+
+
 def saturation_lines(results: dict) -> list[str]:
     out = []
     for size, by_system in results["saturation"].items():
@@ -125,6 +165,7 @@ def notes(results: dict) -> list[str]:
 def text(results: dict) -> str:
     """The whole report, Markdown."""
     lines = rows_table(results)
+    lines += stage_tables(results)
     lines.append("")
     meta = results["meta"]
     items = [f"run: {meta.get('started_utc', '?')}, Kafka {meta['kafka_version']} TestRaftServer, "

@@ -16,7 +16,7 @@ sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402
 from publish import PublishError, replace_block  # noqa: E402
-from report import comparability  # noqa: E402
+from report import comparability, text  # noqa: E402
 from runs import saturation_search, sustained  # noqa: E402
 
 
@@ -101,6 +101,36 @@ class Saturation(unittest.TestCase):
     def test_the_search_reports_none_when_even_the_minimum_rate_is_not_sustained(self):
         s = saturation_search(probe_with_capacity(10, []), 4000, 1_000_000, 1000, 3)
         self.assertIsNone(s["highest_sustained"])
+
+
+class StageTable(unittest.TestCase):
+    RESULTS = {
+        "meta": {"kafka_version": "4.4.0"}, "fsync_ms": {"p50": 0.1, "p99": 0.28, "p999": 0.5},
+        "saturation": {}, "failover_ms": {},
+        "rows": [{"record_size": 256, "linger_ms": 0, "rate": 20000, "comparable": True, "why": "",
+                  "systems": {"kraft-controller": {
+                      "p50": 1.0, "p75": 2.0, "p99": 7.2, "p999": 13.7, "records_per_sec": 20000,
+                      "log_records_per_sec": 20000, "log_bytes_per_record": 264, "cpu_us_per_record": 1.0,
+                      "rss_leader": 20, "rss_follower": 20, "cpu_leader": 1.0, "cpu_follower": 1.0,
+                      "start_to_leader_s": 1.0, "loadavg": "1.50 1.20 1.00",
+                      "stages": [{"stage": "leader_flush", "count": 4000, "p50_ms": 0.31, "p99_ms": 0.9,
+                                  "p999_ms": 2.0, "max_ms": 3.0},
+                                 {"stage": "commit", "count": 4000, "p50_ms": 1.2, "p99_ms": 7.0,
+                                  "p999_ms": 13.0, "max_ms": 20.0}]}}}],
+    }
+
+    def test_the_stage_breakdown_of_a_row_is_printed_under_the_table_with_its_load_average(self):
+        report = text(self.RESULTS)
+        self.assertIn("Where the commit latency goes: kraft-controller, 256 B, linger 0 ms, 20000 records/s "
+                      "(load average 1.50 1.20 1.00):", report)
+        line = next(x for x in report.splitlines() if x.startswith("| leader_flush"))
+        self.assertEqual([c.strip() for c in line.split("|")[1:6]], ["leader_flush", "4000", "0.31", "0.90", "2.00"])
+        self.assertLess(report.index("| kraft-controller"), report.index("| leader_flush"))
+
+    def test_a_row_without_stages_prints_no_breakdown(self):
+        results = {**self.RESULTS, "rows": [{**self.RESULTS["rows"][0], "systems": {
+            "kraft-controller": {**self.RESULTS["rows"][0]["systems"]["kraft-controller"], "stages": []}}}]}
+        self.assertNotIn("Where the commit latency goes", text(results))
 
 
 class Publish(unittest.TestCase):

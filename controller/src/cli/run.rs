@@ -119,6 +119,7 @@ pub fn run(args: RunArgs) -> ExitCode {
                     config,
                     args.cluster_id,
                     move |node: &NodeInfo<'_>| metadata_listener(node, bootstrap),
+                    None,
                     rx,
                 )
                 .await
@@ -126,10 +127,15 @@ pub fn run(args: RunArgs) -> ExitCode {
             Above::Workload(w) => {
                 let shared: SharedWorkload = Arc::new(Mutex::new(Workload::new(w)));
                 let above = shared.clone();
+                let stages = shared
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .stages();
                 let result = server::run(
                     config,
                     args.cluster_id,
                     move |node: &NodeInfo<'_>| Ok(workload_listener(node, above)),
+                    Some(stages),
                     rx,
                 )
                 .await;

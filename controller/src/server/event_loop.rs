@@ -14,7 +14,14 @@
 //!   engine already groups writes per fsync (the leader's append linger, one
 //!   fsync per fetched chunk on a follower); a flush queued behind other
 //!   inputs would be starved by a busy timer or a busy socket, and nothing
-//!   commits until it runs;
+//!   commits until it runs. But right after a flush, any other ready input
+//!   goes before the next flush (issue 23): a leader at linger 0 with records
+//!   due at every turn has a new flush pending after each one, and flushing
+//!   first forever never read its followers' Fetch requests (no commit, and
+//!   the quorum re-elected every check-quorum timeout). That next flush
+//!   yields to the runtime before it runs, so that tokio's cooperative
+//!   budget, spent by a task that is never idle, is renewed and the other
+//!   inputs can be seen at all;
 //! - `Send` goes to the peer manager, whose answer comes back as an event;
 //! - `Reply` goes back to the connection that asked;
 //! - `Committed`, `SnapshotInstalled` and `RoleChanged` go to the listener
@@ -30,7 +37,7 @@
 
 use std::{
     collections::{HashMap, VecDeque},
-    time::{Duration, SystemTime, UNIX_EPOCH},
+    time::{Duration, Instant, SystemTime, UNIX_EPOCH},
 };
 
 use tokio::sync::{mpsc, oneshot, watch};
@@ -40,6 +47,7 @@ use super::{
     convert,
     http::Readiness,
     metrics::{RaftGauges, RaftMetrics},
+    stages::SharedStages,
 };
 use crate::{
     log::{FileLog, QuorumStateStore},
@@ -91,6 +99,10 @@ pub struct LoopContext {
     pub readiness: watch::Sender<Readiness>,
     /// Metrics.
     pub metrics: std::sync::Arc<RaftMetrics>,
+    /// The benchmark's stage probe ([`stages`](super::stages)), fed with
+    /// this node's appends, flushes, Fetch requests and answers, and commits
+    /// while it leads; `None` outside benchmarks.
+    pub stages: Option<SharedStages>,
 }
 
 struct PendingProposal {
@@ -105,6 +117,8 @@ struct Loop {
     replies: HashMap<u64, (oneshot::Sender<Option<Response>>, i16)>,
     next_handle: u64,
     flush_pending: bool,
+    /// The last turn of the loop was a flush: other ready inputs go first.
+    flushed_last: bool,
     shutdown_started: bool,
     shutdown_complete: bool,
     /// When a proposal was last made or this node became leader (ms), for
@@ -112,6 +126,9 @@ struct Loop {
     last_proposal_ms: u64,
     proposals: VecDeque<PendingProposal>,
     election_started_ms: Option<u64>,
+    /// With a stage probe: the replica id of each Fetch request not yet
+    /// answered, by reply handle.
+    fetch_replicas: HashMap<u64, i32>,
 }
 
 /// Runs the loop until the engine completes a graceful shutdown (after
@@ -131,11 +148,13 @@ pub async fn run<Lst: Listener<FileLog>>(
         replies: HashMap::new(),
         next_handle: 1,
         flush_pending: false,
+        flushed_last: false,
         shutdown_started: false,
         shutdown_complete: false,
         last_proposal_ms: now_ms(),
         proposals: VecDeque::new(),
         election_started_ms: None,
+        fetch_replicas: HashMap::new(),
     };
     let lst = &mut listener;
     // The 0-0 bootstrap checkpoint is not a snapshot of the log: its voters
@@ -158,12 +177,13 @@ pub async fn run<Lst: Listener<FileLog>>(
         let deadline = lp.next_wakeup(&mut engine, lst, now);
         let sleep = tokio::time::sleep(Duration::from_millis(deadline.saturating_sub(now)));
         tokio::pin!(sleep);
+        let flush_first = lp.flush_pending && !lp.flushed_last;
+        let flush_after_others = lp.flush_pending && lp.flushed_last;
+        lp.flushed_last = false;
         tokio::select! {
             biased;
-            () = std::future::ready(()), if lp.flush_pending => {
-                lp.flush_pending = false;
-                let cmds = engine.handle(Event::Flush, now_ms())?;
-                lp.execute(&mut engine, lst, cmds)?;
+            () = std::future::ready(()), if flush_first => {
+                lp.flush(&mut engine, lst)?;
             }
             changed = shutdown.changed(), if !lp.shutdown_started => {
                 if changed.is_err() || *shutdown.borrow() {
@@ -191,6 +211,12 @@ pub async fn run<Lst: Listener<FileLog>>(
                 lp.call(&mut engine, lst, |l, c| l.handle_wakeup(c))?;
                 lp.ctx.metrics.tick(now);
             }
+            // Yields to the runtime first: a task that is always ready
+            // exhausts tokio's cooperative budget, after which its channels
+            // and timers all read as empty until it yields.
+            () = tokio::task::yield_now(), if flush_after_others => {
+                lp.flush(&mut engine, lst)?;
+            }
         }
         lp.call(&mut engine, lst, |l, c| l.poll(c))?;
         lp.publish(&engine);
@@ -199,6 +225,19 @@ pub async fn run<Lst: Listener<FileLog>>(
 }
 
 impl Loop {
+    /// Feeds `Event::Flush` (the engine fsyncs) and executes what follows.
+    fn flush<Lst: Listener<FileLog>>(
+        &mut self,
+        engine: &mut RaftEngine<FileLog>,
+        listener: &mut Lst,
+    ) -> Result<(), LoopError> {
+        self.flush_pending = false;
+        self.flushed_last = true;
+        let cmds = engine.handle(Event::Flush, now_ms())?;
+        self.probe_flushed(engine);
+        self.execute(engine, listener, cmds)
+    }
+
     fn next_wakeup<Lst: Listener<FileLog>>(
         &self,
         engine: &mut RaftEngine<FileLog>,
@@ -230,6 +269,9 @@ impl Loop {
         self.last_proposal_ms = last_append_ms;
         let result = result.map_err(|e| LoopError::Listener(Box::new(e)))?;
         for (proposed, records) in output.proposed {
+            if let Some(stages) = &self.ctx.stages {
+                lock(stages).appended(proposed.last_offset, Instant::now());
+            }
             self.ctx.metrics.record_appended(now, records as u64);
             self.proposals.push_back(PendingProposal {
                 last_offset: proposed.last_offset,
@@ -266,6 +308,7 @@ impl Loop {
                     return Ok(());
                 }
                 let handle = self.reply_handle(inbound.reply, api_version);
+                self.probe_fetch_arrived(engine, handle, &request);
                 let cmds = engine.handle(
                     Event::Request {
                         handle,
@@ -343,6 +386,7 @@ impl Loop {
                     }
                 }
                 Command::Reply { handle, response } => {
+                    self.probe_fetch_sent(handle, &response);
                     if let Some((reply, version)) = self.replies.remove(&handle.0) {
                         let mut body = convert::response_kind(response);
                         super::fit::fit_response(&mut body, version);
@@ -358,6 +402,9 @@ impl Loop {
                 }
                 Command::Flush => self.flush_pending = true,
                 Command::Committed { high_watermark } => {
+                    if let Some(stages) = &self.ctx.stages {
+                        lock(stages).committed(high_watermark, Instant::now());
+                    }
                     self.on_committed(high_watermark);
                     self.call(engine, listener, |l, c| l.handle_commit(c, high_watermark))?;
                 }
@@ -415,9 +462,77 @@ impl Loop {
         }
         if role == Role::Leader {
             self.last_proposal_ms = now;
+            if let Some(stages) = &self.ctx.stages {
+                lock(stages).restart();
+            }
         }
+        self.fetch_replicas.clear();
         // Proposals of an older epoch will never commit as such.
         self.proposals.retain(|p| p.epoch == epoch);
+    }
+
+    /// Stage probe: the leader's fsync returned.
+    fn probe_flushed(&self, engine: &RaftEngine<FileLog>) {
+        if let Some(stages) = &self.ctx.stages
+            && engine.role() == Role::Leader
+        {
+            let flushed = crate::log::ReplicatedLog::flushed_end_offset(engine.log());
+            lock(stages).flushed(flushed, Instant::now());
+        }
+    }
+
+    /// Stage probe: a follower's Fetch (its fetch offset is what it holds
+    /// flushed) reached the loop; its handle is kept to see the answer.
+    fn probe_fetch_arrived(
+        &mut self,
+        engine: &RaftEngine<FileLog>,
+        handle: ReplyHandle,
+        request: &raft::RaftRequest,
+    ) {
+        let (Some(stages), raft::RaftRequest::Fetch(r)) = (&self.ctx.stages, request) else {
+            return;
+        };
+        if engine.role() != Role::Leader {
+            return;
+        }
+        let replica_id = if r.replica_state.replica_id.0 >= 0 {
+            r.replica_state.replica_id.0
+        } else {
+            r.replica_id.0
+        };
+        let Some(p) = r.topics.first().and_then(|t| t.partitions.first()) else {
+            return;
+        };
+        lock(stages).fetch_arrived(replica_id, p.fetch_offset, Instant::now());
+        self.fetch_replicas.insert(handle.0, replica_id);
+    }
+
+    /// Stage probe: the answer to a follower's Fetch leaves, carrying the
+    /// log up to the end of its last batch.
+    fn probe_fetch_sent(&mut self, handle: ReplyHandle, response: &raft::RaftResponse) {
+        let Some(stages) = &self.ctx.stages else {
+            return;
+        };
+        let Some(replica_id) = self.fetch_replicas.remove(&handle.0) else {
+            return;
+        };
+        let raft::RaftResponse::Fetch(r) = response else {
+            return;
+        };
+        let records = r
+            .responses
+            .first()
+            .and_then(|t| t.partitions.first())
+            .and_then(|p| p.records.as_ref());
+        let end = records.and_then(|bytes| {
+            crate::record::iter_batches(bytes, false)
+                .map_while(std::result::Result::ok)
+                .last()
+                .map(|(header, _)| header.next_offset())
+        });
+        if let Some(end) = end {
+            lock(stages).fetch_sent(replica_id, end, Instant::now());
+        }
     }
 
     fn publish(&self, engine: &RaftEngine<FileLog>) {
@@ -588,3 +703,11 @@ fn readiness(status: &raft::RaftStatus) -> Readiness {
 
 #[cfg(test)]
 mod tests;
+
+/// Locks the stage probe; a panic elsewhere while holding it leaves plain
+/// counters behind, still worth reading.
+fn lock(stages: &SharedStages) -> std::sync::MutexGuard<'_, super::stages::StageProbe> {
+    stages
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -107,37 +107,58 @@ pub struct StateLabel {
     pub state: String,
 }
 
-/// Samples of one quantity over the last [`WINDOW_MS`].
+/// Samples of one quantity over the last [`WINDOW_MS`], with their sum and
+/// their maximum kept as samples come and go, so that recording one and
+/// reading the average, maximum and rate cost O(1) amortized (issue 23: a
+/// leader at 20,000 records/s holds ~100,000 samples in the window, and
+/// summing them at every record took a fifth of its CPU).
 #[derive(Debug, Default)]
 struct Window {
     samples: VecDeque<(u64, f64)>,
+    sum: f64,
+    /// The samples that are the largest of every later sample: values
+    /// strictly decreasing from the front, whose front is the maximum.
+    maxima: VecDeque<(u64, f64)>,
 }
 
 impl Window {
     fn record(&mut self, now_ms: u64, value: f64) {
         self.samples.push_back((now_ms, value));
+        self.sum += value;
+        while self.maxima.back().is_some_and(|(_, v)| *v <= value) {
+            self.maxima.pop_back();
+        }
+        self.maxima.push_back((now_ms, value));
         self.expire(now_ms);
     }
     fn expire(&mut self, now_ms: u64) {
-        while self
-            .samples
-            .front()
-            .is_some_and(|(t, _)| now_ms.saturating_sub(*t) > WINDOW_MS)
+        let expired = |t: &u64| now_ms.saturating_sub(*t) > WINDOW_MS;
+        while let Some((t, v)) = self.samples.front().copied()
+            && expired(&t)
         {
             self.samples.pop_front();
+            self.sum -= v;
+        }
+        while self.maxima.front().is_some_and(|(t, _)| expired(t)) {
+            self.maxima.pop_front();
+        }
+        if self.samples.is_empty() {
+            // No rounding left behind by the subtractions.
+            self.sum = 0.0;
+            self.maxima.clear();
         }
     }
     fn avg(&self) -> f64 {
         if self.samples.is_empty() {
             return 0.0;
         }
-        self.samples.iter().map(|(_, v)| v).sum::<f64>() / self.samples.len() as f64
+        self.sum / self.samples.len() as f64
     }
     fn max(&self) -> f64 {
-        self.samples.iter().map(|(_, v)| *v).fold(0.0, f64::max)
+        self.maxima.front().map_or(0.0, |(_, v)| v.max(0.0))
     }
     fn rate_per_s(&self) -> f64 {
-        self.samples.iter().map(|(_, v)| v).sum::<f64>() / (WINDOW_MS as f64 / 1000.0)
+        self.sum / (WINDOW_MS as f64 / 1000.0)
     }
 }
 
@@ -425,6 +446,30 @@ mod tests {
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, registry).expect("encodes");
         out
+    }
+
+    #[test]
+    fn the_window_average_maximum_and_rate_follow_samples_in_and_out_of_the_window() {
+        let mut w = Window::default();
+        w.record(0, 5.0);
+        w.record(1_000, 9.0);
+        w.record(2_000, 1.0);
+        w.record(3_000, 3.0);
+        assert_eq!((w.avg(), w.max(), w.rate_per_s()), (4.5, 9.0, 18.0 / 30.0));
+        // 0 and 1000 ms leave the window: the maximum falls to the largest
+        // of what is left, not to the newest.
+        w.expire(1_000 + WINDOW_MS + 1);
+        assert_eq!((w.avg(), w.max()), (2.0, 3.0));
+        w.record(3_000 + WINDOW_MS, 2.0);
+        assert_eq!(
+            (w.avg(), w.max()),
+            (2.5, 3.0),
+            "3000 ms is still in the window"
+        );
+        w.expire(3_000 + WINDOW_MS + 1);
+        assert_eq!((w.avg(), w.max()), (2.0, 2.0));
+        w.expire(10 * WINDOW_MS);
+        assert_eq!((w.avg(), w.max(), w.rate_per_s()), (0.0, 0.0, 0.0));
     }
 
     #[test]

@@ -23,6 +23,7 @@ pub mod http;
 pub mod limits;
 pub mod metrics;
 pub mod resource_authz;
+pub mod stages;
 
 use std::{path::PathBuf, sync::Arc, time::Duration};
 
@@ -252,13 +253,15 @@ pub type ListenerBuildError = Box<dyn std::error::Error + Send + Sync>;
 ///
 /// Refuses to start, touching no file, on an unformatted log dir, a node id
 /// or (with `expected_cluster_id`) cluster id that differs from
-/// `meta.properties`.
+/// `meta.properties`. `stages`, for the benchmark workload only, is fed
+/// with the leader's stage timestamps ([`stages`]).
 ///
 /// Errors: [`ServerError`].
 pub async fn run<Lst, F>(
     config: ControllerConfig,
     expected_cluster_id: Option<String>,
     above: F,
+    stages: Option<stages::SharedStages>,
     shutdown: watch::Receiver<bool>,
 ) -> Result<(), ServerError>
 where
@@ -493,6 +496,7 @@ where
         requests: request_rx,
         readiness: readiness_tx,
         metrics,
+        stages,
     };
     let result = event_loop::run(engine, initial, ctx, listener_above, shutdown).await;
     for task in &accept_tasks {

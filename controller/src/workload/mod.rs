@@ -15,7 +15,9 @@
 //!
 //! Results: `GET /workload` on the HTTP listener answers one JSON object
 //! ([`WorkloadReport`]); the same object is printed on stdout at shutdown,
-//! prefixed by `workload-report `.
+//! prefixed by `workload-report `. It carries the stage-by-stage breakdown of
+//! the commit latency that the event loop measures
+//! ([`crate::server::stages`]), which this module only holds and reports.
 
 pub mod listener;
 
@@ -34,6 +36,8 @@ use axum::{
 };
 use bytes::Bytes;
 use serde::Serialize;
+
+use crate::server::stages::{SharedStages, StageProbe, StageSummary};
 
 /// Errors of the workload settings.
 #[derive(Debug, thiserror::Error)]
@@ -105,6 +109,11 @@ pub struct WorkloadReport {
     pub p999_ms: f64,
     /// Largest latency, ms.
     pub max_ms: f64,
+    /// Where the commit latency goes, per batch, stage by stage
+    /// ([`crate::server::stages`]); empty when never led.
+    pub stages: Vec<StageSummary>,
+    /// Batches the stage probe dropped unmeasured (too many uncommitted).
+    pub stages_dropped: u64,
 }
 
 /// The workload's state: pacing, the appends waiting for commit (offset
@@ -121,6 +130,7 @@ pub struct Workload {
     pending: VecDeque<(i64, Instant)>,
     latencies_us: Vec<u64>,
     committed_bytes: u64,
+    stages: SharedStages,
 }
 
 /// The workload shared between its listener and the HTTP handler.
@@ -140,7 +150,13 @@ impl Workload {
             pending: VecDeque::new(),
             latencies_us: Vec::new(),
             committed_bytes: 0,
+            stages: Arc::new(Mutex::new(StageProbe::new())),
         }
+    }
+
+    /// The stage probe the event loop feeds (`server::run`'s `stages`).
+    pub fn stages(&self) -> SharedStages {
+        self.stages.clone()
     }
 
     /// The value of every record (zeros, as TestRaftServer's payload).
@@ -238,6 +254,13 @@ impl Workload {
             }
         };
         let committed = sorted.len() as u64;
+        let (stages, stages_dropped) = {
+            let probe = self
+                .stages
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            (probe.report(), probe.dropped())
+        };
         WorkloadReport {
             epoch: self.measured_epoch,
             target_records_per_sec: self.config.throughput,
@@ -253,6 +276,8 @@ impl Workload {
             p99_ms: percentile_ms(&sorted, 99.0),
             p999_ms: percentile_ms(&sorted, 99.9),
             max_ms: sorted.last().map_or(0.0, |&us| us as f64 / 1000.0),
+            stages,
+            stages_dropped,
         }
     }
 }

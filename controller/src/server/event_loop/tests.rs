@@ -51,6 +51,9 @@ enum Call {
 struct Recorder {
     calls: mpsc::UnboundedSender<Call>,
     propose_on_leadership: bool,
+    /// Proposes one record at every poll while leader (a workload always
+    /// behind its schedule).
+    propose_on_every_poll: bool,
 }
 
 impl Recorder {
@@ -137,6 +140,13 @@ impl Listener<FileLog> for Recorder {
     fn poll_input(&mut self, _cx: &mut Context<'_>) -> Poll<()> {
         Poll::Pending
     }
+
+    fn poll(&mut self, client: &mut RaftClient<'_, FileLog>) -> Result<(), RecorderError> {
+        if self.propose_on_every_poll && client.role() == Role::Leader {
+            client.propose(&[Bytes::from_static(b"busy record")])?;
+        }
+        Ok(())
+    }
 }
 
 /// A running driver over node 1, the only voter, on `dir`.
@@ -148,6 +158,17 @@ struct Node {
 }
 
 fn start(dir: &std::path::Path, propose_on_leadership: bool) -> Node {
+    start_with(dir, propose_on_leadership, false, None)
+}
+
+/// [`start`], with a listener that proposes at every poll and, if given,
+/// the append linger (ms).
+fn start_with(
+    dir: &std::path::Path,
+    propose_on_leadership: bool,
+    propose_on_every_poll: bool,
+    append_linger_ms: Option<u64>,
+) -> Node {
     let voters = VoterSet::new([Voter::new(
         ReplicaKey::of(1),
         Some(Endpoint::new("CONTROLLER", "127.0.0.1", 1)),
@@ -155,6 +176,9 @@ fn start(dir: &std::path::Path, propose_on_leadership: bool) -> Node {
     let mut config = RaftConfig::new(1, voters);
     config.kraft_version = 0;
     config.election_timeout_ms = 20;
+    if let Some(linger) = append_linger_ms {
+        config.append_linger_ms = linger;
+    }
     let log = FileLog::open(dir, FileLogConfig::default()).expect("open the temp log");
     let quorum_state = QuorumStateStore::new(dir);
     let stored =
@@ -181,11 +205,13 @@ fn start(dir: &std::path::Path, propose_on_leadership: bool) -> Node {
         requests: request_rx,
         readiness,
         metrics: Arc::new(RaftMetrics::new(&mut Registry::default())),
+        stages: None,
     };
     let (calls_tx, calls) = mpsc::unbounded_channel();
     let listener = Recorder {
         calls: calls_tx,
         propose_on_leadership,
+        propose_on_every_poll,
     };
     let (shutdown, shutdown_rx) = watch::channel(false);
     let task = tokio::spawn(run(engine, initial, ctx, listener, shutdown_rx));
@@ -371,4 +397,46 @@ async fn a_snapshot_in_the_log_is_loaded_before_anything_else_at_start() {
         "the snapshot is the first call: {calls:?}"
     );
     node.stop().await;
+}
+
+#[test]
+fn a_leader_that_always_has_a_flush_pending_still_answers_requests() {
+    // Issue 23: with linger 0 and records due at every turn, each flush left
+    // another flush pending, and a flush always went first: the followers'
+    // Fetch requests were never read and the quorum re-elected every 3 s.
+    // The loop then never yields, so the wait is on a thread of its own, and
+    // a runtime stuck that way is leaked rather than dropped.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    let (answered, answer) = std::sync::mpsc::channel();
+    let path = dir.path().to_owned();
+    let test = runtime.spawn(async move {
+        let mut node = start_with(&path, false, true, Some(0));
+        node.calls_until("leadership", is_leader).await;
+        let answer = node
+            .request(
+                RequestKind::DescribeCluster(DescribeClusterRequest::default()),
+                ApiKey::DescribeCluster,
+            )
+            .await;
+        let _ = answered.send(answer);
+        node.stop().await;
+    });
+    match answer.recv_timeout(Duration::from_secs(20)) {
+        Ok(answer) => assert!(
+            matches!(answer, Some(ResponseKind::DescribeCluster(_))),
+            "answered between flushes, got {answer:?}"
+        ),
+        Err(e) => {
+            std::mem::forget(runtime);
+            panic!("a request was not answered within 20 s while flushes kept coming: {e}");
+        }
+    }
+    runtime
+        .block_on(test)
+        .expect("the node stops without panicking");
 }
