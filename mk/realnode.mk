@@ -6,7 +6,7 @@
 # which dev/cluster.sh passes on to dev/real-node/node.sh. See
 # docs/local-cluster.md, "The real node".
 
-.PHONY: realnode-tools realnode-up realnode-down test-realnode test-realnode-standalone
+.PHONY: realnode-tools realnode-up realnode-down test-realnode test-realnode-standalone test-realnode-chart
 
 CLUSTER_LOCK ?= /tmp/kraftwerk-cluster.lock
 
@@ -24,3 +24,6 @@ test-realnode: images ## the real node's smoke test: node Ready on containerd, p
 
 test-realnode-standalone: images ## the real node without an API server (static pods, crictl): touches no cluster, needs no lock
 	./dev/real-node/standalone-test.sh
+
+test-realnode-chart: images ## the Helm chart and examples/kraftquorum-minimal.yaml on the real node: 3 voters Ready, crictl ps, read-only roots, under the cluster lock
+	flock $(CLUSTER_LOCK) ./dev/real-node/chart-test.sh
