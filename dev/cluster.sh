@@ -51,12 +51,26 @@ die() { printf '[cluster] error: %s\n' "$*" >&2; exit 1; }
 
 alive() { [[ -f "$run/$1.pid" ]] && kill -0 "$(cat "$run/$1.pid")" 2>/dev/null; }
 
+# detach CMD...: CMD in its own session without the descriptors above 2 it
+# would inherit, among them the cluster lock's when run under `flock
+# /tmp/kraftwerk-cluster.lock ...`: a component holding it would keep the lock
+# for as long as the cluster runs, so a cluster left up (make demo) blocked
+# every later flock, `make cluster-down` included.
+detach() {
+  local fd
+  for fd in /proc/self/fd/*; do
+    fd="${fd##*/}"
+    ((fd > 2)) && eval "exec $fd>&-" 2>/dev/null
+  done
+  exec setsid "$@"
+}
+
 # start NAME CMD...: starts a component in its own session, its output in logs/NAME.log.
 start() {
   local name="$1"
   shift
   if alive "$name"; then return 0; fi
-  setsid "$@" >>"$logs/$name.log" 2>&1 </dev/null &
+  (detach "$@") >>"$logs/$name.log" 2>&1 </dev/null &
   echo $! >"$run/$name.pid"
   log "started $name (pid $!)"
 }
@@ -330,7 +344,7 @@ status() {
   for c in etcd kube-apiserver kube-controller-manager node-agent; do
     if alive "$c"; then echo "$c: running (pid $(cat "$run/$c.pid"))"; else echo "$c: stopped"; fi
   done
-  for c in containerd kubelet kube-scheduler kube-proxy coredns local-path-provisioner; do
+  for c in containerd kubelet kube-scheduler kube-proxy coredns local-path-provisioner pod-hosts; do
     if alive "$c"; then echo "$c: running (pid $(cat "$run/$c.pid"), the real node)"; fi
   done
   ip netns list 2>/dev/null | grep "^$NETNS_PREFIX" || true

@@ -10,6 +10,8 @@
 #                           Services and StatefulSet pod names (kubernetes plugin)
 #   local-path-provisioner  the default StorageClass local-path (rancher.io/local-path):
 #                           hostPath PVs under $rn/local-path, made by helper pods
+#   pod-hosts               $cluster_dir/hosts, pod names for Java tools on the host
+#                           (dev/real-node/pod-hosts.sh; the node agent writes it in its mode)
 #
 #   dev/real-node/addons.sh up     start them (idempotent), wait until each serves
 #   dev/real-node/addons.sh down   stop them, remove the volumes (node.sh down removes
@@ -46,7 +48,7 @@ start() {
   shift
   if alive "$name"; then return 0; fi
   mkdir -p "$run" "$logs"
-  setsid "$@" >>"$logs/$name.log" 2>&1 </dev/null &
+  (detach "$@") >>"$logs/$name.log" 2>&1 </dev/null &
   echo $! >"$run/$name.pid"
   rlog "started $name (pid $!)"
 }
@@ -187,25 +189,32 @@ EOF
   wait_for local-path-provisioner 60 alive local-path-provisioner
 }
 
+# pod-hosts: the host's own view of pod names (dev/real-node/pod-hosts.sh).
+pod_hosts_up() {
+  start pod-hosts "$real_here/pod-hosts.sh"
+  wait_for pod-hosts 60 grep -q kubernetes.default "$cluster_dir/hosts"
+}
+
 up() {
   scheduler_up
   proxy_up
   coredns_up
   provisioner_up
+  pod_hosts_up
   rlog "cluster services up: kube-scheduler, kube-proxy, CoreDNS on $HOST_IP:53, StorageClass local-path"
 }
 
 down() {
   mkdir -p "$run"
   local c
-  for c in local-path-provisioner coredns kube-proxy kube-scheduler; do stop "$c"; done
+  for c in pod-hosts local-path-provisioner coredns kube-proxy kube-scheduler; do stop "$c"; done
   rm -rf "$LOCAL_PATH_DIR"
 }
 
 # status: one line per service; exit 1 when one is not running.
 status() {
   local c rc=0
-  for c in kube-scheduler kube-proxy coredns local-path-provisioner; do
+  for c in kube-scheduler kube-proxy coredns local-path-provisioner pod-hosts; do
     if alive "$c"; then echo "$c: running (pid $(cat "$run/$c.pid"))"; else echo "$c: stopped"; rc=1; fi
   done
   return "$rc"

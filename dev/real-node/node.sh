@@ -41,7 +41,7 @@ start() {
   shift
   if alive "$name"; then return 0; fi
   mkdir -p "$run" "$logs"
-  setsid "$@" >>"$logs/$name.log" 2>&1 </dev/null &
+  (detach "$@") >>"$logs/$name.log" 2>&1 </dev/null &
   echo $! >"$run/$name.pid"
   rlog "started $name (pid $!)"
 }
