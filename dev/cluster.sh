@@ -344,7 +344,7 @@ status() {
   for c in etcd kube-apiserver kube-controller-manager node-agent; do
     if alive "$c"; then echo "$c: running (pid $(cat "$run/$c.pid"))"; else echo "$c: stopped"; fi
   done
-  for c in containerd kubelet kube-scheduler kube-proxy coredns local-path-provisioner pod-hosts; do
+  for c in containerd kubelet kube-scheduler kube-proxy coredns local-path-provisioner pod-hosts pod-logs; do
     if alive "$c"; then echo "$c: running (pid $(cat "$run/$c.pid"), the real node)"; fi
   done
   ip netns list 2>/dev/null | grep "^$NETNS_PREFIX" || true

@@ -8,10 +8,12 @@
 #                           (identity system:kube-proxy)
 #   CoreDNS                 cluster DNS on $HOST_IP:53 (the kubelet's clusterDNS):
 #                           Services and StatefulSet pod names (kubernetes plugin)
-#   local-path-provisioner  the default StorageClass local-path (rancher.io/local-path):
-#                           hostPath PVs under $rn/local-path, made by helper pods
+#   local-path-provisioner  the default StorageClass local-path (rancher.io/local-path,
+#                           Immediate): hostPath PVs under $rn/local-path, made by helper pods
 #   pod-hosts               $cluster_dir/hosts, pod names for Java tools on the host
 #                           (dev/real-node/pod-hosts.sh; the node agent writes it in its mode)
+#   pod-logs                container logs copied to $cluster_dir/logs/<ns>/<pod>/<container>.log
+#                           (dev/real-node/pod-logs.sh), where the node agent writes them
 #
 #   dev/real-node/addons.sh up     start them (idempotent), wait until each serves
 #   dev/real-node/addons.sh down   stop them, remove the volumes (node.sh down removes
@@ -136,7 +138,13 @@ EOF
 
 # local-path-provisioner: its namespace, service account, ConfigMap (paths,
 # setup and teardown scripts, helper pod on our busybox image) and the
-# StorageClass, marked the default; then the provisioner itself.
+# StorageClass, marked the default; then the provisioner itself. Its
+# "sharedFileSystemPath" mode (volumes without node affinity) with Immediate
+# binding: the cluster has one node on this host's disk, and a PVC then binds
+# before any pod uses it, as with the node agent's local-dir class (the
+# cluster tests adopt.rs and one_voter.rs write to a bound PVC's hostPath
+# before a pod starts; with WaitForFirstConsumer they timed out on "PVC
+# data-q-0 bound").
 provisioner_up() {
   mkdir -p "$LOCAL_PATH_DIR"
   kubectl_ apply -f - >/dev/null <<EOF
@@ -155,7 +163,7 @@ metadata:
   name: local-path
   annotations: {storageclass.kubernetes.io/is-default-class: "true"}
 provisioner: rancher.io/local-path
-volumeBindingMode: WaitForFirstConsumer
+volumeBindingMode: Immediate
 reclaimPolicy: Delete
 ---
 apiVersion: v1
@@ -163,7 +171,7 @@ kind: ConfigMap
 metadata: {name: local-path-config, namespace: $LOCAL_PATH_NS}
 data:
   config.json: |-
-    {"nodePathMap": [{"node": "DEFAULT_PATH_FOR_NON_LISTED_NODES", "paths": ["$LOCAL_PATH_DIR"]}]}
+    {"sharedFileSystemPath": "$LOCAL_PATH_DIR"}
   setup: |-
     #!/bin/sh
     set -eu
@@ -189,10 +197,13 @@ EOF
   wait_for local-path-provisioner 60 alive local-path-provisioner
 }
 
-# pod-hosts: the host's own view of pod names (dev/real-node/pod-hosts.sh).
+# pod-hosts: the host's own view of pod names (dev/real-node/pod-hosts.sh);
+# pod-logs: container logs where the node agent writes them (dev/real-node/pod-logs.sh).
 pod_hosts_up() {
   start pod-hosts "$real_here/pod-hosts.sh"
   wait_for pod-hosts 60 grep -q kubernetes.default "$cluster_dir/hosts"
+  start pod-logs "$real_here/pod-logs.sh"
+  wait_for pod-logs 60 alive pod-logs
 }
 
 up() {
@@ -207,14 +218,14 @@ up() {
 down() {
   mkdir -p "$run"
   local c
-  for c in pod-hosts local-path-provisioner coredns kube-proxy kube-scheduler; do stop "$c"; done
+  for c in pod-logs pod-hosts local-path-provisioner coredns kube-proxy kube-scheduler; do stop "$c"; done
   rm -rf "$LOCAL_PATH_DIR"
 }
 
 # status: one line per service; exit 1 when one is not running.
 status() {
   local c rc=0
-  for c in kube-scheduler kube-proxy coredns local-path-provisioner pod-hosts; do
+  for c in kube-scheduler kube-proxy coredns local-path-provisioner pod-hosts pod-logs; do
     if alive "$c"; then echo "$c: running (pid $(cat "$run/$c.pid"))"; else echo "$c: stopped"; rc=1; fi
   done
   return "$rc"

@@ -220,6 +220,12 @@ import() {
   for f in "$oci_dir"/*.tar; do
     ctr_ -n k8s.io images import "$f" >/dev/null
   done
+  # The cluster tests roll a quorum to the next patch tag of the controller
+  # image (tests/tests/cluster/sampled.rs, an image change); the node agent
+  # runs any tag, the real node needs the tag to exist: the same image.
+  local next="${APP_VERSION%.*}.$((${APP_VERSION##*.} + 1))"
+  ctr_ -n k8s.io images tag --force "ghcr.io/kraftwerk/kraft-controller:$APP_VERSION" \
+    "ghcr.io/kraftwerk/kraft-controller:$next" >/dev/null
   rlog "imported into containerd: $(ctr_ -n k8s.io images ls -q | grep -v '^sha256:' | xargs)"
 }
 
