@@ -6,14 +6,18 @@
 #   dev/cluster.sh up       start everything (idempotent); prints `export KUBECONFIG=...`
 #   dev/cluster.sh running  exit 0 when every component runs (the tests reuse such
 #                           a cluster and leave it up; they stop only one they started)
+#   dev/cluster.sh control-plane  exit 0 when etcd, the API server and the controller manager run
 #   dev/cluster.sh down     stop everything; fails unless no process, netns, bridge
 #                           or veth is left
 #   dev/cluster.sh status   what runs
 #   dev/cluster.sh logs     print the component logs and every container log
 #
-# NODE=kubelet adds the real node (issue 24: containerd + kubelet, node
-# kraft-kubelet, dev/real-node/node.sh) beside the node agent at `up`; `down`
-# stops it whenever it runs. The node agent stays the default and stays up.
+# NODE=kubelet runs the real node (issue 24: containerd + kubelet, node
+# kraft-kubelet, with kube-scheduler, kube-proxy, CoreDNS and
+# local-path-provisioner: dev/real-node/node.sh) in place of the node agent,
+# which is then not started (it binds every pending pod to its own node, so it
+# and kube-scheduler cannot share pods); `down` stops the real node whenever it
+# runs. The node agent stays the default (NODE=agent).
 #
 # Must run as root (network namespaces, bridge, bind mounts). One cluster per
 # machine: the bridge, its addresses and the ports below are fixed.
@@ -47,12 +51,26 @@ die() { printf '[cluster] error: %s\n' "$*" >&2; exit 1; }
 
 alive() { [[ -f "$run/$1.pid" ]] && kill -0 "$(cat "$run/$1.pid")" 2>/dev/null; }
 
+# detach CMD...: CMD in its own session without the descriptors above 2 it
+# would inherit, among them the cluster lock's when run under `flock
+# /tmp/kraftwerk-cluster.lock ...`: a component holding it would keep the lock
+# for as long as the cluster runs, so a cluster left up (make demo) blocked
+# every later flock, `make cluster-down` included.
+detach() {
+  local fd
+  for fd in /proc/self/fd/*; do
+    fd="${fd##*/}"
+    ((fd > 2)) && eval "exec $fd>&-" 2>/dev/null
+  done
+  exec setsid "$@"
+}
+
 # start NAME CMD...: starts a component in its own session, its output in logs/NAME.log.
 start() {
   local name="$1"
   shift
   if alive "$name"; then return 0; fi
-  setsid "$@" >>"$logs/$name.log" 2>&1 </dev/null &
+  (detach "$@") >>"$logs/$name.log" 2>&1 </dev/null &
   echo $! >"$run/$name.pid"
   log "started $name (pid $!)"
 }
@@ -162,7 +180,16 @@ EOF
 }
 
 # --- up / down --------------------------------------------------------------------
-running() { alive etcd && alive kube-apiserver && alive kube-controller-manager && alive node-agent; }
+# The node of a running cluster: agent (the node agent) or kubelet (NODE=kubelet).
+node_mode() { cat "$run/node.mode" 2>/dev/null || echo agent; }
+control_plane() { alive etcd && alive kube-apiserver && alive kube-controller-manager; }
+running() {
+  control_plane || return 1
+  case "$(node_mode)" in
+    kubelet) alive kubelet ;;
+    *) alive node-agent ;;
+  esac
+}
 
 # same_checkout: a cluster already up runs the binaries its images.yaml names
 # (read once by the node agent at its start); reusing one started from another
@@ -179,6 +206,8 @@ up() {
   "$here/install-tools.sh"
   mkdir -p "$dir" "$run" "$logs"
   if running; then
+    [[ "$(node_mode)" == "${NODE:-agent}" ]] ||
+      die "the local cluster is already up with NODE=$(node_mode), not NODE=${NODE:-agent}; stop it first (make cluster-down)"
     same_checkout
     log "already up"
     real_node_up
@@ -232,6 +261,15 @@ up() {
     --bind-address 127.0.0.1 --profiling=false
   wait_for kube-controller-manager 180 bash -c "exec 3<>/dev/tcp/127.0.0.1/10257"
 
+  echo "${NODE:-agent}" >"$run/node.mode"
+  if [[ "${NODE:-agent}" == kubelet ]]; then
+    wait_for "default service account" 180 "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" \
+      get serviceaccount default
+    log "control plane up; the real node replaces the node agent"
+    real_node_up
+    print_env
+    return 0
+  fi
   start node-agent env RUST_LOG="${RUST_LOG:-info}" "$TARGET_DIR/kraft-node-agent" \
     --kubeconfig "$dir/node-agent.kubeconfig" --node-name "$NODE_NAME" \
     --images "$dir/images.yaml" --state-dir "$dir" --bridge "$BRIDGE" \
@@ -257,7 +295,7 @@ real_node_up() {
 
 down() {
   mkdir -p "$run"
-  if [[ -f "$run/kubelet.pid" || -f "$run/containerd.pid" ]]; then
+  if [[ -f "$run/kubelet.pid" || -f "$run/containerd.pid" || -f "$run/kube-scheduler.pid" ]]; then
     "$here/real-node/node.sh" down
   fi
   stop node-agent
@@ -265,6 +303,7 @@ down() {
   stop kube-controller-manager
   stop kube-apiserver
   stop etcd
+  rm -f "$run/node.mode"
   # State goes with the cluster; logs stay for debugging until the next `up`.
   rm -rf "$dir/etcd" "$dir/volumes" "$dir/pods" "$dir/apiserver-certs"
   left_behind
@@ -305,7 +344,7 @@ status() {
   for c in etcd kube-apiserver kube-controller-manager node-agent; do
     if alive "$c"; then echo "$c: running (pid $(cat "$run/$c.pid"))"; else echo "$c: stopped"; fi
   done
-  for c in containerd kubelet; do
+  for c in containerd kubelet kube-scheduler kube-proxy coredns local-path-provisioner pod-hosts pod-logs; do
     if alive "$c"; then echo "$c: running (pid $(cat "$run/$c.pid"), the real node)"; fi
   done
   ip netns list 2>/dev/null | grep "^$NETNS_PREFIX" || true
@@ -327,9 +366,10 @@ print_logs() {
 case "${1:-}" in
   up) up ;;
   running) running ;;
+  control-plane) control_plane ;;
   down) down ;;
   status) status ;;
   logs) print_logs ;;
   env) print_env ;;
-  *) die "usage: $0 up|running|down|status|logs|env" ;;
+  *) die "usage: $0 up|running|control-plane|down|status|logs|env" ;;
 esac

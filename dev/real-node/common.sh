@@ -14,6 +14,10 @@ repo="$(cd "$dev_dir/.." && pwd)"
 cache="${KRAFTWERK_CACHE:-$HOME/.cache/kraftwerk}"
 # shellcheck source=dev/versions.sh
 source "$dev_dir/versions.sh"
+# Cluster DNS and PersistentVolumes of the real node, host processes built with
+# `go install pkg@version` (no replaces in their modules; CoreDNS 1.15 needs Go 1.26).
+COREDNS_VERSION=v1.15.0
+LOCAL_PATH_PROVISIONER_VERSION=v0.0.30
 bin="$cache/bin"
 tools="$cache/tools"
 cluster_dir="$cache/cluster"
@@ -34,6 +38,21 @@ REAL_NODE_NAME="${KRAFTWERK_REAL_NODE_NAME:-kraft-kubelet}"
 PAUSE_IMAGE=registry.k8s.io/pause:3.10
 # Image archives (OCI layout, tar) made by dev/real-node/images.sh.
 oci_dir="$cache/images/oci"
+
+# detach CMD...: runs CMD in its own session with no inherited descriptor
+# above 2. A daemon started under `flock /tmp/kraftwerk-cluster.lock ...`
+# otherwise inherits the lock's descriptor and holds the lock for as long as
+# it runs: a cluster left up (make demo) then blocks every later flock,
+# `make cluster-down` included (seen: etcd, kube-apiserver, containerd,
+# kubelet... all holding it). Stdout and stderr are the caller's.
+detach() {
+  local fd
+  for fd in /proc/self/fd/*; do
+    fd="${fd##*/}"
+    ((fd > 2)) && eval "exec $fd>&-" 2>/dev/null
+  done
+  exec setsid "$@"
+}
 
 rlog() { printf '[real-node] %s\n' "$*" >&2; }
 rdie() { printf '[real-node] error: %s\n' "$*" >&2; exit 1; }

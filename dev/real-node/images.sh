@@ -16,8 +16,11 @@
 #       pulled here)
 #   registry.k8s.io/pause:3.10   the sandbox image: dev/real-node/pause.c, static
 #   localhost/kraftwerk/busybox:static   static busybox, for test pods
+#   docker.io/apache/kafka:<version>     Kafka's jars and dev/kafka-image's scripts on
+#       this host's OpenJDK 17 (see build_kafka)
 #
 #   dev/real-node/images.sh          build all, save, import when containerd runs
+#   dev/real-node/images.sh kafka    only the apache/kafka images (then import)
 #   dev/real-node/images.sh import   only import the saved archives
 #
 # Needs the release binaries (`cargo build --release -p kraft-controller -p
@@ -126,6 +129,85 @@ build_ours() {
   done
 }
 
+# --- Apache Kafka's image (the broker tests, `make demo`) -------------------------
+# docker.io/apache/kafka:<version> for each version of dev/kafka-image.sh's roots
+# (Kafka's own jars and our entrypoint scripts, the node agent's emulation of
+# that image), on a base with this host's OpenJDK 17 (headless: the X11, sound
+# and accessibility libraries are left out), bash and the few commands the
+# scripts use, and the libraries `ldd` lists for all of them. Like Kafka's
+# image: user appuser 1000, CMD /etc/kafka/docker/run, /opt/kafka/config and
+# /opt/kafka/logs writable by it. Cached: rebuilt only when the inputs' stamp
+# changes (a cold build takes about a minute per version).
+JAVA_HOME_HOST="$(dirname "$(dirname "$(readlink -f "$(command -v java)")")")"
+KAFKA_UID=1000
+kafka_commands=(/bin/bash /bin/cat /bin/mkdir /bin/grep /usr/bin/dirname /bin/ls /bin/rm)
+
+kafka_stamp() {
+  local v="$1"
+  {
+    sha256sum "$0" "$cache/images/apache-kafka-$v/.stamp"
+    "$JAVA_HOME_HOST/bin/java" -version 2>&1
+  } | sha256sum | cut -d' ' -f1
+}
+
+build_jre_root() {
+  local root="$1" f jdk="${JAVA_HOME_HOST#/}"
+  mkdir -p "$root/$jdk" "$root/tmp" "$root/etc" "$root/home/appuser" "$root/usr/bin"
+  (cd "$JAVA_HOME_HOST" && tar -chf - --exclude=./lib/src.zip --exclude=./jmods --exclude=./include \
+    --exclude=./man --exclude=./docs --exclude=./demo --exclude='libawt_xawt.so' --exclude='libatk-wrapper.so' \
+    --exclude='libsplashscreen.so' --exclude='libjsound.so' --exclude='libjawt.so' .) | tar -C "$root/$jdk" -xf -
+  ln -s "/$jdk/bin/java" "$root/usr/bin/java"
+  for f in "${kafka_commands[@]}"; do
+    mkdir -p "$root$(dirname "$f")"
+    cp -L "$f" "$root$f"
+  done
+  ln -s bash "$root/bin/sh"
+  for f in $( (for b in "${kafka_commands[@]}" "$JAVA_HOME_HOST/bin/java"; do libs_of "$b"; done
+    find "$root/$jdk" -name '*.so' -exec sh -c 'ldd "$1" 2>/dev/null' _ {} \; | awk '/=> \//{print $3}') | sort -u); do
+    [[ -e "$root$f" ]] && continue
+    mkdir -p "$root$(dirname "$f")"
+    cp -L "$f" "$root$f"
+  done
+  printf 'root:x:0:0:root:/root:/sbin/nologin\nappuser:x:%s:%s::/home/appuser:/sbin/nologin\n' \
+    "$KAFKA_UID" "$KAFKA_UID" >"$root/etc/passwd"
+  printf 'root:x:0:\nappuser:x:%s:\n' "$KAFKA_UID" >"$root/etc/group"
+  printf 'passwd: files\ngroup: files\nhosts: files dns\n' >"$root/etc/nsswitch.conf"
+  chmod 1777 "$root/tmp"
+  chown "$KAFKA_UID:$KAFKA_UID" "$root/home/appuser"
+}
+
+build_kafka() {
+  local v src root image stamp
+  "$dev_dir/kafka-image.sh"
+  for src in "$cache"/images/apache-kafka-*/; do
+    src="${src%/}"
+    v="${src##*/apache-kafka-}"
+    image="docker.io/apache/kafka:$v"
+    stamp="$(kafka_stamp "$v")"
+    if [[ -f "$oci_dir/apache-kafka-$v.tar" && "$(cat "$oci_dir/apache-kafka-$v.stamp" 2>/dev/null)" == "$stamp" ]]; then
+      continue
+    fi
+    root="$work/kafka-$v"
+    build_jre_root "$root"
+    cp -a "$src/etc" "$src/opt" "$src/mnt" "$root/"
+    rm -f "$root/opt/kafka/classpath" "$root/.stamp"
+    mkdir -p "$root/opt/kafka/libs"
+    tr ':' '\n' <"$src/opt/kafka/classpath" | while read -r f; do cp "$f" "$root/opt/kafka/libs/"; done
+    # kafka-run-class.sh passes the file's content to -cp; java expands the wildcard.
+    echo '/opt/kafka/libs/*' >"$root/opt/kafka/classpath"
+    chown -R "$KAFKA_UID:$KAFKA_UID" "$root/opt/kafka/config" "$root/opt/kafka/logs" "$root/mnt/shared/config"
+    tar -C "$root" --numeric-owner -cf "$work/kafka-$v.tar" .
+    rm -rf "$root"
+    from_tar "$image" "$work/kafka-$v.tar" \
+      --env "PATH=$JAVA_HOME_HOST/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin" \
+      --env "JAVA_HOME=$JAVA_HOME_HOST" --user "$KAFKA_UID:$KAFKA_UID" --workingdir /home/appuser \
+      --cmd '["/etc/kafka/docker/run"]' --port 9092
+    rm -f "$work/kafka-$v.tar"
+    save "$image" "apache-kafka-$v"
+    echo "$stamp" >"$oci_dir/apache-kafka-$v.stamp"
+  done
+}
+
 # Imports every saved archive into containerd's k8s.io namespace (where the
 # kubelet's CRI looks), when containerd runs.
 import() {
@@ -138,6 +220,12 @@ import() {
   for f in "$oci_dir"/*.tar; do
     ctr_ -n k8s.io images import "$f" >/dev/null
   done
+  # The cluster tests roll a quorum to the next patch tag of the controller
+  # image (tests/tests/cluster/sampled.rs, an image change); the node agent
+  # runs any tag, the real node needs the tag to exist: the same image.
+  local next="${APP_VERSION%.*}.$((${APP_VERSION##*.} + 1))"
+  ctr_ -n k8s.io images tag --force "ghcr.io/kraftwerk/kraft-controller:$APP_VERSION" \
+    "ghcr.io/kraftwerk/kraft-controller:$next" >/dev/null
   rlog "imported into containerd: $(ctr_ -n k8s.io images ls -q | grep -v '^sha256:' | xargs)"
 }
 
@@ -151,8 +239,10 @@ case "${1:-all}" in
     build_pause
     build_busybox
     build_ours
+    build_kafka
     import
     ;;
+  kafka) build_kafka && import ;;
   import) import ;;
-  *) rdie "usage: $0 [all|import]" ;;
+  *) rdie "usage: $0 [all|kafka|import]" ;;
 esac

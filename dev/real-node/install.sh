@@ -4,11 +4,15 @@
 #
 #   Debian packages  containerd (1.6), runc, buildah, busybox-static (the test
 #                    pod's image), gcc (the pause program)
-#   kubelet          built from k8s.io/kubernetes' Go modules, same version as the
+#   kubelet, kube-scheduler, kube-proxy
+#                    built from k8s.io/kubernetes' Go modules, same version as the
 #                    API server (dev/tools/kubernetes, KUBERNETES_VERSION)
 #   CNI plugins      bridge, host-local, loopback, portmap from
 #                    github.com/containernetworking/plugins (CNI_PLUGINS_VERSION)
 #   crictl           from sigs.k8s.io/cri-tools (CRI_TOOLS_VERSION)
+#   CoreDNS          from github.com/coredns/coredns (COREDNS_VERSION), cluster DNS
+#   local-path-provisioner  from github.com/rancher/local-path-provisioner
+#                    (LOCAL_PATH_PROVISIONER_VERSION), PersistentVolumes
 #
 # Binaries go to $KRAFTWERK_CACHE/tools/<name>-<version>/bin, symlinked from
 # $KRAFTWERK_CACHE/bin; builds go to a temp directory renamed into place.
@@ -65,19 +69,27 @@ go_install() {
   mv "$tmp" "$out"
 }
 
-# --- kubelet ----------------------------------------------------------------------
-kubelet_dir="$tools/kubelet-$KUBERNETES_VERSION/bin"
-if [[ ! -x "$kubelet_dir/kubelet" ]]; then
-  rlog "building kubelet $KUBERNETES_VERSION from Go modules (cold: about 40 minutes on 2 shared cores)"
-  tmp="$kubelet_dir.tmp.$$"
-  rm -rf "$tmp"
-  mkdir -p "$tmp"
-  (cd "$dev_dir/tools/kubernetes" && GOFLAGS=-mod=mod CGO_ENABLED=0 "$go_bin" build -trimpath \
-    -ldflags "$(kube_ldflags)" -o "$tmp/" k8s.io/kubernetes/cmd/kubelet)
-  rm -rf "$kubelet_dir"
-  mv "$tmp" "$kubelet_dir"
-fi
-ln -sfn "$kubelet_dir/kubelet" "$bin/kubelet"
+# --- kubelet, kube-scheduler, kube-proxy -------------------------------------------
+# Each from the API server's wrapper module (same version), in its own cached
+# directory: a cold kubelet build takes minutes, the other two then about a
+# minute each (the shared packages are in Go's build cache).
+kube_command() {
+  local name="$1" dir="$tools/$1-$KUBERNETES_VERSION/bin"
+  if [[ ! -x "$dir/$name" ]]; then
+    rlog "building $name $KUBERNETES_VERSION from Go modules"
+    local tmp="$dir.tmp.$$"
+    rm -rf "$tmp"
+    mkdir -p "$tmp"
+    (cd "$dev_dir/tools/kubernetes" && GOFLAGS=-mod=mod CGO_ENABLED=0 "$go_bin" build -trimpath \
+      -ldflags "$(kube_ldflags)" -o "$tmp/" "k8s.io/kubernetes/cmd/$name")
+    rm -rf "$dir"
+    mv "$tmp" "$dir"
+  fi
+  ln -sfn "$dir/$name" "$bin/$name"
+}
+kube_command kubelet
+kube_command kube-scheduler
+kube_command kube-proxy
 
 # --- CNI plugins ------------------------------------------------------------------
 if [[ ! -x "$CNI_BIN/bridge" || ! -x "$CNI_BIN/portmap" ]]; then
@@ -100,4 +112,20 @@ ln -sfn "$crictl_dir/crictl" "$bin/crictl"
 printf 'runtime-endpoint: unix://%s\nimage-endpoint: unix://%s\n' "$CONTAINERD_SOCK" "$CONTAINERD_SOCK" \
   >"$crictl_dir/crictl.yaml"
 
-rlog "real-node tools ready: kubelet, crictl in $bin; CNI plugins in $CNI_BIN"
+# --- CoreDNS, local-path-provisioner -----------------------------------------------
+# Cluster DNS and dynamic PersistentVolumes for the real node, run as host
+# processes by dev/real-node/node.sh (their modules need no replaces).
+coredns_dir="$tools/coredns-$COREDNS_VERSION/bin"
+if [[ ! -x "$coredns_dir/coredns" ]]; then
+  rlog "building CoreDNS $COREDNS_VERSION from Go modules"
+  go_install "$coredns_dir" "-s -w" "github.com/coredns/coredns@$COREDNS_VERSION"
+fi
+ln -sfn "$coredns_dir/coredns" "$bin/coredns"
+lpp_dir="$tools/local-path-provisioner-$LOCAL_PATH_PROVISIONER_VERSION/bin"
+if [[ ! -x "$lpp_dir/local-path-provisioner" ]]; then
+  rlog "building local-path-provisioner $LOCAL_PATH_PROVISIONER_VERSION from Go modules"
+  go_install "$lpp_dir" "-s -w" "github.com/rancher/local-path-provisioner@$LOCAL_PATH_PROVISIONER_VERSION"
+fi
+ln -sfn "$lpp_dir/local-path-provisioner" "$bin/local-path-provisioner"
+
+rlog "real-node tools ready: kubelet, kube-scheduler, kube-proxy, crictl, coredns, local-path-provisioner in $bin; CNI plugins in $CNI_BIN"

@@ -5,7 +5,9 @@
 # (`NODE=kubelet make cluster-up`); the node agent stays the default.
 #
 #   dev/real-node/node.sh containerd   start containerd only (idempotent)
-#   dev/real-node/node.sh up           containerd, CNI config, kubelet; waits for the Node Ready
+#   dev/real-node/node.sh up           containerd, CNI config, kubelet; waits for the Node Ready;
+#                                      then kube-scheduler, kube-proxy, CoreDNS and
+#                                      local-path-provisioner (dev/real-node/addons.sh)
 #   dev/real-node/node.sh up-standalone  the same without an API server (static pods)
 #   dev/real-node/node.sh down         stop the kubelet's pods, the kubelet and containerd
 #   dev/real-node/node.sh status       what runs
@@ -39,7 +41,7 @@ start() {
   shift
   if alive "$name"; then return 0; fi
   mkdir -p "$run" "$logs"
-  setsid "$@" >>"$logs/$name.log" 2>&1 </dev/null &
+  (detach "$@") >>"$logs/$name.log" 2>&1 </dev/null &
   echo $! >"$run/$name.pid"
   rlog "started $name (pid $!)"
 }
@@ -173,7 +175,8 @@ authentication:
   anonymous: {enabled: false}
   webhook: {enabled: true}
   x509: {clientCAFile: $pki/ca.crt}
-authorization: {mode: Webhook}"
+authorization: {mode: Webhook}
+clusterDNS: [$HOST_IP]"
   fi
   cat >"$rn/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
@@ -234,7 +237,7 @@ up_standalone() {
 
 up() {
   "$real_here/install.sh"
-  "$dev_dir/cluster.sh" running || rdie "the control plane is not up: run dev/cluster.sh up first (under the lock)"
+  "$dev_dir/cluster.sh" control-plane || rdie "the control plane is not up: run dev/cluster.sh up first (under the lock)"
   mkdir -p "$rn" "$KUBELET_ROOT" "$rn/kubelet-pki"
   write_cni_config
   start_containerd
@@ -248,6 +251,28 @@ up() {
     --hostname-override "$REAL_NODE_NAME" --node-ip "$HOST_IP" --v="${KUBELET_V:-1}"
   wait_for "node $REAL_NODE_NAME Ready" 180 kubectl_ wait --for=condition=Ready "node/$REAL_NODE_NAME" --timeout=1s
   rlog "node $REAL_NODE_NAME up: $(kubectl_ get node "$REAL_NODE_NAME" --no-headers -o wide | awk '{print $NF}')"
+  "$real_here/addons.sh" up
+}
+
+# The iptables chains the kubelet (KUBE-FIREWALL, canaries) and kube-proxy
+# (KUBE-SERVICES...) leave when they exit, in both families: the jumps to them
+# from the built-in chains first, then the chains. (`kube-proxy --cleanup`
+# does not do it here: it fails on the ipvs and nftables modes it also tries,
+# "could not find nftables binary".) Only the local cluster makes KUBE-*
+# chains on this machine (one cluster per machine, under the lock).
+iptables_cleanup() {
+  local ipt table rule chain
+  for ipt in iptables ip6tables; do
+    command -v "$ipt" >/dev/null 2>&1 || continue
+    for table in filter nat mangle; do
+      "$ipt" -w -t "$table" -S >/dev/null 2>&1 || continue
+      while read -r rule; do
+        eval "$ipt -w -t $table ${rule/#-A /-D }" || true
+      done < <("$ipt" -w -t "$table" -S | grep -E '^-A [A-Z]+ .*-j KUBE-' || true)
+      for chain in $("$ipt" -w -t "$table" -S | awk '/^-N KUBE-/{print $2}'); do "$ipt" -w -t "$table" -F "$chain"; done
+      for chain in $("$ipt" -w -t "$table" -S | awk '/^-N KUBE-/{print $2}'); do "$ipt" -w -t "$table" -X "$chain"; done
+    done
+  done
 }
 
 # down: the kubelet does not stop its pods when it exits, so they are removed
@@ -256,6 +281,7 @@ up() {
 # Node object go. containerd's image store stays (the cache).
 down() {
   mkdir -p "$run"
+  "$real_here/addons.sh" down
   stop kubelet
   restore_tunables
   if ctr_ version >/dev/null 2>&1; then
@@ -266,6 +292,7 @@ down() {
     done
   fi
   stop containerd
+  iptables_cleanup
   local m
   # The kubelet bind-mounts its root dir onto itself (rshared), then pods'
   # volumes below it: deepest first.
@@ -292,6 +319,7 @@ status() {
   for c in containerd kubelet; do
     if alive "$c"; then echo "$c: running (pid $(cat "$run/$c.pid"))"; else echo "$c: stopped"; fi
   done
+  "$real_here/addons.sh" status || true
 }
 
 case "${1:-}" in

@@ -11,6 +11,12 @@
 #   4. securityContext is enforced: with readOnlyRootFilesystem a write to /
 #      fails ("Read-only file system"), and runAsNonRoot refuses an image whose
 #      user is root (CreateContainerConfigError)
+#   5. kube-scheduler binds a pod that names no node to kraft-kubelet
+#   6. the kubernetes Service's ClusterIP 10.96.0.1:443 answers from a pod
+#      (kube-proxy's iptables rules)
+#   7. a StatefulSet's PVC is provisioned and bound (local-path-provisioner),
+#      its pod writes to it as uid 65532, and CoreDNS resolves both
+#      kubernetes.default and the StatefulSet pod's own name
 #
 # then removes its namespace and stops the real node. Run it under the cluster
 # lock: `flock /tmp/kraftwerk-cluster.lock dev/real-node/smoke-test.sh`
@@ -57,7 +63,7 @@ if ! "$dev_dir/cluster.sh" running; then
   started_cluster=1
 fi
 trap cleanup EXIT
-"$dev_dir/cluster.sh" up >/dev/null
+NODE=kubelet "$dev_dir/cluster.sh" up >/dev/null
 "$real_here/node.sh" up
 
 node="$REAL_NODE_NAME"
@@ -117,6 +123,76 @@ check "as uid 65532, with \"Read-only file system\"" bash -c "grep -q 'uid=65532
 pod rootimage localhost/kraftwerk/busybox:static Never '{runAsNonRoot: true}' '["true"]'
 check "runAsNonRoot refuses an image whose user is root" \
   poll "pod rootimage CreateContainerConfigError" 120 waiting_reason rootimage CreateContainerConfigError
+
+# A pod that names no node: kube-scheduler places it; it reaches the API
+# server through the kubernetes Service's ClusterIP (plain HTTP to the TLS
+# port, so the answer is the server's "400 Bad Request").
+unscheduled() {
+  kubectl_ -n "$NS" apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Pod
+metadata: {name: $1}
+spec:
+  restartPolicy: Never
+  automountServiceAccountToken: false
+  containers:
+    - {name: main, image: localhost/kraftwerk/busybox:static, imagePullPolicy: Never, args: $2}
+EOF
+}
+# (busybox's nc: its static wget crashes in an image without glibc's NSS
+# libraries, "Segmentation fault".)
+unscheduled clusterip '["sh", "-c", "printf \"GET / HTTP/1.0\\r\\n\\r\\n\" | nc 10.96.0.1 443 | tee /dev/stderr | grep -q \"400 Bad Request\""]'
+check "kube-scheduler binds a pod without nodeName (pod clusterip Succeeded)" \
+  poll "pod clusterip Succeeded" 120 phase clusterip Succeeded
+check "on $node" [ "$(kubectl_ -n "$NS" get pod clusterip -o jsonpath='{.spec.nodeName}')" == "$node" ]
+rlog "pod clusterip said: $(crictl_logs "$(crictl_ ps -a -q --label io.kubernetes.pod.name=clusterip | head -n1)")"
+
+# A StatefulSet with a headless Service and a volume claim (the default
+# StorageClass local-path), its pod restricted as the KraftQuorum's are.
+kubectl_ -n "$NS" apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Service
+metadata: {name: web}
+spec: {clusterIP: None, selector: {app: web}, ports: [{port: 80}]}
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata: {name: web}
+spec:
+  serviceName: web
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      automountServiceAccountToken: false
+      securityContext: {runAsUser: 65532, runAsNonRoot: true, fsGroup: 65532}
+      containers:
+        - name: main
+          image: localhost/kraftwerk/busybox:static
+          imagePullPolicy: Never
+          args: ["sh", "-c", "echo written > /data/probe && cat /data/probe && sleep 3600"]
+          volumeMounts: [{name: data, mountPath: /data}]
+  volumeClaimTemplates:
+    - metadata: {name: data}
+      spec: {accessModes: [ReadWriteOnce], resources: {requests: {storage: 16Mi}}}
+EOF
+check "StatefulSet pod web-0 Running" poll "pod web-0 Running" 180 phase web-0 Running
+pvc_bound() { [[ "$(kubectl_ -n "$NS" get pvc data-web-0 -o jsonpath='{.status.phase}')" == Bound ]]; }
+check "its PVC data-web-0 Bound" pvc_bound
+pv="$(kubectl_ -n "$NS" get pvc data-web-0 -o jsonpath='{.spec.volumeName}')"
+provisioned_by="$(kubectl_ get pv "$pv" -o jsonpath='{.metadata.annotations.pv\.kubernetes\.io/provisioned-by}' 2>/dev/null || true)"
+check "by local-path-provisioner (PV $pv, provisioned-by $provisioned_by)" [ "$provisioned_by" == rancher.io/local-path ]
+wrote() { crictl_logs "$(crictl_ ps -a -q --label io.kubernetes.pod.name=web-0 | head -n1)" | grep -q written; }
+check "web-0 wrote to its volume as uid 65532" poll "web-0 wrote its volume" 60 wrote
+web_ip="$(kubectl_ -n "$NS" get pod web-0 -o jsonpath='{.status.podIP}')"
+fqdn="web-0.web.$NS.svc.cluster.local"
+unscheduled dns "[\"sh\", \"-c\", \"busybox nslookup kubernetes.default.svc.cluster.local && busybox nslookup $fqdn | tee /dev/stderr | grep -q 'Address: $web_ip'\"]"
+check "CoreDNS resolves kubernetes.default and $fqdn to $web_ip (pod dns Succeeded)" \
+  poll "pod dns Succeeded" 120 phase dns Succeeded
+rlog "pod dns said: $(crictl_logs "$(crictl_ ps -a -q --label io.kubernetes.pod.name=dns | head -n1)")"
+
+check "kube-scheduler, kube-proxy, CoreDNS and local-path-provisioner still run" "$real_here/addons.sh" status
 
 ((failed == 0)) || exit 1
 rlog "real node smoke test passed"

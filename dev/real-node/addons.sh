@@ -1,0 +1,239 @@
+#!/usr/bin/env bash
+# The cluster services the real node needs in place of the node agent's own
+# (issue 24), each a host process built from Go modules by
+# dev/real-node/install.sh, with its pid and log beside the cluster's:
+#
+#   kube-scheduler          binds pods to kraft-kubelet (identity system:kube-scheduler)
+#   kube-proxy (iptables)   Service ClusterIPs, among them kubernetes 10.96.0.1:443
+#                           (identity system:kube-proxy)
+#   CoreDNS                 cluster DNS on $HOST_IP:53 (the kubelet's clusterDNS):
+#                           Services and StatefulSet pod names (kubernetes plugin)
+#   local-path-provisioner  the default StorageClass local-path (rancher.io/local-path,
+#                           Immediate): hostPath PVs under $rn/local-path, made by helper pods
+#   pod-hosts               $cluster_dir/hosts, pod names for Java tools on the host
+#                           (dev/real-node/pod-hosts.sh; the node agent writes it in its mode)
+#   pod-logs                container logs copied to $cluster_dir/logs/<ns>/<pod>/<container>.log
+#                           (dev/real-node/pod-logs.sh), where the node agent writes them
+#
+#   dev/real-node/addons.sh up     start them (idempotent), wait until each serves
+#   dev/real-node/addons.sh down   stop them, remove the volumes (node.sh down removes
+#                                  kube-proxy's and the kubelet's iptables chains)
+#
+# Called by dev/real-node/node.sh up/down in cluster mode; run under the
+# cluster lock like it. CoreDNS and the provisioner use the admin kubeconfig
+# (as the node agent does): they are dev tools on this host, not pods.
+set -euo pipefail
+
+# shellcheck source=dev/real-node/common.sh
+source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/common.sh"
+# shellcheck source=dev/poll.sh
+source "$dev_dir/poll.sh"
+# shellcheck source=dev/kube-pki.sh
+source "$dev_dir/kube-pki.sh"
+
+[[ $(id -u) -eq 0 ]] || rdie "must run as root (iptables, port 53)"
+
+HOST_IP=10.244.0.1
+# shellcheck disable=SC2034  # read by write_kubeconfig (dev/kube-pki.sh)
+API_PORT=6443
+CLUSTER_CIDR=10.244.0.0/16
+LOCAL_PATH_DIR="$rn/local-path"
+LOCAL_PATH_NS=local-path-storage
+BUSYBOX_IMAGE=localhost/kraftwerk/busybox:static
+admin_kubeconfig="$cluster_dir/admin.kubeconfig"
+kubectl_() { "$bin/kubectl" --kubeconfig "$admin_kubeconfig" "$@"; }
+
+alive() { [[ -f "$run/$1.pid" ]] && kill -0 "$(cat "$run/$1.pid")" 2>/dev/null; }
+
+start() {
+  local name="$1"
+  shift
+  if alive "$name"; then return 0; fi
+  mkdir -p "$run" "$logs"
+  (detach "$@") >>"$logs/$name.log" 2>&1 </dev/null &
+  echo $! >"$run/$name.pid"
+  rlog "started $name (pid $!)"
+}
+
+stop() {
+  local name="$1" pid
+  [[ -f "$run/$name.pid" ]] || return 0
+  pid="$(cat "$run/$name.pid")"
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+    rlog "stopped $name (pid $pid)"
+  fi
+  rm -f "$run/$name.pid"
+}
+
+wait_for() {
+  local name="$1"
+  shift
+  poll "$name" "$@" && return 0
+  tail -n 40 "$logs/$name.log" >&2 2>/dev/null || true
+  exit 1
+}
+
+# kube-scheduler: the default scheduler (schedulerName default-scheduler),
+# with the built-in system:kube-scheduler role.
+scheduler_up() {
+  cert kube-scheduler system:kube-scheduler ""
+  write_kubeconfig "$rn/kube-scheduler.kubeconfig" system:kube-scheduler kube-scheduler
+  start kube-scheduler "$bin/kube-scheduler" --kubeconfig "$rn/kube-scheduler.kubeconfig" \
+    --authentication-kubeconfig "$rn/kube-scheduler.kubeconfig" \
+    --authorization-kubeconfig "$rn/kube-scheduler.kubeconfig" \
+    --leader-elect=false --bind-address 127.0.0.1 --profiling=false
+  wait_for kube-scheduler 120 curl -fsSk https://127.0.0.1:10259/healthz
+}
+
+# kube-proxy in iptables mode (this host's iptables is 1.8.9, nf_tables
+# backend). Conntrack limits and timeouts are left as the shared machine has
+# them (0 = leave as is), and no route_localnet (localhostNodePorts false).
+proxy_up() {
+  # A running kube-proxy exits when its configuration file changes.
+  alive kube-proxy && return 0
+  cert kube-proxy system:kube-proxy ""
+  write_kubeconfig "$rn/kube-proxy.kubeconfig" system:kube-proxy kube-proxy
+  cat >"$rn/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection: {kubeconfig: $rn/kube-proxy.kubeconfig}
+hostnameOverride: $REAL_NODE_NAME
+mode: iptables
+clusterCIDR: $CLUSTER_CIDR
+healthzBindAddress: 127.0.0.1:10256
+metricsBindAddress: 127.0.0.1:10249
+conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
+iptables: {localhostNodePorts: false}
+EOF
+  start kube-proxy "$bin/kube-proxy" --config "$rn/kube-proxy.yaml"
+  wait_for kube-proxy 120 bash -c "iptables -w -t nat -S KUBE-SERVICES 2>/dev/null | grep -q 'default/kubernetes:https'"
+}
+
+# CoreDNS on the host at $HOST_IP:53 (the node agent's bridge address, which
+# the real node's pods reach through their gateway). Names it does not own go
+# to this host's resolver.
+coredns_up() {
+  alive coredns && return 0
+  cat >"$rn/Corefile" <<EOF
+.:53 {
+    bind $HOST_IP
+    errors
+    health 127.0.0.1:18080
+    ready 127.0.0.1:18181
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        kubeconfig $admin_kubeconfig kraftwerk
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }
+    forward . /etc/resolv.conf
+    cache 5
+}
+EOF
+  start coredns "$bin/coredns" -conf "$rn/Corefile"
+  wait_for coredns 120 curl -fsS http://127.0.0.1:18181/ready
+}
+
+# local-path-provisioner: its namespace, service account, ConfigMap (paths,
+# setup and teardown scripts, helper pod on our busybox image) and the
+# StorageClass, marked the default; then the provisioner itself. Its
+# "sharedFileSystemPath" mode (volumes without node affinity) with Immediate
+# binding: the cluster has one node on this host's disk, and a PVC then binds
+# before any pod uses it, as with the node agent's local-dir class (the
+# cluster tests adopt.rs and one_voter.rs write to a bound PVC's hostPath
+# before a pod starts; with WaitForFirstConsumer they timed out on "PVC
+# data-q-0 bound").
+provisioner_up() {
+  mkdir -p "$LOCAL_PATH_DIR"
+  kubectl_ apply -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Namespace
+metadata: {name: $LOCAL_PATH_NS}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: local-path-provisioner-service-account, namespace: $LOCAL_PATH_NS}
+automountServiceAccountToken: false
+---
+apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata:
+  name: local-path
+  annotations: {storageclass.kubernetes.io/is-default-class: "true"}
+provisioner: rancher.io/local-path
+volumeBindingMode: Immediate
+reclaimPolicy: Delete
+---
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: local-path-config, namespace: $LOCAL_PATH_NS}
+data:
+  config.json: |-
+    {"sharedFileSystemPath": "$LOCAL_PATH_DIR"}
+  setup: |-
+    #!/bin/sh
+    set -eu
+    mkdir -m 0777 -p "\$VOL_DIR"
+  teardown: |-
+    #!/bin/sh
+    set -eu
+    rm -rf "\$VOL_DIR"
+  helperPod.yaml: |-
+    apiVersion: v1
+    kind: Pod
+    metadata: {name: helper-pod}
+    spec:
+      automountServiceAccountToken: false
+      containers:
+      - name: helper-pod
+        image: $BUSYBOX_IMAGE
+        imagePullPolicy: Never
+EOF
+  start local-path-provisioner "$bin/local-path-provisioner" start \
+    --kubeconfig "$admin_kubeconfig" --namespace "$LOCAL_PATH_NS" \
+    --helper-image "$BUSYBOX_IMAGE" --configmap-name local-path-config
+  wait_for local-path-provisioner 60 alive local-path-provisioner
+}
+
+# pod-hosts: the host's own view of pod names (dev/real-node/pod-hosts.sh);
+# pod-logs: container logs where the node agent writes them (dev/real-node/pod-logs.sh).
+pod_hosts_up() {
+  start pod-hosts "$real_here/pod-hosts.sh"
+  wait_for pod-hosts 60 grep -q kubernetes.default "$cluster_dir/hosts"
+  start pod-logs "$real_here/pod-logs.sh"
+  wait_for pod-logs 60 alive pod-logs
+}
+
+up() {
+  scheduler_up
+  proxy_up
+  coredns_up
+  provisioner_up
+  pod_hosts_up
+  rlog "cluster services up: kube-scheduler, kube-proxy, CoreDNS on $HOST_IP:53, StorageClass local-path"
+}
+
+down() {
+  mkdir -p "$run"
+  local c
+  for c in pod-logs pod-hosts local-path-provisioner coredns kube-proxy kube-scheduler; do stop "$c"; done
+  rm -rf "$LOCAL_PATH_DIR"
+}
+
+# status: one line per service; exit 1 when one is not running.
+status() {
+  local c rc=0
+  for c in kube-scheduler kube-proxy coredns local-path-provisioner pod-hosts pod-logs; do
+    if alive "$c"; then echo "$c: running (pid $(cat "$run/$c.pid"))"; else echo "$c: stopped"; rc=1; fi
+  done
+  return "$rc"
+}
+
+case "${1:-}" in
+  up) up ;;
+  down) down ;;
+  status) status ;;
+  *) rdie "usage: $0 up|down|status" ;;
+esac
