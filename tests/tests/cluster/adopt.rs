@@ -15,7 +15,7 @@ use std::{
 
 use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
 use kraft_e2e::{Must, TestNamespace, quorum, wait};
-use kraft_operator::crd::AdoptionPhase;
+use kraft_operator::{build::statefulset::CONTROLLER_UID, crd::AdoptionPhase};
 
 use super::{one_voter::kraft_controller, *};
 
@@ -209,7 +209,26 @@ async fn run_static_quorum(volumes: &[PathBuf]) -> (i64, Vec<String>) {
         .must(&what);
     }
     drop(children);
+    // The files were written by this process (root); the pods run as the
+    // controller's user. On a volume with ownership management the kubelet
+    // hands them to the pod's fsGroup; the real node's local-path volumes
+    // (hostPath) have none, so the test does what docs/operations.md tells an
+    // adopting user to do there.
+    for volume in volumes {
+        chown_tree(volume, CONTROLLER_UID as u32);
+    }
     (committed, dirs)
+}
+
+/// `chown -R uid:uid path`: every file and directory under `path`.
+fn chown_tree(path: &Path, uid: u32) {
+    std::os::unix::fs::chown(path, Some(uid), Some(uid))
+        .unwrap_or_else(|e| panic!("chown {}: {e}", path.display()));
+    if path.is_dir() {
+        for entry in std::fs::read_dir(path).unwrap_or_else(|e| panic!("{}: {e}", path.display())) {
+            chown_tree(&entry.expect("a directory entry").path(), uid);
+        }
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
