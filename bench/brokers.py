@@ -22,13 +22,12 @@ import re
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 sys.dont_write_bytecode = True  # importing common.py leaves no __pycache__ in the tree
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import log, proc_cpu_s, proc_rss_mib, wait_for  # noqa: E402
+from common import RssSampler, log, proc_cpu_s, wait_for  # noqa: E402
 from controllers import CLUSTER_ID, Controllers  # noqa: E402
 
 # A broker's registration and fencing records as `kraft-controller dump-log`
@@ -99,24 +98,12 @@ def run(kind: str, args, work: Path) -> dict:
         leader_id = wait_for("a controller leader", leader, 120, 0.5)
         started = time.monotonic() - t0
         pid = system.procs[leader_id].pid
-        peak = [proc_rss_mib(pid)]
-        done = threading.Event()
-
-        def sample():
-            while not done.wait(0.25):
-                peak.append(proc_rss_mib(pid))
-
-        sampler = threading.Thread(target=sample)
-        sampler.start()
         log(f"{kind}: {args.brokers} brokers heartbeating for {args.duration} s to leader {leader_id}")
         cpu0, w0 = proc_cpu_s(pid), time.monotonic()
-        try:
+        with RssSampler(pid) as rss:
             r = subprocess.run([args.load, "--bootstrap-controller", system.bootstrap, "--cluster-id", CLUSTER_ID,
                                 "--brokers", str(args.brokers), "--duration-s", str(args.duration)],
                                capture_output=True, text=True, timeout=args.duration + 300)
-        finally:
-            done.set()
-            sampler.join()
         cpu1, w1 = proc_cpu_s(pid), time.monotonic()
         (work / "load.stderr").write_text(r.stderr)
         if r.returncode != 0 or not r.stdout.strip():
@@ -131,7 +118,7 @@ def run(kind: str, args, work: Path) -> dict:
     ids = set(range(100, 100 + args.brokers))
     on_disk = unfenced_brokers(dump.stdout.splitlines()) & ids
     figures.update(system=kind, start_to_leader_s=started, leader=leader_id, leader_cpu_s=cpu1 - cpu0,
-                   leader_cpu_pct=cpu_share(cpu1 - cpu0, w1 - w0), rss_peak_mib=max(x for x in peak if x == x),
+                   leader_cpu_pct=cpu_share(cpu1 - cpu0, w1 - w0), rss_peak_mib=rss.peak,
                    unfenced_on_disk=len(on_disk), first_errors=error_lines[:20])
     return figures
 

@@ -12,6 +12,7 @@ import os
 import re
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -34,6 +35,37 @@ def proc_rss_mib(pid: int) -> float:
     except OSError:
         pass
     return float("nan")
+
+
+class RssSampler:
+    """Samples `pid`'s `VmRSS` every 0.25 s on a thread while in a `with`
+    block; `peak` is the highest sample in MiB (the first is taken at entry)."""
+
+    def __init__(self, pid: int):
+        self.pid, self.samples = pid, [proc_rss_mib(pid)]
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._done.wait(0.25):
+            self.samples.append(proc_rss_mib(self.pid))
+
+    def __enter__(self) -> "RssSampler":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._done.set()
+        self._thread.join()
+
+    @property
+    def first(self) -> float:
+        return self.samples[0]
+
+    @property
+    def peak(self) -> float:
+        """The highest sample, NaN samples (the process gone) left out."""
+        return max((x for x in self.samples if x == x), default=float("nan"))
 
 
 def proc_cpu_s(pid: int) -> float:

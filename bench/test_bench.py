@@ -8,6 +8,7 @@ Nothing here is timed or runs a system. Standard library only.
 
 from __future__ import annotations
 
+import os
 import sys
 import unittest
 from pathlib import Path
@@ -15,6 +16,7 @@ from pathlib import Path
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench  # noqa: E402
+import common  # noqa: E402
 from publish import PublishError, replace_block  # noqa: E402
 from report import comparability, text  # noqa: E402
 from runs import saturation_search, sustained  # noqa: E402
@@ -131,6 +133,15 @@ class StageTable(unittest.TestCase):
         results = {**self.RESULTS, "rows": [{**self.RESULTS["rows"][0], "systems": {
             "kraft-controller": {**self.RESULTS["rows"][0]["systems"]["kraft-controller"], "stages": []}}}]}
         self.assertNotIn("Where the commit latency goes", text(results))
+
+
+class Rss(unittest.TestCase):
+    def test_the_rss_peak_leaves_out_the_samples_of_a_process_gone(self):
+        sampler = common.RssSampler(os.getpid())
+        sampler.samples = [float("nan"), 5.0, 3.0, float("nan")]
+        self.assertEqual(sampler.peak, 5.0)
+        sampler.samples = [float("nan")]
+        self.assertNotEqual(sampler.peak, sampler.peak)  # NaN: no sample at all
 
 
 class Publish(unittest.TestCase):

@@ -18,13 +18,12 @@ import os
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
 sys.dont_write_bytecode = True  # importing common.py leaves no __pycache__ in the tree
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import log, proc_rss_mib, wait_for  # noqa: E402
+from common import RssSampler, log, proc_rss_mib, wait_for  # noqa: E402
 
 from controllers import CLUSTER_ID, ROOT, RUN_CLASS, Controllers, kafka_env  # noqa: E402
 
@@ -64,8 +63,10 @@ class System(Controllers):
         wait_for("the broker to be RUNNING", running, 180, 0.25)
 
     def stop(self) -> None:
-        self.broker.kill()
-        self.broker.wait()
+        broker = getattr(self, "broker", None)  # absent when start() failed before it
+        if broker is not None:
+            broker.kill()
+            broker.wait()
         super().stop()
 
 
@@ -77,29 +78,18 @@ def run(kind: str, args, work: Path) -> dict:
         started = time.monotonic() - t0
         leader = wait_for("a controller leader", system.leader, 60, 0.5)
         pid = system.procs[leader].pid
-        idle = proc_rss_mib(pid)
-        peak = [idle]
-        done = threading.Event()
-
-        def sample():
-            while not done.wait(0.25):
-                peak.append(proc_rss_mib(pid))
-
-        sampler = threading.Thread(target=sample)
-        sampler.start()
         cp = (Path(os.environ.get("KRAFTWERK_CACHE", Path.home() / ".cache/kraftwerk"))
               / f"kafka-{args.kafka_version}.classpath").read_text().strip()
         log(f"{kind}: {args.topics} topics x {args.partitions} partitions through broker {BROKER_ID}")
-        r = subprocess.run(["java", "-Xmx512m", "-cp", cp, str(ROOT / "bench/TopicsBench.java"),
-                            f"127.0.0.1:{system.bport}", str(args.topics), str(args.partitions), "1",
-                            str(args.batch)], capture_output=True, text=True, timeout=1800)
-        done.set()
-        sampler.join()
+        with RssSampler(pid) as rss:
+            r = subprocess.run(["java", "-Xmx512m", "-cp", cp, str(ROOT / "bench/TopicsBench.java"),
+                                f"127.0.0.1:{system.bport}", str(args.topics), str(args.partitions), "1",
+                                str(args.batch)], capture_output=True, text=True, timeout=1800)
         if r.returncode != 0:
             raise RuntimeError(f"TopicsBench failed on {kind}:\n{r.stderr[-3000:]}")
         figures = json.loads(r.stdout.strip().splitlines()[-1])
-        figures.update(system=kind, start_s=started, leader=leader, rss_idle_mib=idle,
-                       rss_peak_mib=max(x for x in peak if x == x), rss_end_mib=proc_rss_mib(pid))
+        figures.update(system=kind, start_s=started, leader=leader, rss_idle_mib=rss.first,
+                       rss_peak_mib=rss.peak, rss_end_mib=proc_rss_mib(pid))
         return figures
     finally:
         system.stop()

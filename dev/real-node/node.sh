@@ -251,7 +251,13 @@ up() {
     --hostname-override "$REAL_NODE_NAME" --node-ip "$HOST_IP" --v="${KUBELET_V:-1}"
   wait_for "node $REAL_NODE_NAME Ready" 180 kubectl_ wait --for=condition=Ready "node/$REAL_NODE_NAME" --timeout=1s
   rlog "node $REAL_NODE_NAME up: $(kubectl_ get node "$REAL_NODE_NAME" --no-headers -o wide | awk '{print $NF}')"
-  "$real_here/addons.sh" up
+  if [[ "$(cat "$run/node.mode" 2>/dev/null)" == agent ]]; then
+    # Beside the node agent, which binds every pending pod itself: a
+    # kube-scheduler would race it (docs/local-cluster.md, "Scheduling").
+    rlog "beside the node agent: no kube-scheduler, kube-proxy, CoreDNS or provisioner; pods reach $REAL_NODE_NAME by spec.nodeName"
+  else
+    "$real_here/addons.sh" up
+  fi
 }
 
 # The iptables chains the kubelet (KUBE-FIREWALL, canaries) and kube-proxy

@@ -465,6 +465,10 @@ impl Loop {
             if let Some(stages) = &self.ctx.stages {
                 lock(stages).restart();
             }
+        } else if let Some(stages) = &self.ctx.stages {
+            // This node's uncommitted batches may be truncated; another
+            // leader's high watermark must not measure them.
+            lock(stages).leadership_ended();
         }
         self.fetch_replicas.clear();
         // Proposals of an older epoch will never commit as such.
@@ -500,6 +504,10 @@ impl Loop {
         } else {
             r.replica_id.0
         };
+        // Observers fetch too, but count toward no majority.
+        if !engine.voters().contains_id(replica_id) {
+            return;
+        }
         let Some(p) = r.topics.first().and_then(|t| t.partitions.first()) else {
             return;
         };

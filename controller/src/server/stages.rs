@@ -23,8 +23,11 @@
 //!
 //! It owns the per-batch timestamps and one fixed histogram per stage (10 µs
 //! buckets up to 100 ms, constant memory); the cost on the event loop is one
-//! `Instant` per batch and per event, no allocation per record or batch
-//! (the queue of pending batches reuses its space). It must not influence
+//! `Instant` per batch and per event, plus a walk over the batches still
+//! waiting for their commit (a few while the quorum commits, at most
+//! `MAX_PENDING` when it cannot), and no allocation per record or batch
+//! (the queue of pending batches reuses its space). Only voters' Fetch
+//! requests are followed (an observer counts toward no majority). It must not influence
 //! what the loop does, and it knows nothing about Raft beyond offsets: the
 //! loop feeds it (`server::event_loop`), `GET /workload` reads it.
 
@@ -196,6 +199,16 @@ impl StageProbe {
         self.dropped = 0;
     }
 
+    /// This node is no longer the leader: its batches not yet committed are
+    /// forgotten unmeasured (they may be truncated, and a later leader's
+    /// high watermark says nothing about when they were written); the
+    /// distributions so far stay readable.
+    pub fn leadership_ended(&mut self) {
+        self.pending.clear();
+        self.unflushed.clear();
+        self.followers.clear();
+    }
+
     /// This node appended a batch ending at `last_offset` as leader at `at`.
     pub fn appended(&mut self, last_offset: i64, at: Instant) {
         if self.pending.len() >= MAX_PENDING {
@@ -322,13 +335,14 @@ impl StageProbe {
         if let Some(majority_at) = held[voters / 2] {
             h[HW_WAIT].record(micros(majority_at, committed));
         }
-        if !marks.is_empty()
-            && let Some(last) = marks
-                .iter()
-                .map(|m| m.acked)
-                .collect::<Option<Vec<_>>>()
-                .and_then(|a| a.into_iter().max())
-        {
+        // Every follower acked before the commit: the latest of them.
+        let last = marks
+            .iter()
+            .try_fold(None, |latest: Option<Instant>, m| {
+                m.acked.map(|a| latest.max(Some(a)))
+            })
+            .flatten();
+        if let Some(last) = last {
             h[ACK_LAST].record(since_append(last));
         }
         h[COMMIT].record(since_append(committed));
@@ -449,5 +463,20 @@ mod tests {
         assert_eq!(c.p999_ms, 9.99);
         p.restart();
         assert_eq!(stage(&p.report(), "commit").count, 0);
+    }
+
+    #[test]
+    fn batches_left_when_leadership_ends_are_not_measured_by_a_later_high_watermark() {
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let mut p = StageProbe::new();
+        p.appended(4, t0);
+        p.committed(5, ms(1));
+        p.appended(9, ms(2)); // never committed in this epoch
+        p.leadership_ended();
+        p.committed(10, ms(500)); // the next leader's high watermark
+        let r = p.report();
+        let commit = stage(&r, "commit");
+        assert_eq!((commit.count, commit.max_ms), (1, 1.0));
     }
 }

@@ -51,11 +51,12 @@ struct Args {
     /// The cluster id the quorum was formatted with.
     #[arg(long)]
     cluster_id: String,
-    /// How many brokers to simulate.
-    #[arg(long, default_value_t = 100)]
+    /// How many brokers to simulate (at least 1).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(i32).range(1..))]
     brokers: i32,
-    /// Id of the first simulated broker; the others follow it.
-    #[arg(long, default_value_t = 100)]
+    /// Id of the first simulated broker (0 or more); the others follow it,
+    /// and the last must fit in an int32.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(i32).range(0..))]
     first_broker_id: i32,
     /// How long to heartbeat, seconds, counted from the start.
     #[arg(long, default_value_t = 60)]
@@ -398,6 +399,13 @@ async fn poll_offsets(shared: Arc<Shared>) {
 
 fn main() -> ExitCode {
     let args = Args::parse();
+    if args.first_broker_id.checked_add(args.brokers - 1).is_none() {
+        eprintln!(
+            "--first-broker-id {} with --brokers {}: the last broker id is past 2147483647",
+            args.first_broker_id, args.brokers
+        );
+        return ExitCode::FAILURE;
+    }
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -434,7 +442,8 @@ async fn run(args: Args) -> Result<serde_json::Value, LoadError> {
         deadline,
     });
     let poller = tokio::spawn(poll_offsets(shared.clone()));
-    let tasks: Vec<_> = (first..first + brokers)
+    // main checked that the last id fits in an int32.
+    let tasks: Vec<_> = (first..=first + (brokers - 1))
         .map(|id| tokio::spawn(run_broker(shared.clone(), id)))
         .collect();
     let mut total = Outcome::default();
