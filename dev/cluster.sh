@@ -49,45 +49,9 @@ die() { printf '[cluster] error: %s\n' "$*" >&2; exit 1; }
 
 [[ $(id -u) -eq 0 ]] || die "must run as root (network namespaces, bridge, bind mounts)"
 
-alive() { [[ -f "$run/$1.pid" ]] && kill -0 "$(cat "$run/$1.pid")" 2>/dev/null; }
-
-# detach CMD...: CMD in its own session without the descriptors above 2 it
-# would inherit, among them the cluster lock's when run under `flock
-# /tmp/kraftwerk-cluster.lock ...`: a component holding it would keep the lock
-# for as long as the cluster runs, so a cluster left up (make demo) blocked
-# every later flock, `make cluster-down` included.
-detach() {
-  local fd
-  for fd in /proc/self/fd/*; do
-    fd="${fd##*/}"
-    ((fd > 2)) && eval "exec $fd>&-" 2>/dev/null
-  done
-  exec setsid "$@"
-}
-
-# start NAME CMD...: starts a component in its own session, its output in logs/NAME.log.
-start() {
-  local name="$1"
-  shift
-  if alive "$name"; then return 0; fi
-  (detach "$@") >>"$logs/$name.log" 2>&1 </dev/null &
-  echo $! >"$run/$name.pid"
-  log "started $name (pid $!)"
-}
-
-# stop NAME: SIGTERM, then SIGKILL after 10 s; only the process we recorded.
-stop() {
-  local name="$1" pid
-  [[ -f "$run/$name.pid" ]] || return 0
-  pid="$(cat "$run/$name.pid")"
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    log "stopped $name (pid $pid)"
-  fi
-  rm -f "$run/$name.pid"
-}
+# alive, detach, start, stop
+# shellcheck source=procs.sh
+source "$here/procs.sh"
 
 # shellcheck source=poll.sh
 source "$here/poll.sh"

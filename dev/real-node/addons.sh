@@ -43,30 +43,6 @@ BUSYBOX_IMAGE=localhost/kraftwerk/busybox:static
 admin_kubeconfig="$cluster_dir/admin.kubeconfig"
 kubectl_() { "$bin/kubectl" --kubeconfig "$admin_kubeconfig" "$@"; }
 
-alive() { [[ -f "$run/$1.pid" ]] && kill -0 "$(cat "$run/$1.pid")" 2>/dev/null; }
-
-start() {
-  local name="$1"
-  shift
-  if alive "$name"; then return 0; fi
-  mkdir -p "$run" "$logs"
-  (detach "$@") >>"$logs/$name.log" 2>&1 </dev/null &
-  echo $! >"$run/$name.pid"
-  rlog "started $name (pid $!)"
-}
-
-stop() {
-  local name="$1" pid
-  [[ -f "$run/$name.pid" ]] || return 0
-  pid="$(cat "$run/$name.pid")"
-  if kill -0 "$pid" 2>/dev/null; then
-    kill -TERM "$pid" 2>/dev/null || true
-    for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-    kill -KILL "$pid" 2>/dev/null || true
-    rlog "stopped $name (pid $pid)"
-  fi
-  rm -f "$run/$name.pid"
-}
 
 wait_for() {
   local name="$1"

@@ -39,20 +39,10 @@ PAUSE_IMAGE=registry.k8s.io/pause:3.10
 # Image archives (OCI layout, tar) made by dev/real-node/images.sh.
 oci_dir="$cache/images/oci"
 
-# detach CMD...: runs CMD in its own session with no inherited descriptor
-# above 2. A daemon started under `flock /tmp/kraftwerk-cluster.lock ...`
-# otherwise inherits the lock's descriptor and holds the lock for as long as
-# it runs: a cluster left up (make demo) then blocks every later flock,
-# `make cluster-down` included (seen: etcd, kube-apiserver, containerd,
-# kubelet... all holding it). Stdout and stderr are the caller's.
-detach() {
-  local fd
-  for fd in /proc/self/fd/*; do
-    fd="${fd##*/}"
-    ((fd > 2)) && eval "exec $fd>&-" 2>/dev/null
-  done
-  exec setsid "$@"
-}
+# alive, detach, start, stop (messages by rlog)
+procs_log=rlog
+# shellcheck source=dev/procs.sh
+source "$dev_dir/procs.sh"
 
 rlog() { printf '[real-node] %s\n' "$*" >&2; }
 rdie() { printf '[real-node] error: %s\n' "$*" >&2; exit 1; }
