@@ -44,17 +44,6 @@ cleanup() {
   exit "$rc"
 }
 
-check() {
-  local what="$1"
-  shift
-  if "$@"; then
-    rlog "ok: $what"
-  else
-    rlog "NOT OK: $what"
-    failed=1
-  fi
-}
-
 "$dev_dir/cluster.sh" running || started_cluster=1
 trap cleanup EXIT
 NODE=kubelet "$dev_dir/cluster.sh" up >/dev/null

@@ -47,6 +47,19 @@ source "$dev_dir/procs.sh"
 rlog() { printf '[real-node] %s\n' "$*" >&2; }
 rdie() { printf '[real-node] error: %s\n' "$*" >&2; exit 1; }
 
+# check WHAT CMD...: runs CMD; prints "ok: WHAT" or "NOT OK: WHAT" and then
+# sets failed=1 (the tests exit non-zero at the end, after every check).
+check() {
+  local what="$1"
+  shift
+  if "$@"; then
+    rlog "ok: $what"
+  else
+    rlog "NOT OK: $what"
+    failed=1
+  fi
+}
+
 ctr_() { ctr --address "$CONTAINERD_SOCK" "$@"; }
 
 # crictl on the real node's containerd. Its warning that /etc/crictl.yaml is

@@ -48,17 +48,6 @@ cleanup() {
   exit "$rc"
 }
 
-check() {
-  local what="$1"
-  shift
-  if "$@"; then
-    rlog "ok: $what"
-  else
-    rlog "NOT OK: $what"
-    failed=1
-  fi
-}
-
 if ! "$dev_dir/cluster.sh" running; then
   started_cluster=1
 fi

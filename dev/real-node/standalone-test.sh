@@ -35,15 +35,6 @@ cleanup() {
   "$real_here/node.sh" down || rc=1
   ((rc == 0 && failed == 0)) || exit 1
 }
-check() {
-  local what="$1"
-  shift
-  if "$@"; then rlog "ok: $what"; else
-    rlog "NOT OK: $what"
-    failed=1
-  fi
-}
-
 trap cleanup EXIT
 "$real_here/node.sh" up-standalone
 manifests="$rn/manifests"
