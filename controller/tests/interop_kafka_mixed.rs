@@ -610,12 +610,22 @@ fn run(version: &'static str, founder_is_ours: bool) {
         "{reference_name}'s log has no batch ending at the high watermark {high_watermark}"
     );
     for (name, batches) in &dumps[1..] {
-        let theirs = committed(batches, high_watermark);
         // A node that joined after a snapshot existed got that snapshot
-        // (KIP-630) and its log starts at the snapshot's end offset; a
-        // follower removed in step 3 stopped early. Below the high
+        // (KIP-630) and its log starts at the snapshot's end offset; a node
+        // that cleaned its log after a snapshot (Kafka's controllers delete
+        // the segments below it, so the reference too) starts there as
+        // well; a follower removed in step 3 stopped early. Below the high
         // watermark, the batches both hold must be identical.
-        let first = theirs.first().map_or(i64::MAX, |b| b.base_offset);
+        let all_theirs = committed(batches, high_watermark);
+        let first = all_theirs
+            .first()
+            .map_or(i64::MAX, |b| b.base_offset)
+            .max(reference.first().map_or(i64::MAX, |b| b.base_offset));
+        let theirs: Vec<&DumpedBatch> = all_theirs
+            .iter()
+            .filter(|b| b.base_offset >= first)
+            .copied()
+            .collect();
         let expected: Vec<&DumpedBatch> = reference
             .iter()
             .filter(|b| b.base_offset >= first)
