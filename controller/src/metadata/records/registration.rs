@@ -329,16 +329,21 @@ mod register_controller_tests {
         );
     }
 
-    #[test]
-    fn a_truncated_register_controller_record_is_an_error_naming_the_position() {
-        let bytes = RegisterControllerRecord {
+    /// Controller 1's framed registration without endpoints or features.
+    fn bare_record() -> Bytes {
+        RegisterControllerRecord {
             controller_id: 1,
             incarnation_id: uuid::Uuid::nil(),
             zk_migration_ready: false,
             endpoints: vec![],
             features: vec![],
         }
-        .encode_framed();
+        .encode_framed()
+    }
+
+    #[test]
+    fn a_truncated_register_controller_record_is_an_error_naming_the_position() {
+        let bytes = bare_record();
         let framed = FramedRecord::decode(&bytes).expect("frame");
         assert!(matches!(
             RegisterControllerRecord::decode_message(&framed.message[..10]),
@@ -348,14 +353,7 @@ mod register_controller_tests {
 
     #[test]
     fn a_register_controller_record_with_bytes_after_its_tagged_fields_is_refused() {
-        let bytes = RegisterControllerRecord {
-            controller_id: 1,
-            incarnation_id: uuid::Uuid::nil(),
-            zk_migration_ready: false,
-            endpoints: vec![],
-            features: vec![],
-        }
-        .encode_framed();
+        let bytes = bare_record();
         let mut message = FramedRecord::decode(&bytes)
             .expect("frame")
             .message

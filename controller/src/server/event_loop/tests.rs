@@ -246,6 +246,15 @@ impl Node {
         seen
     }
 
+    /// A DescribeCluster request (an api key of the listener's) and its answer.
+    async fn describe_cluster(&self) -> Option<ResponseKind> {
+        self.request(
+            RequestKind::DescribeCluster(DescribeClusterRequest::default()),
+            ApiKey::DescribeCluster,
+        )
+        .await
+    }
+
     async fn request(&self, body: RequestKind, api_key: ApiKey) -> Option<ResponseKind> {
         let (reply, answer) = oneshot::channel();
         let request = DecodedRequest {
@@ -331,12 +340,7 @@ async fn requests_of_the_listeners_api_keys_go_to_it_and_others_close_the_connec
     let dir = tempfile::tempdir().expect("temp dir");
     let mut node = start(dir.path(), false);
     node.calls_until("leadership", is_leader).await;
-    let answer = node
-        .request(
-            RequestKind::DescribeCluster(DescribeClusterRequest::default()),
-            ApiKey::DescribeCluster,
-        )
-        .await;
+    let answer = node.describe_cluster().await;
     let Some(ResponseKind::DescribeCluster(r)) = answer else {
         panic!("DescribeCluster answered by the listener, got {answer:?}");
     };
@@ -417,12 +421,7 @@ fn a_leader_that_always_has_a_flush_pending_still_answers_requests() {
     let test = runtime.spawn(async move {
         let mut node = start_with(&path, false, true, Some(0));
         node.calls_until("leadership", is_leader).await;
-        let answer = node
-            .request(
-                RequestKind::DescribeCluster(DescribeClusterRequest::default()),
-                ApiKey::DescribeCluster,
-            )
-            .await;
+        let answer = node.describe_cluster().await;
         let _ = answered.send(answer);
         node.stop().await;
     });
