@@ -100,6 +100,47 @@ fn initial_controllers_mode_writes_the_voters_with_this_nodes_directory_id() {
     );
 }
 
+// The operator's mode for initial voters it has not seen formatted when the
+// first leader is elected (docs/decisions.md D22): a listed node formats as
+// an initial voter with its own directory id, any other node as one that
+// joins later.
+#[test]
+fn initial_controllers_for_formats_listed_nodes_as_initial_voters_and_others_as_joiners() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let mode = format!("--initial-controllers-for=2+3/{}", initial_controllers());
+    let run = |node: &str| {
+        let dir = tmp.path().join(format!("c{node}"));
+        let out = format(&[
+            "--metadata-log-dir",
+            dir.to_str().expect("utf-8"),
+            "--node-id",
+            node,
+            "--cluster-id",
+            CLUSTER,
+            &mode,
+        ]);
+        assert!(out.status.success(), "node {node}: {}", stderr(&out));
+        let meta = std::fs::read_to_string(dir.join("meta.properties")).expect("read");
+        let (text, ok) = dump_log::dump(std::slice::from_ref(&dir));
+        assert!(ok, "{text}");
+        (meta, text)
+    };
+    // Listed: the initial voters and this node's own directory id.
+    let (meta, text) = run("2");
+    assert!(meta.contains(&format!("directory.id={DIR2}\n")), "{meta}");
+    assert!(text.contains("KRAFT_VOTERS"), "{text}");
+    assert!(
+        text.contains(&format!("id=3 directory_id={DIR3}")),
+        "{text}"
+    );
+    // Not listed (node 1 is an initial voter the operator saw formatted):
+    // no voters, a fresh directory id, as --no-initial-controllers.
+    let (meta, text) = run("1");
+    assert!(!text.contains("KRAFT_VOTERS"), "{text}");
+    assert!(!meta.contains(DIR1), "{meta}");
+    assert!(meta.contains("directory.id="), "{meta}");
+}
+
 #[test]
 fn standalone_mode_takes_the_endpoint_from_the_config_file() {
     let tmp = tempfile::tempdir().expect("tempdir");
@@ -471,6 +512,57 @@ fn invalid_inputs_get_one_line_errors_naming_the_bad_value_and_write_nothing() {
                 "--no-initial-controllers".into(),
             ],
             "--node-id 2 differs from node.id=1",
+        ),
+        (
+            d(&[
+                "--node-id",
+                "2",
+                "-t",
+                CLUSTER,
+                &format!("--initial-controllers-for={ic}"),
+            ]),
+            "no '/' after the node ids",
+        ),
+        (
+            d(&[
+                "--node-id",
+                "2",
+                "-t",
+                CLUSTER,
+                &format!("--initial-controllers-for=2+x/{ic}"),
+            ]),
+            "node id \"x\" is not a non-negative integer",
+        ),
+        (
+            d(&[
+                "--node-id",
+                "2",
+                "-t",
+                CLUSTER,
+                &format!("--initial-controllers-for=2+7/{ic}"),
+            ]),
+            "node id 7 is not one of the voters",
+        ),
+        (
+            d(&[
+                "--node-id",
+                "2",
+                "-t",
+                CLUSTER,
+                "--initial-controllers-for=2/2@c2:9093",
+            ]),
+            "invalid --initial-controllers entry \"2@c2:9093\"",
+        ),
+        (
+            d(&[
+                "--node-id",
+                "2",
+                "-t",
+                CLUSTER,
+                "--no-initial-controllers",
+                &format!("--initial-controllers-for=2/{ic}"),
+            ]),
+            "--no-initial-controllers and --initial-controllers-for cannot be used together",
         ),
     ];
     for (args, fragment) in cases {

@@ -80,6 +80,16 @@ pub struct FormatArgs {
     /// Join an existing quorum later through AddRaftVoter (KIP-853).
     #[arg(long)]
     pub no_initial_controllers: bool,
+    /// `<ids>/<voters>`: `--initial-controllers=<voters>` when this node's id
+    /// is one of `<ids>` (`+`-separated, e.g. `2` or `1+2`), else
+    /// `--no-initial-controllers`. Not a Kafka flag: the operator gives it,
+    /// after the first leader, to the initial voters it has not yet seen
+    /// formatted, so a pod that starts late still formats with its initial
+    /// directory id instead of being replaced (docs/decisions.md D22). One
+    /// argument, because Kubernetes expands the operator's ConfigMap value
+    /// into exactly one.
+    #[arg(long, value_name = "IDS/VOTERS")]
+    pub initial_controllers_for: Option<String>,
     /// Write nothing: only check that the directory is already formatted
     /// for this cluster id and node id (and directory id, if given), and
     /// fail if it holds no `meta.properties`. For a volume of an existing
@@ -192,6 +202,47 @@ pub fn parse_initial_controllers(text: &str) -> Result<Vec<InitialVoter>, Format
         });
     }
     Ok(voters)
+}
+
+/// Resolves `--initial-controllers-for=<ids>/<voters>` for node `node_id`:
+/// `args` with `--initial-controllers=<voters>` when `node_id` is one of
+/// `<ids>`, else with `--no-initial-controllers`.
+///
+/// Errors: [`FormatError::Invalid`] naming the bad value: no `/`, an id that
+/// is not a non-negative integer, an id not in `<voters>`, or a bad
+/// `<voters>` entry (as [`parse_initial_controllers`]).
+fn pick_initial_controllers(
+    mut args: FormatArgs,
+    text: &str,
+    node_id: i32,
+) -> Result<FormatArgs, FormatError> {
+    let bad = |why: String| {
+        invalid(format!(
+            "invalid --initial-controllers-for {text:?}: {why} (expected ids/id@host:port:directory-id,...)"
+        ))
+    };
+    let (ids, voters_text) = text
+        .split_once('/')
+        .ok_or_else(|| bad("no '/' after the node ids".into()))?;
+    let voters = parse_initial_controllers(voters_text)?;
+    let mut chosen = false;
+    for id in ids.split('+') {
+        let id: i32 = id
+            .parse()
+            .ok()
+            .filter(|id| *id >= 0)
+            .ok_or_else(|| bad(format!("node id {id:?} is not a non-negative integer")))?;
+        if !voters.iter().any(|v| v.id == id) {
+            return Err(bad(format!("node id {id} is not one of the voters")));
+        }
+        chosen |= id == node_id;
+    }
+    if chosen {
+        args.initial_controllers = Some(voters_text.to_string());
+    } else {
+        args.no_initial_controllers = true;
+    }
+    Ok(args)
 }
 
 /// What `format` will write, fully validated.
@@ -316,6 +367,10 @@ pub fn plan(args: &FormatArgs) -> Result<FormatPlan, FormatError> {
         (args.standalone, "--standalone"),
         (args.initial_controllers.is_some(), "--initial-controllers"),
         (args.no_initial_controllers, "--no-initial-controllers"),
+        (
+            args.initial_controllers_for.is_some(),
+            "--initial-controllers-for",
+        ),
         (args.expect_formatted, "--expect-formatted"),
     ];
     let chosen: Vec<&str> = modes
@@ -326,7 +381,7 @@ pub fn plan(args: &FormatArgs) -> Result<FormatPlan, FormatError> {
     match chosen.len() {
         0 => {
             return Err(invalid(
-                "give exactly one of --standalone, --initial-controllers, --no-initial-controllers, --expect-formatted"
+                "give exactly one of --standalone, --initial-controllers, --no-initial-controllers, --initial-controllers-for, --expect-formatted"
                     .into(),
             ));
         }
@@ -338,6 +393,44 @@ pub fn plan(args: &FormatArgs) -> Result<FormatPlan, FormatError> {
             )));
         }
     }
+    let node_id = match (args.node_id, from_config("node.id")) {
+        (Some(flag), Some(conf)) if conf != flag.to_string() => {
+            return Err(invalid(format!(
+                "--node-id {flag} differs from node.id={conf} in {}",
+                config_name()
+            )));
+        }
+        (Some(flag), _) => flag,
+        (None, Some(conf)) => conf.parse().map_err(|_| {
+            invalid(format!(
+                "node.id={conf} in {} is not an integer",
+                config_name()
+            ))
+        })?,
+        (None, None) => {
+            return Err(invalid(
+                "no node id: give --node-id or node.id in --config".into(),
+            ));
+        }
+    };
+    let node_id = i32::try_from(node_id)
+        .ok()
+        .filter(|id| *id >= 0)
+        .ok_or_else(|| invalid(format!("node id {node_id} must be in 0..={}", i32::MAX)))?;
+
+    // --initial-controllers-for is one of the two Kafka modes, picked by
+    // this node's id; from here on the plan sees only that mode.
+    let picked;
+    let args = match &args.initial_controllers_for {
+        Some(text) => {
+            picked = FormatArgs {
+                initial_controllers_for: None,
+                ..pick_initial_controllers(args.clone(), text, node_id)?
+            };
+            &picked
+        }
+        None => args,
+    };
     let dynamic = args.standalone || args.initial_controllers.is_some();
     if dynamic && let Some(voters) = from_config("controller.quorum.voters") {
         return Err(invalid(format!(
@@ -364,31 +457,6 @@ pub fn plan(args: &FormatArgs) -> Result<FormatPlan, FormatError> {
             ));
         }
     };
-
-    let node_id = match (args.node_id, from_config("node.id")) {
-        (Some(flag), Some(conf)) if conf != flag.to_string() => {
-            return Err(invalid(format!(
-                "--node-id {flag} differs from node.id={conf} in {}",
-                config_name()
-            )));
-        }
-        (Some(flag), _) => flag,
-        (None, Some(conf)) => conf.parse().map_err(|_| {
-            invalid(format!(
-                "node.id={conf} in {} is not an integer",
-                config_name()
-            ))
-        })?,
-        (None, None) => {
-            return Err(invalid(
-                "no node id: give --node-id or node.id in --config".into(),
-            ));
-        }
-    };
-    let node_id = i32::try_from(node_id)
-        .ok()
-        .filter(|id| *id >= 0)
-        .ok_or_else(|| invalid(format!("node id {node_id} must be in 0..={}", i32::MAX)))?;
 
     let cluster_text = args.cluster_id.as_deref().ok_or_else(|| {
         invalid("no cluster id: give --cluster-id (22 characters of URL-safe base64)".into())
