@@ -101,7 +101,7 @@ fn initial_controllers_mode_writes_the_voters_with_this_nodes_directory_id() {
 }
 
 // The operator's mode for initial voters it has not seen formatted when the
-// first leader is elected (docs/decisions.md D22): a listed node formats as
+// first leader is elected (docs/decisions.md D19): a listed node formats as
 // an initial voter with its own directory id, any other node as one that
 // joins later.
 #[test]

@@ -113,6 +113,14 @@ pub const ANNOTATION_INITIAL_VOTERS: &str = "kraft.krabka.io/initial-voters";
 /// StatefulSet annotation: `"true"` once the quorum was bootstrapped (a copy
 /// of `status.bootstrapped`).
 pub const ANNOTATION_BOOTSTRAPPED: &str = "kraft.krabka.io/bootstrapped";
+/// StatefulSet annotation: the initial voters (node ids, `,`-separated,
+/// ascending; empty for none) not seen formatted when the first leader was
+/// elected and not since. They keep formatting with the initial list
+/// (docs/decisions.md D19); the set only shrinks, and an absent or malformed
+/// value counts as empty (every later pod formats with
+/// `--no-initial-controllers`).
+pub const ANNOTATION_UNFORMATTED_INITIAL_VOTERS: &str =
+    "kraft.krabka.io/unformatted-initial-voters";
 /// StatefulSet annotation: the controller listener's security protocol the
 /// quorum runs (`SSL` or `PLAINTEXT`), kept across operator upgrades: a
 /// running quorum is never rolled from one to the other (a listener speaks

@@ -141,6 +141,11 @@ pub enum FormatMode {
     /// `id@host:port:directoryId,…`; a node's own directory id is the one in
     /// its own entry.
     InitialControllers(String),
+    /// After bootstrap, while some initial voters were never seen formatted:
+    /// those node ids (ascending) still format with the initial list, every
+    /// other pod as with [`Self::NoInitialControllers`]
+    /// (`format --initial-controllers-for=<ids>/<list>`, docs/decisions.md D19).
+    InitialControllersFor(Vec<i32>, String),
     /// After bootstrap (and for every pod not in the initial set): start as an
     /// observer; become a voter only through AddRaftVoter.
     NoInitialControllers,
@@ -189,6 +194,12 @@ pub struct ValidatedQuorum {
     pub bootstrapped: bool,
     /// Initial voters `(node id, directory id)`, ordered by node id.
     pub initial_voters: Vec<(i32, Uuid)>,
+    /// Initial voters (node ids, ascending) not yet seen formatted when the
+    /// first leader was elected, and still not since: the StatefulSet's
+    /// [`crate::crd::ANNOTATION_UNFORMATTED_INITIAL_VOTERS`], set by the
+    /// reconciler after validation (empty before bootstrap and when the
+    /// annotation is absent or malformed). It only shrinks.
+    pub unformatted_initial_voters: Vec<i32>,
     /// `spec.tls.enabled`: the listener is SSL with `ssl.client.auth=required`.
     pub tls_enabled: bool,
     /// cert-manager issuer of the certificates (`spec.tls.issuerRef`); the
@@ -351,13 +362,14 @@ impl ValidatedQuorum {
 
     /// The mode `kraft-controller format` runs in for new volumes now: the
     /// initial voter list before the first bootstrap, and
-    /// `--no-initial-controllers` forever after (so a wiped pod never starts a
-    /// second quorum, DESIGN 2.4).
+    /// `--no-initial-controllers` after it (so a wiped pod never starts a
+    /// second quorum, DESIGN 2.4), except for initial voters never seen
+    /// formatted, which keep the list until they are (docs/decisions.md D19).
     pub fn format_mode(&self) -> FormatMode {
         if self.is_adopting() {
             return FormatMode::ExpectFormatted;
         }
-        if self.bootstrapped {
+        if self.bootstrapped && self.unformatted_initial_voters.is_empty() {
             return FormatMode::NoInitialControllers;
         }
         let list = self
@@ -373,6 +385,12 @@ impl ValidatedQuorum {
             })
             .collect::<Vec<_>>()
             .join(",");
+        if self.bootstrapped {
+            return FormatMode::InitialControllersFor(
+                self.unformatted_initial_voters.clone(),
+                list,
+            );
+        }
         FormatMode::InitialControllers(list)
     }
 
@@ -540,6 +558,7 @@ pub fn validate(
         pod_template: spec.pod_template.clone(),
         bootstrapped: status.bootstrapped,
         initial_voters,
+        unformatted_initial_voters: Vec::new(),
         tls_enabled: spec.tls.enabled,
         issuer_ref: spec.tls.issuer_ref.clone(),
         ca_hash: None,

@@ -85,7 +85,7 @@ pub struct FormatArgs {
     /// `--no-initial-controllers`. Not a Kafka flag: the operator gives it,
     /// after the first leader, to the initial voters it has not yet seen
     /// formatted, so a pod that starts late still formats with its initial
-    /// directory id instead of being replaced (docs/decisions.md D22). One
+    /// directory id instead of being replaced (docs/decisions.md D19). One
     /// argument, because Kubernetes expands the operator's ConfigMap value
     /// into exactly one.
     #[arg(long, value_name = "IDS/VOTERS")]

@@ -99,13 +99,19 @@ pub fn tls_properties(q: &ValidatedQuorum) -> Vec<(&'static str, String)> {
 
 /// The one `kraft-controller format` argument that selects its mode
 /// (DESIGN 2.4): `--initial-controllers=<id@host:port:dir,…>` while the quorum
-/// was never bootstrapped, `--no-initial-controllers` forever after;
+/// was never bootstrapped, `--no-initial-controllers` after it
+/// (`--initial-controllers-for=<ids>/<list>` while initial voters `<ids>`
+/// were never seen formatted, docs/decisions.md D19);
 /// `--expect-formatted` while an adopted static quorum migrates (issue 22). One
 /// argument (clap takes `--flag=value`), because Kubernetes expands
 /// `$(KRAFT_FORMAT_MODE)` into exactly one argument.
 pub fn format_mode_arg(q: &ValidatedQuorum) -> String {
     match q.format_mode() {
         FormatMode::InitialControllers(list) => format!("--initial-controllers={list}"),
+        FormatMode::InitialControllersFor(ids, list) => {
+            let ids = ids.iter().map(i32::to_string).collect::<Vec<_>>().join("+");
+            format!("--initial-controllers-for={ids}/{list}")
+        }
         FormatMode::NoInitialControllers => "--no-initial-controllers".to_string(),
         FormatMode::ExpectFormatted => "--expect-formatted".to_string(),
     }

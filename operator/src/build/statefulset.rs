@@ -56,7 +56,8 @@ use super::{child_meta, configmap::server_properties, fnv1a_hex};
 use crate::{
     crd::{
         ANNOTATION_BOOTSTRAPPED, ANNOTATION_CA_HASH, ANNOTATION_CLUSTER_ID, ANNOTATION_CONFIG_HASH,
-        ANNOTATION_INITIAL_VOTERS, ANNOTATION_LISTENER_SECURITY, CONFIG_DIR, CONTROLLER_HTTP_PORT,
+        ANNOTATION_INITIAL_VOTERS, ANNOTATION_LISTENER_SECURITY,
+        ANNOTATION_UNFORMATTED_INITIAL_VOTERS, CONFIG_DIR, CONTROLLER_HTTP_PORT,
         CONTROLLER_LISTENER_NAME, FORMAT_MODE_ENV, FORMAT_MODE_KEY, LABEL_POD_INDEX,
         SERVER_PROPERTIES_KEY, TLS_DIR,
     },
@@ -207,8 +208,9 @@ pub fn default_resources() -> ResourceRequirements {
 }
 
 /// The identity annotations of the StatefulSet (not of its pod template, so
-/// they never restart a pod): cluster id, initial voters, bootstrapped. Read
-/// back by `controller::identity` when status is lost.
+/// they never restart a pod): cluster id, initial voters, bootstrapped (and,
+/// once bootstrapped, the initial voters still unformatted). Read back by
+/// `controller::identity` when status is lost.
 pub fn identity_annotations(q: &ValidatedQuorum) -> BTreeMap<String, String> {
     let voters = q
         .initial_voters
@@ -216,7 +218,7 @@ pub fn identity_annotations(q: &ValidatedQuorum) -> BTreeMap<String, String> {
         .map(|(id, dir)| format!("{id}:{}", kafka_uuid::to_string(*dir)))
         .collect::<Vec<_>>()
         .join(",");
-    BTreeMap::from([
+    let mut annotations = BTreeMap::from([
         (ANNOTATION_CLUSTER_ID.to_string(), q.cluster_id.clone()),
         (ANNOTATION_INITIAL_VOTERS.to_string(), voters),
         (
@@ -227,7 +229,21 @@ pub fn identity_annotations(q: &ValidatedQuorum) -> BTreeMap<String, String> {
             ANNOTATION_LISTENER_SECURITY.to_string(),
             if q.tls_enabled { "SSL" } else { "PLAINTEXT" }.to_string(),
         ),
-    ])
+    ]);
+    if q.bootstrapped {
+        annotations.insert(
+            ANNOTATION_UNFORMATTED_INITIAL_VOTERS.to_string(),
+            unformatted_annotation(&q.unformatted_initial_voters),
+        );
+    }
+    annotations
+}
+
+/// The value of [`ANNOTATION_UNFORMATTED_INITIAL_VOTERS`]: node ids joined
+/// by `,` (`""` for none); read back by
+/// `controller::identity::unformatted_initial_voters`.
+pub fn unformatted_annotation(ids: &[i32]) -> String {
+    ids.iter().map(i32::to_string).collect::<Vec<_>>().join(",")
 }
 
 fn mounts(q: &ValidatedQuorum) -> Vec<VolumeMount> {

@@ -14,8 +14,8 @@ use uuid::Uuid;
 use crate::{
     crd::{
         ANNOTATION_BOOTSTRAPPED, ANNOTATION_CLUSTER_ID, ANNOTATION_INITIAL_VOTERS,
-        ANNOTATION_LISTENER_SECURITY, AdoptionPhase, InitialVoter, KraftQuorum, KraftQuorumStatus,
-        MAX_REPLICAS,
+        ANNOTATION_LISTENER_SECURITY, ANNOTATION_UNFORMATTED_INITIAL_VOTERS, AdoptionPhase,
+        InitialVoter, KraftQuorum, KraftQuorumStatus, MAX_REPLICAS,
     },
     kafka_uuid,
 };
@@ -59,6 +59,33 @@ pub fn recorded(annotations: &BTreeMap<String, String>) -> Option<Recorded> {
         initial_voters,
         bootstrapped: annotations.get(ANNOTATION_BOOTSTRAPPED).map(String::as_str) == Some("true"),
     })
+}
+
+/// The initial voters still unformatted, from a StatefulSet's
+/// [`ANNOTATION_UNFORMATTED_INITIAL_VOTERS`] (ascending node ids). Only ids of
+/// `initial_voters` count; an absent, empty or malformed value is no id at
+/// all, the safe side (DESIGN 2.4: such a pod formats with
+/// `--no-initial-controllers`, never with the initial list).
+pub fn unformatted_initial_voters(
+    annotations: &BTreeMap<String, String>,
+    initial_voters: &[(i32, Uuid)],
+) -> Vec<i32> {
+    let Some(text) = annotations.get(ANNOTATION_UNFORMATTED_INITIAL_VOTERS) else {
+        return Vec::new();
+    };
+    if text.is_empty() {
+        return Vec::new();
+    }
+    let mut ids = Vec::new();
+    for id in text.split(',') {
+        match id.parse::<i32>() {
+            Ok(id) if initial_voters.iter().any(|(v, _)| *v == id) => ids.push(id),
+            _ => return Vec::new(),
+        }
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    ids
 }
 
 /// Whether the quorum behind an existing StatefulSet runs TLS on its

@@ -61,10 +61,12 @@ use kube::{
 use tracing::{info, instrument, warn};
 use uuid::Uuid;
 
+use crate::build::statefulset::unformatted_annotation;
 use crate::{
     crd::{
-        ANNOTATION_BOOTSTRAPPED, ANNOTATION_PAUSE, ANNOTATION_ROTATE_CA, AdoptionPhase, FINALIZER,
-        KraftQuorum, LABEL_INSTANCE, LABEL_MANAGED_BY,
+        ANNOTATION_BOOTSTRAPPED, ANNOTATION_PAUSE, ANNOTATION_ROTATE_CA,
+        ANNOTATION_UNFORMATTED_INITIAL_VOTERS, AdoptionPhase, FINALIZER, KraftQuorum,
+        LABEL_INSTANCE, LABEL_MANAGED_BY,
     },
     metrics::Metrics,
     planner,
@@ -364,6 +366,16 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
         }
     };
 
+    // Initial voters not seen formatted at the first leader keep the initial
+    // list (D19); read from the StatefulSet, where it only shrinks.
+    if q.bootstrapped {
+        q.unformatted_initial_voters = existing
+            .as_ref()
+            .and_then(|s| s.metadata.annotations.as_ref())
+            .map(|a| identity::unformatted_initial_voters(a, &q.initial_voters))
+            .unwrap_or_default();
+    }
+
     // A running quorum keeps the listener protocol it was created with.
     let recorded_tls = existing.as_ref().and_then(|s| {
         let mounts_tls = s
@@ -505,9 +517,17 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
         status.conditions = status::conditions(&status.conditions, &outcome, generation, now);
         // The copy on the StatefulSet first, in this same pass: a status lost
         // right after this pass still reads back bootstrapped (never the
-        // bootstrap flags again). An annotation only: no pod restarts.
-        let mark =
-            serde_json::json!({"metadata": {"annotations": {ANNOTATION_BOOTSTRAPPED: "true"}}});
+        // bootstrap flags again). With it, the initial voters that show no
+        // formatted volume yet: they keep the initial list until they do
+        // (D19), the others get --no-initial-controllers. Annotations only:
+        // no pod restarts.
+        let initial_ids: Vec<i32> = q.initial_voters.iter().map(|(id, _)| *id).collect();
+        let unformatted =
+            observe::still_unformatted(&initial_ids, &q.initial_voters, &pods, described.as_ref());
+        let mark = serde_json::json!({"metadata": {"annotations": {
+            ANNOTATION_BOOTSTRAPPED: "true",
+            ANNOTATION_UNFORMATTED_INITIAL_VOTERS: unformatted_annotation(&unformatted),
+        }}});
         sts_api
             .patch(&name, &PatchParams::default(), &Patch::Merge(&mark))
             .await
@@ -515,13 +535,44 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
                 "mark statefulset {ns}/{name} bootstrapped"
             )))?;
         write_status(client, &kq, &status).await?;
-        let note = format!(
+        let mut note = format!(
             "quorum bootstrapped; leader is node {}",
             status.leader_id.unwrap_or(-1)
         );
+        if !unformatted.is_empty() {
+            note.push_str(&format!(
+                "; initial voters {} not formatted yet keep the initial voter list",
+                unformatted_annotation(&unformatted)
+            ));
+        }
         let event = EventSpec::new(EventType::Normal, "Bootstrapped", "Observe", note);
         publish(&ctx.recorder, &kq, event).await;
         return Ok(Action::requeue(Duration::ZERO));
+    }
+
+    // 5a. An initial voter seen formatted (or gone from the voter set)
+    // leaves the unformatted set; the next pass's ConfigMap then gives it
+    // --no-initial-controllers like every other pod.
+    if was_bootstrapped && !q.unformatted_initial_voters.is_empty() {
+        let still = observe::still_unformatted(
+            &q.unformatted_initial_voters,
+            &q.initial_voters,
+            &pods,
+            described.as_ref(),
+        );
+        if still != q.unformatted_initial_voters {
+            let mark = serde_json::json!({"metadata": {"annotations": {
+                ANNOTATION_UNFORMATTED_INITIAL_VOTERS: unformatted_annotation(&still),
+            }}});
+            sts_api
+                .patch(&name, &PatchParams::default(), &Patch::Merge(&mark))
+                .await
+                .map_err(kube_err(format!(
+                    "record the unformatted initial voters on statefulset {ns}/{name}"
+                )))?;
+            info!(before = ?q.unformatted_initial_voters, after = ?still, "initial voters formatted");
+            return Ok(Action::requeue(Duration::ZERO));
+        }
     }
 
     // 5b. The brokers' CLUSTER_ACTION ACL (TLS only; written once).

@@ -7,11 +7,15 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use k8s_openapi::api::{apps::v1::StatefulSet, core::v1::Pod};
+use k8s_openapi::api::{
+    apps::v1::StatefulSet,
+    core::v1::{ContainerStatus, Pod},
+};
 use tracing::debug;
+use uuid::Uuid;
 
 use crate::{
-    build::statefulset::CONTROLLER_CONTAINER,
+    build::statefulset::{CONTROLLER_CONTAINER, FORMAT_CONTAINER},
     crd::{ANNOTATION_CA_HASH, KraftQuorumStatus, LABEL_POD_INDEX},
     kafka_uuid,
     planner::{Input, Member, Observed, Pending, PodState},
@@ -125,6 +129,74 @@ pub fn rollout(sts: Option<&StatefulSet>, pods: &[Pod]) -> Rollout {
         template_ca_hash,
         settled,
     }
+}
+
+/// Whether pod `ordinal` shows that its volume was formatted: its `format`
+/// init container ended with exit code 0 (now or in its last state), or its
+/// controller container ever started (Kubernetes starts it only after every
+/// init container succeeded).
+fn pod_shows_formatted(pods: &[Pod], ordinal_: i32) -> bool {
+    let exited_ok = |s: &ContainerStatus| {
+        [s.state.as_ref(), s.last_state.as_ref()]
+            .into_iter()
+            .flatten()
+            .filter_map(|st| st.terminated.as_ref())
+            .any(|t| t.exit_code == 0)
+    };
+    let started = |s: &ContainerStatus| {
+        s.restart_count > 0
+            || s.state
+                .as_ref()
+                .is_some_and(|st| st.running.is_some() || st.terminated.is_some())
+            || s.last_state
+                .as_ref()
+                .is_some_and(|st| st.terminated.is_some())
+    };
+    pods.iter()
+        .filter(|p| ordinal(p) == Some(ordinal_))
+        .filter_map(|p| p.status.as_ref())
+        .any(|status| {
+            let init = status.init_container_statuses.iter().flatten();
+            let main = status.container_statuses.iter().flatten();
+            init.filter(|s| s.name == FORMAT_CONTAINER).any(exited_ok)
+                || main.filter(|s| s.name == CONTROLLER_CONTAINER).any(started)
+        })
+}
+
+/// The initial voters of `unformatted` (node ids) that still show no sign of
+/// a formatted volume, the set shrunk by this pass's observations
+/// (docs/decisions.md D19). An id leaves it when its pod shows a formatted
+/// volume, when the leader (`described`) names it as leader or has seen it
+/// fetch (a log end offset or a fetch time), or when the leader's voter set
+/// no longer holds it with its initial directory id (it was removed or
+/// replaced: its initial entry must never be formatted again). Without an
+/// answer from the leader only the pods count. Never adds an id.
+pub fn still_unformatted(
+    unformatted: &[i32],
+    initial_voters: &[(i32, Uuid)],
+    pods: &[Pod],
+    described: Option<&QuorumDescription>,
+) -> Vec<i32> {
+    unformatted
+        .iter()
+        .copied()
+        .filter(|id| !pod_shows_formatted(pods, *id))
+        .filter(|id| {
+            let Some(d) = described else {
+                return true;
+            };
+            let Some((_, initial_dir)) = initial_voters.iter().find(|(v, _)| v == id) else {
+                return false;
+            };
+            d.leader_id != *id
+                && d.voters.iter().any(|r| {
+                    r.node_id == *id
+                        && r.directory_id == *initial_dir
+                        && r.log_end_offset < 0
+                        && r.last_fetch_timestamp_ms.is_none()
+                })
+        })
+        .collect()
 }
 
 /// The planner's view of a DescribeQuorum answer.

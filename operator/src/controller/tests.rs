@@ -767,5 +767,6 @@ mod restart;
 mod rotation_tests;
 
 mod adopt_pass;
+mod late_initial_voter;
 #[path = "recovery_pass_tests.rs"]
 mod recovery_pass;
