@@ -7,11 +7,13 @@
 //! `POD_ORDINAL`, its name into `POD_NAME`, and Kubernetes expands `$(VAR)`
 //! in `args` (no shell). Node id = ordinal.
 //!
-//! The format mode is the same for every pod at any time (see
+//! The format mode is one value for every pod at any time (see
 //! [`ValidatedQuorum::format_mode`]): before the first bootstrap all pods are
 //! initial voters and get the same `--initial-controllers` list (each finds
 //! its own directory id in its own entry); after it, every pod gets
-//! `--no-initial-controllers`. The mode is **not** part of the template: the
+//! `--no-initial-controllers`, or `--initial-controllers-for=<ids>/<list>`
+//! while initial voters `<ids>` have not formatted yet (each pod picks its
+//! mode by its node id; docs/decisions.md D19). The mode is **not** part of the template: the
 //! init container reads it from the ConfigMap (`configMapKeyRef` into
 //! `KRAFT_FORMAT_MODE`, expanded in `args`), so the template is identical
 //! before and after bootstrap and a freshly bootstrapped quorum has nothing to
