@@ -27,9 +27,12 @@
 //! - [`load`]: the new cases with Apache Kafka brokers under an `acks=all`
 //!   load (issue 18);
 //! - [`adopt`]: a static quorum on existing volumes adopted by
-//!   `spec.adopt`, every record kept, then scaled (issue 22).
+//!   `spec.adopt`, every record kept, then scaled (issue 22);
+//! - [`late_voter`]: an initial voter created after the first leader joins
+//!   with its initial directory id (issue 24, docs/decisions.md D19).
 
 mod adopt;
+mod late_voter;
 mod load;
 mod membership;
 mod one_voter;
