@@ -91,9 +91,20 @@ EOF
 # CoreDNS on the host at $HOST_IP:53 (the node agent's bridge address, which
 # the real node's pods reach through their gateway). Names it does not own go
 # to this host's resolver.
+#
+# Caching as kubeadm's Corefile of the same Kubernetes version has it
+# (cmd/kubeadm/app/phases/addons/dns/manifests.go, v1.33.13): answers for
+# cluster.local are never cached (`disable success` and `disable denial`), so
+# a restarted StatefulSet pod's name gives its new IP as soon as the
+# EndpointSlice has it; `ttl 30` is only what clients are told. Names
+# forwarded to the host's resolver are cached up to 30 s. The `cache 5` this
+# had before answered a restarted pod's name with its previous IP for up to
+# 5 s after the EndpointSlice moved on; a pod dialling it got "No route to
+# host", that IP being gone from the bridge (docs/local-cluster.md, "DNS").
+# CoreDNS reads its Corefile only at start: a running one whose Corefile
+# differs is restarted with the new one.
 coredns_up() {
-  alive coredns && return 0
-  cat >"$rn/Corefile" <<EOF
+  cat >"$rn/Corefile.new" <<EOF
 .:53 {
     bind $HOST_IP
     errors
@@ -103,11 +114,24 @@ coredns_up() {
         kubeconfig $admin_kubeconfig kraftwerk
         pods insecure
         fallthrough in-addr.arpa ip6.arpa
+        ttl 30
     }
     forward . /etc/resolv.conf
-    cache 5
+    cache 30 {
+        disable success cluster.local
+        disable denial cluster.local
+    }
 }
 EOF
+  if alive coredns; then
+    if cmp -s "$rn/Corefile.new" "$rn/Corefile"; then
+      rm -f "$rn/Corefile.new"
+      return 0
+    fi
+    rlog "the Corefile changed: restarting CoreDNS"
+    stop coredns
+  fi
+  mv "$rn/Corefile.new" "$rn/Corefile"
   start coredns "$bin/coredns" -conf "$rn/Corefile"
   wait_for coredns 120 curl -fsS http://127.0.0.1:18181/ready
 }

@@ -16,7 +16,8 @@
 #      (kube-proxy's iptables rules)
 #   7. a StatefulSet's PVC is provisioned and bound (local-path-provisioner),
 #      its pod writes to it as uid 65532, and CoreDNS resolves both
-#      kubernetes.default and the StatefulSet pod's own name
+#      kubernetes.default and the StatefulSet pod's own name, the latter
+#      uncached (dev/real-node/dns-answer.py: the same full TTL twice)
 #
 # then removes its namespace and stops the real node. Run it under the cluster
 # lock: `flock /tmp/kraftwerk-cluster.lock dev/real-node/smoke-test.sh`
@@ -180,6 +181,19 @@ unscheduled dns "[\"sh\", \"-c\", \"busybox nslookup kubernetes.default.svc.clus
 check "CoreDNS resolves kubernetes.default and $fqdn to $web_ip (pod dns Succeeded)" \
   poll "pod dns Succeeded" 120 phase dns Succeeded
 rlog "pod dns said: $(crictl_logs "$(crictl_ ps -a -q --label io.kubernetes.pod.name=dns | head -n1)")"
+# CoreDNS caches no cluster.local answer (kubeadm's Corefile, addons.sh):
+# asked twice 1.5 s apart, it answers web-0 with the kubernetes plugin's
+# full TTL (30) both times; a cached answer's TTL counts down. (With the
+# earlier `cache 5` a restarted pod's name gave its previous IP for up to 5 s.)
+uncached() {
+  local first second
+  first="$("$real_here/dns-answer.py" "$fqdn")" || return 1
+  sleep 1.5
+  second="$("$real_here/dns-answer.py" "$fqdn")" || return 1
+  rlog "CoreDNS answered $fqdn with \"$first\", 1.5 s later \"$second\""
+  [[ "$first" == "$web_ip 30" && "$second" == "$web_ip 30" ]]
+}
+check "CoreDNS answers $fqdn uncached (TTL 30 both times)" uncached
 
 check "kube-scheduler, kube-proxy, CoreDNS and local-path-provisioner still run" "$real_here/addons.sh" status
 
