@@ -367,13 +367,22 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
     };
 
     // Initial voters not seen formatted at the first leader keep the initial
-    // list (D19); read from the StatefulSet, where it only shrinks.
-    if q.bootstrapped {
-        q.unformatted_initial_voters = existing
+    // list (D19); read from the StatefulSet, where it only shrinks. A
+    // quorum-loss recovery (issue 26) replaces the voter set: from its first
+    // recorded step no pod formats with the initial list again (step 5a
+    // empties the record).
+    let recorded_unformatted = if q.bootstrapped {
+        existing
             .as_ref()
             .and_then(|s| s.metadata.annotations.as_ref())
             .map(|a| identity::unformatted_initial_voters(a, &q.initial_voters))
-            .unwrap_or_default();
+            .unwrap_or_default()
+    } else {
+        Vec::new()
+    };
+    let recovering = status.recovery.phase.is_some();
+    if !recovering {
+        q.unformatted_initial_voters = recorded_unformatted.clone();
     }
 
     // A running quorum keeps the listener protocol it was created with.
@@ -552,15 +561,19 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
 
     // 5a. An initial voter seen formatted (or gone from the voter set)
     // leaves the unformatted set; the next pass's ConfigMap then gives it
-    // --no-initial-controllers like every other pod.
-    if was_bootstrapped && !q.unformatted_initial_voters.is_empty() {
-        let still = observe::still_unformatted(
-            &q.unformatted_initial_voters,
-            &q.initial_voters,
-            &pods,
-            described.as_ref(),
-        );
-        if still != q.unformatted_initial_voters {
+    // --no-initial-controllers like every other pod. A recovery empties it.
+    if was_bootstrapped && !recorded_unformatted.is_empty() {
+        let still = if recovering {
+            Vec::new()
+        } else {
+            observe::still_unformatted(
+                &recorded_unformatted,
+                &q.initial_voters,
+                &pods,
+                described.as_ref(),
+            )
+        };
+        if still != recorded_unformatted {
             let mark = serde_json::json!({"metadata": {"annotations": {
                 ANNOTATION_UNFORMATTED_INITIAL_VOTERS: unformatted_annotation(&still),
             }}});
@@ -570,7 +583,7 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
                 .map_err(kube_err(format!(
                     "record the unformatted initial voters on statefulset {ns}/{name}"
                 )))?;
-            info!(before = ?q.unformatted_initial_voters, after = ?still, "initial voters formatted");
+            info!(before = ?recorded_unformatted, after = ?still, "initial voters formatted");
             return Ok(Action::requeue(Duration::ZERO));
         }
     }

@@ -227,3 +227,38 @@ fn an_absent_empty_or_malformed_record_means_no_unformatted_initial_voter() {
     assert!(of(Some("2,x")).is_empty(), "malformed: none at all");
     assert!(of(Some("2,7")).is_empty(), "7 is no initial voter");
 }
+
+#[tokio::test]
+async fn a_quorum_loss_recovery_empties_the_unformatted_set_before_any_pod_formats_again() {
+    // Voter 2 never formatted, then the quorum was lost and the recovery
+    // recorded its first step: the survivor becomes the only voter, so the
+    // initial list (with 2's initial directory id) must never be used again.
+    let mut status = bootstrapped_status(3);
+    status.as_object_mut().expect("object").remove("leaderId");
+    status["recovery"]["noLeaderSince"] = json!("2026-11-29T23:50:00Z");
+    status["recovery"]["phase"] = json!("Stopping");
+    status["recovery"]["survivor"] = json!(0);
+    let mut kq = kq_json(3, true, status);
+    kq["spec"]["recovery"] = json!({"allowQuorumLossRecovery": true});
+    let mut sts = sts_recording("2");
+    sts["spec"]["replicas"] = json!(0);
+    sts["status"]["replicas"] = json!(0);
+    let mut steps = vec![
+        step("GET", STS, Reply::Json(sts)),
+        step("GET", PODS, Reply::Json(pods_json(0))),
+    ];
+    steps.extend(children_steps(0, 0).into_iter().skip(2));
+    steps.push(step("PATCH", STS, Reply::Json(sts_recording(""))));
+    let (result, seen) = pass(&kq, fake(None), steps).await;
+    assert_eq!(format_mode(&seen), "--no-initial-controllers");
+    assert_eq!(
+        result.expect("pass succeeds"),
+        Action::requeue(Duration::ZERO)
+    );
+    let last = seen.last().expect("a call");
+    assert_eq!((last.method.as_str(), last.path.as_str()), ("PATCH", STS));
+    assert_eq!(
+        last.body["metadata"]["annotations"]["kraft.krabka.io/unformatted-initial-voters"],
+        ""
+    );
+}
