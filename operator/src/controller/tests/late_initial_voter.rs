@@ -262,3 +262,44 @@ async fn a_quorum_loss_recovery_empties_the_unformatted_set_before_any_pod_forma
         ""
     );
 }
+
+#[tokio::test]
+async fn a_status_write_lost_after_the_first_leader_s_mark_keeps_the_statefulset_s_bootstrapped() {
+    // The first leader's pass marked the StatefulSet (bootstrapped, voter 2
+    // unformatted) and then failed to write status: the next pass must
+    // neither give every pod the initial list again nor recompute the set.
+    let mut status = bootstrapped_status(3);
+    status["bootstrapped"] = json!(false);
+    let kq = kq_json(3, true, status);
+    let mut sts = sts_recording("2");
+    let voters = (0..3)
+        .map(|i| format!("{i}:{}", kafka_uuid::to_string(dir(i))))
+        .collect::<Vec<_>>()
+        .join(",");
+    sts["metadata"]["annotations"]["kraft.krabka.io/cluster-id"] = json!(CLUSTER);
+    sts["metadata"]["annotations"]["kraft.krabka.io/initial-voters"] = json!(voters);
+    let mut steps = vec![
+        step("GET", STS, Reply::Json(sts)),
+        step("GET", PODS, Reply::Json(pods_with_pod_2_pending())),
+    ];
+    steps.extend(children_steps(3, 3).into_iter().skip(2));
+    steps.extend([step("PATCH", KQ_STATUS, Reply::KqWithStatus)]);
+    let (result, seen) = pass(&kq, fake(Some(quorum_without_voter_2())), steps).await;
+    assert_eq!(
+        format_mode(&seen),
+        format!("--initial-controllers-for=2/{}", initial_list())
+    );
+    result.expect("pass succeeds");
+    let sts = seen
+        .iter()
+        .find(|s| s.method == "PATCH" && s.path == STS)
+        .expect("the StatefulSet is applied");
+    assert_eq!(
+        sts.body["metadata"]["annotations"]["kraft.krabka.io/bootstrapped"],
+        "true"
+    );
+    assert_eq!(
+        status_of(seen.last().expect("status"))["bootstrapped"],
+        true
+    );
+}
