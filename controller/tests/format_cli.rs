@@ -564,6 +564,26 @@ fn invalid_inputs_get_one_line_errors_naming_the_bad_value_and_write_nothing() {
             ]),
             "--no-initial-controllers and --initial-controllers-for cannot be used together",
         ),
+        (
+            d(&[
+                "--node-id",
+                "2",
+                "-t",
+                CLUSTER,
+                &format!("--initial-controllers-for=2+2/{ic}"),
+            ]),
+            "node id 2 is listed twice",
+        ),
+        (
+            d(&[
+                "--node-id",
+                "2",
+                "-t",
+                CLUSTER,
+                "--initial-controllers-for=2/",
+            ]),
+            "invalid --initial-controllers-for \"2/\": invalid --initial-controllers entry \"\"",
+        ),
     ];
     for (args, fragment) in cases {
         let refs: Vec<&str> = args.iter().map(String::as_str).collect();

@@ -209,8 +209,8 @@ pub fn parse_initial_controllers(text: &str) -> Result<Vec<InitialVoter>, Format
 /// `<ids>`, else with `--no-initial-controllers`.
 ///
 /// Errors: [`FormatError::Invalid`] naming the bad value: no `/`, an id that
-/// is not a non-negative integer, an id not in `<voters>`, or a bad
-/// `<voters>` entry (as [`parse_initial_controllers`]).
+/// is not a non-negative integer, an id listed twice, an id not in
+/// `<voters>`, or a bad `<voters>` entry (as [`parse_initial_controllers`]).
 fn pick_initial_controllers(
     mut args: FormatArgs,
     text: &str,
@@ -224,8 +224,9 @@ fn pick_initial_controllers(
     let (ids, voters_text) = text
         .split_once('/')
         .ok_or_else(|| bad("no '/' after the node ids".into()))?;
-    let voters = parse_initial_controllers(voters_text)?;
-    let mut chosen = false;
+    let voters = parse_initial_controllers(voters_text)
+        .map_err(|e| invalid(format!("invalid --initial-controllers-for {text:?}: {e}")))?;
+    let mut listed: Vec<i32> = Vec::new();
     for id in ids.split('+') {
         let id: i32 = id
             .parse()
@@ -235,8 +236,12 @@ fn pick_initial_controllers(
         if !voters.iter().any(|v| v.id == id) {
             return Err(bad(format!("node id {id} is not one of the voters")));
         }
-        chosen |= id == node_id;
+        if listed.contains(&id) {
+            return Err(bad(format!("node id {id} is listed twice")));
+        }
+        listed.push(id);
     }
+    let chosen = listed.contains(&node_id);
     if chosen {
         args.initial_controllers = Some(voters_text.to_string());
     } else {
