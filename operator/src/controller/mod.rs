@@ -389,7 +389,8 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
     // list (D19); read from the StatefulSet, where it only shrinks. A
     // quorum-loss recovery (issue 26) replaces the voter set: from its first
     // recorded step no pod formats with the initial list again (step 5a
-    // empties the record).
+    // empties the record). A pod already showing a formatted volume leaves
+    // the set before this pass's ConfigMap is applied, not one pass later.
     let recorded_unformatted = if q.bootstrapped {
         existing
             .as_ref()
@@ -401,7 +402,8 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
     };
     let recovering = status.recovery.phase.is_some();
     if !recovering {
-        q.unformatted_initial_voters = recorded_unformatted.clone();
+        q.unformatted_initial_voters =
+            observe::still_unformatted(&recorded_unformatted, &q.initial_voters, &pods, None);
     }
 
     // A running quorum keeps the listener protocol it was created with.

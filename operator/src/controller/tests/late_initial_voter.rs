@@ -139,6 +139,9 @@ async fn an_initial_voter_seen_formatted_leaves_the_set_and_then_gets_no_initial
         seen[6].body["metadata"]["annotations"]["kraft.krabka.io/unformatted-initial-voters"],
         ""
     );
+    // Already in this pass, before the record shrinks: the ConfigMap gives
+    // nobody the initial list.
+    assert_eq!(format_mode(&seen), "--no-initial-controllers");
     // The pass after it: nobody formats with the initial list any more.
     let mut steps = vec![step("GET", STS, Reply::Json(sts_recording("")))];
     steps.extend(children_steps(3, 3).into_iter().skip(1));
