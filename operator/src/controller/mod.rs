@@ -387,9 +387,9 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
 
     // Initial voters not seen formatted at the first leader keep the initial
     // list (D19); read from the StatefulSet, where it only shrinks. A
-    // quorum-loss recovery (issue 26) replaces the voter set: from its first
-    // recorded step no pod formats with the initial list again (step 5a
-    // empties the record). A pod already showing a formatted volume leaves
+    // quorum loss (issue 26) means the voter set will be replaced: once it
+    // is reported or a recovery step is recorded, no pod formats with the
+    // initial list again (step 5a empties the record). A pod already showing a formatted volume leaves
     // the set before this pass's ConfigMap is applied, not one pass later.
     let recorded_unformatted = if q.bootstrapped {
         existing
@@ -400,7 +400,7 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
     } else {
         Vec::new()
     };
-    let recovering = status.recovery.phase.is_some();
+    let recovering = recovery::quorum_lost_or_recovering(&status);
     if !recovering {
         q.unformatted_initial_voters =
             observe::still_unformatted(&recorded_unformatted, &q.initial_voters, &pods, None);

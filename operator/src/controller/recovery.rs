@@ -258,6 +258,13 @@ async fn job_pod_message(pods: &Api<Pod>, job: &str) -> Result<Option<String>, E
     }))
 }
 
+/// Whether `status` reports a quorum loss ([`QUORUM_LOST`]) or records a
+/// recovery step: the voter set is about to be replaced, so no pod may format
+/// with the initial voter list any more (docs/decisions.md D19).
+pub fn quorum_lost_or_recovering(status: &KraftQuorumStatus) -> bool {
+    status.recovery.phase.is_some() || has_condition(status, QUORUM_LOST)
+}
+
 fn has_condition(status: &KraftQuorumStatus, reason: &str) -> bool {
     status
         .conditions

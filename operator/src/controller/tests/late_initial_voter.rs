@@ -306,3 +306,36 @@ async fn a_status_write_lost_after_the_first_leader_s_mark_keeps_the_statefulset
         true
     );
 }
+
+#[tokio::test]
+async fn a_reported_quorum_loss_empties_the_unformatted_set_before_a_person_recovers_by_hand() {
+    // Without the opt-in the operator only reports the loss; the manual
+    // recovery (docs/operations.md) scales the pods back while it is paused,
+    // so the record must be empty by then.
+    let mut status = bootstrapped_status(3);
+    status.as_object_mut().expect("object").remove("leaderId");
+    status["recovery"]["noLeaderSince"] = json!("2026-11-29T23:50:00Z");
+    status["conditions"] = json!([{
+        "type": "Degraded", "status": "True", "reason": "QuorumLost",
+        "message": "voters 1, 2 of 3 lost their volumes",
+        "lastTransitionTime": "2026-11-30T00:00:00Z",
+    }]);
+    let kq = kq_json(3, true, status);
+    let mut steps = vec![
+        step("GET", STS, Reply::Json(sts_recording("2"))),
+        step("GET", PODS, Reply::Json(pods_with_pod_2_pending())),
+    ];
+    steps.extend(children_steps(3, 3).into_iter().skip(2));
+    steps.push(step("PATCH", STS, Reply::Json(sts_recording(""))));
+    let (result, seen) = pass(&kq, fake(None), steps).await;
+    assert_eq!(format_mode(&seen), "--no-initial-controllers");
+    assert_eq!(
+        result.expect("pass succeeds"),
+        Action::requeue(Duration::ZERO)
+    );
+    let last = seen.last().expect("a call");
+    assert_eq!(
+        last.body["metadata"]["annotations"]["kraft.krabka.io/unformatted-initial-voters"],
+        ""
+    );
+}
