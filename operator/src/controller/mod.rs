@@ -389,8 +389,9 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
     // list (D19); read from the StatefulSet, where it only shrinks. A
     // quorum loss (issue 26) means the voter set will be replaced: once it
     // is reported or a recovery step is recorded, no pod formats with the
-    // initial list again (step 5a empties the record). A pod already showing a formatted volume leaves
-    // the set before this pass's ConfigMap is applied, not one pass later.
+    // initial list again (step 5a empties the record). A pod already
+    // showing a formatted volume leaves the set before this pass's
+    // ConfigMap is applied, not one pass later.
     let recorded_unformatted = if q.bootstrapped {
         existing
             .as_ref()
