@@ -253,6 +253,24 @@ pub async fn reconcile<Q: QuorumClient>(
     result
 }
 
+/// Merges `annotations` (a JSON object of strings) into the StatefulSet
+/// `name`'s own annotations (not its pod template's: no pod restarts).
+///
+/// Errors: [`Error`] from the API server, naming `what` and the StatefulSet.
+async fn annotate(
+    sts_api: &Api<StatefulSet>,
+    name: &str,
+    annotations: serde_json::Value,
+    what: &str,
+) -> Result<(), Error> {
+    let patch = serde_json::json!({"metadata": {"annotations": annotations}});
+    sts_api
+        .patch(name, &PatchParams::default(), &Patch::Merge(&patch))
+        .await
+        .map_err(kube_err(format!("{what} on statefulset {name}")))?;
+    Ok(())
+}
+
 /// Error policy: count the failure and requeue with exponential backoff
 /// (5 s doubling to 5 min) per object.
 pub fn error_policy<Q: QuorumClient>(
@@ -555,16 +573,11 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
         let initial_ids: Vec<i32> = q.initial_voters.iter().map(|(id, _)| *id).collect();
         let unformatted =
             observe::still_unformatted(&initial_ids, &q.initial_voters, &pods, described.as_ref());
-        let mark = serde_json::json!({"metadata": {"annotations": {
+        let marks = serde_json::json!({
             ANNOTATION_BOOTSTRAPPED: "true",
             ANNOTATION_UNFORMATTED_INITIAL_VOTERS: unformatted_annotation(&unformatted),
-        }}});
-        sts_api
-            .patch(&name, &PatchParams::default(), &Patch::Merge(&mark))
-            .await
-            .map_err(kube_err(format!(
-                "mark statefulset {ns}/{name} bootstrapped"
-            )))?;
+        });
+        annotate(&sts_api, &name, marks, "mark bootstrapped").await?;
         write_status(client, &kq, &status).await?;
         let mut note = format!(
             "quorum bootstrapped; leader is node {}",
@@ -596,15 +609,16 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
             )
         };
         if still != recorded_unformatted {
-            let mark = serde_json::json!({"metadata": {"annotations": {
+            let marks = serde_json::json!({
                 ANNOTATION_UNFORMATTED_INITIAL_VOTERS: unformatted_annotation(&still),
-            }}});
-            sts_api
-                .patch(&name, &PatchParams::default(), &Patch::Merge(&mark))
-                .await
-                .map_err(kube_err(format!(
-                    "record the unformatted initial voters on statefulset {ns}/{name}"
-                )))?;
+            });
+            annotate(
+                &sts_api,
+                &name,
+                marks,
+                "record the unformatted initial voters",
+            )
+            .await?;
             info!(before = ?recorded_unformatted, after = ?still, "initial voters formatted");
             return Ok(Action::requeue(Duration::ZERO));
         }
