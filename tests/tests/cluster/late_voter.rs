@@ -16,11 +16,11 @@ use super::*;
 /// StatefulSet gets to create it once allowed.
 const POD_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// A ResourceQuota of two pods holds q-2 back (the StatefulSet controller
-/// cannot create it) while q-0 and q-1 elect the first leader; then the
-/// quota is lifted. q-2 must format with `--initial-controllers-for=2/…`,
-/// and the quorum must become Ready with voter 2's initial directory id and
-/// no voter change at all.
+/// A ResourceQuota of two pods holds one initial voter's pod back (the
+/// StatefulSet controller cannot create it) while the other two elect the
+/// first leader; then the quota is lifted. The held-back pod must format
+/// with `--initial-controllers-for=<its id>/…`, and the quorum must become
+/// Ready with that voter's initial directory id and no voter change at all.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_initial_voter_created_after_the_first_leader_joins_with_its_initial_directory_id() {
     let (_client, ns, _operator) = setup("e2e-rs-late-voter").await;
@@ -64,38 +64,52 @@ async fn an_initial_voter_created_after_the_first_leader_joins_with_its_initial_
         },
     )
     .await
-    .must("q-0 and q-1 elect the first leader");
+    .must("two of the three initial voters elect the first leader");
+    // The StatefulSet controller creates q-0 first, then q-1 and q-2 at
+    // once: the quota refuses one of those two.
     let pods = ns.api::<Pod>();
-    assert!(
-        pods.get_opt("q-2")
+    let mut held = Vec::new();
+    for ordinal in 0..3 {
+        let name = format!("q-{ordinal}");
+        let pod = pods
+            .get_opt(&name)
             .await
-            .map_err(Error::kube("get pod q-2"))
-            .must("read pod q-2")
-            .is_none(),
-        "the quota should have held q-2 back"
-    );
-    // The ConfigMap now gives node 2 alone the initial list (the operator
-    // records it unformatted in the bootstrap pass and applies the mode in
-    // the next one).
+            .map_err(Error::kube(format!("get pod {name}")))
+            .must("read the pods");
+        if pod.is_none() {
+            held.push(ordinal);
+        }
+    }
+    let [held] = held[..] else {
+        panic!("the quota should have held back exactly one pod, not {held:?}");
+    };
+    let held_pod = format!("q-{held}");
+    // The ConfigMap now gives the held-back node alone the initial list (the
+    // operator records it unformatted in the bootstrap pass and applies the
+    // mode in the next one).
     let configmaps = ns.api::<ConfigMap>();
-    let mode = wait::poll("the format mode for node 2", POD_TIMEOUT, || async {
-        let cm = configmaps
-            .get(Q)
-            .await
-            .map_err(Error::kube("get configmap q"))?;
-        let mode = cm
-            .data
-            .and_then(|d| d.get("format-mode").cloned())
-            .unwrap_or_default();
-        Ok(mode
-            .starts_with("--initial-controllers-for=")
-            .then_some(mode))
-    })
+    let mode = wait::poll(
+        "the format mode for the held-back node",
+        POD_TIMEOUT,
+        || async {
+            let cm = configmaps
+                .get(Q)
+                .await
+                .map_err(Error::kube("get configmap q"))?;
+            let mode = cm
+                .data
+                .and_then(|d| d.get("format-mode").cloned())
+                .unwrap_or_default();
+            Ok(mode
+                .starts_with("--initial-controllers-for=")
+                .then_some(mode))
+        },
+    )
     .await
-    .must("the format mode names node 2");
+    .must("the format mode names the held-back node");
     assert!(
-        mode.starts_with("--initial-controllers-for=2/0@"),
-        "format mode {mode}"
+        mode.starts_with(&format!("--initial-controllers-for={held}/0@")),
+        "format mode {mode}, held back {held_pod}"
     );
 
     quotas
@@ -114,14 +128,14 @@ async fn an_initial_voter_created_after_the_first_leader_joins_with_its_initial_
         .must("annotate the StatefulSet");
     wait::until(
         &pods,
-        "q-2",
-        "pod q-2 created",
+        &held_pod,
+        "the held-back pod created",
         POD_TIMEOUT,
         |p: Option<&Pod>| p.is_some(),
         |p| format!("{:?}", p.status),
     )
     .await
-    .must("pod q-2 created");
+    .must("the held-back pod created");
 
     wait::ready(&ns, Q, 3, READY_TIMEOUT)
         .await
@@ -131,15 +145,15 @@ async fn an_initial_voter_created_after_the_first_leader_joins_with_its_initial_
     let Some(status) = kq.status.as_ref() else {
         panic!("q has no status");
     };
-    let initial_2 = status
+    let initial = status
         .initial_voters
         .iter()
-        .find(|v| v.node_id == 2)
+        .find(|v| v.node_id == held)
         .map(|v| v.directory_id.clone());
     assert_eq!(
-        quorum::voter_dir(&kq, 2),
-        initial_2,
-        "voter 2 joined with its initial directory id"
+        quorum::voter_dir(&kq, held),
+        initial,
+        "voter {held} joined with its initial directory id"
     );
     assert_eq!(
         voter_events(&ns, "VoterRemoved").await,
@@ -151,7 +165,7 @@ async fn an_initial_voter_created_after_the_first_leader_joins_with_its_initial_
         [0; 0],
         "no voter added"
     );
-    // Once q-2 has formatted, nobody gets the initial list any more.
+    // Once the held-back pod has formatted, nobody gets the initial list.
     wait::poll(
         "the format mode back to --no-initial-controllers",
         POD_TIMEOUT,
