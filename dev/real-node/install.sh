@@ -10,7 +10,8 @@
 #   CNI plugins      bridge, host-local, loopback, portmap from
 #                    github.com/containernetworking/plugins (CNI_PLUGINS_VERSION)
 #   crictl           from sigs.k8s.io/cri-tools (CRI_TOOLS_VERSION)
-#   CoreDNS          from github.com/coredns/coredns (COREDNS_VERSION), cluster DNS
+#   CoreDNS          github.com/coredns/coredns (COREDNS_VERSION) with only the
+#                    Corefile's plugins (dev/tools/coredns), cluster DNS
 #   local-path-provisioner  from github.com/rancher/local-path-provisioner
 #                    (LOCAL_PATH_PROVISIONER_VERSION), PersistentVolumes
 #
@@ -115,10 +116,23 @@ printf 'runtime-endpoint: unix://%s\nimage-endpoint: unix://%s\n' "$CONTAINERD_S
 # --- CoreDNS, local-path-provisioner -----------------------------------------------
 # Cluster DNS and dynamic PersistentVolumes for the real node, run as host
 # processes by dev/real-node/node.sh (their modules need no replaces).
-coredns_dir="$tools/coredns-$COREDNS_VERSION/bin"
+# CoreDNS from our own main package (dev/tools/coredns): coremain and only the
+# plugins the Corefile of addons.sh uses, not CoreDNS's main package with all
+# its plugins and their cloud SDKs (a cold build of 3 times the packages). The
+# cache directory is named after the module's files, so a change rebuilds it.
+coredns_mod="$dev_dir/tools/coredns"
+grep -q "^require github.com/coredns/coredns $COREDNS_VERSION\$" "$coredns_mod/go.mod" ||
+  rdie "dev/tools/coredns/go.mod does not require github.com/coredns/coredns $COREDNS_VERSION (COREDNS_VERSION)"
+coredns_key="$(cat "$coredns_mod/go.mod" "$coredns_mod/go.sum" "$coredns_mod/main.go" | sha256sum | cut -c1-12)"
+coredns_dir="$tools/coredns-$COREDNS_VERSION-$coredns_key/bin"
 if [[ ! -x "$coredns_dir/coredns" ]]; then
-  rlog "building CoreDNS $COREDNS_VERSION from Go modules"
-  go_install "$coredns_dir" "-s -w" "github.com/coredns/coredns@$COREDNS_VERSION"
+  rlog "building CoreDNS $COREDNS_VERSION (the Corefile's plugins only) from Go modules"
+  tmp="$coredns_dir.tmp.$$"
+  rm -rf "$tmp"
+  mkdir -p "$tmp"
+  (cd "$coredns_mod" && CGO_ENABLED=0 "$go_bin" build -buildvcs=false -trimpath -ldflags "-s -w" -o "$tmp/coredns" .)
+  rm -rf "$coredns_dir"
+  mv "$tmp" "$coredns_dir"
 fi
 ln -sfn "$coredns_dir/coredns" "$bin/coredns"
 lpp_dir="$tools/local-path-provisioner-$LOCAL_PATH_PROVISIONER_VERSION/bin"
