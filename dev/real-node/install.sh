@@ -3,7 +3,8 @@
 # $KRAFTWERK_CACHE (default ~/.cache/kraftwerk). A warm run takes seconds.
 #
 #   Debian packages  containerd (1.6), runc, buildah, busybox-static (the test
-#                    pod's image), gcc (the pause program)
+#                    pod's image), gcc (the pause program), binutils (objcopy:
+#                    debug images, make images IMAGES_PROFILE=debug)
 #   kubelet, kube-scheduler, kube-proxy
 #                    built from k8s.io/kubernetes' Go modules, same version as the
 #                    API server (dev/tools/kubernetes, KUBERNETES_VERSION)
@@ -34,6 +35,7 @@ declare -A wanted=(
   [buildah]=buildah
   [busybox]=busybox-static
   [gcc]=gcc
+  [objcopy]=binutils
 )
 missing=()
 for cmd in "${!wanted[@]}"; do
