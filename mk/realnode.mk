@@ -3,8 +3,10 @@
 # node agent, with kube-scheduler, kube-proxy, CoreDNS and
 # local-path-provisioner. Not part of `make test` or `make demo` (the node
 # agent stays the default); select it with `NODE=kubelet make cluster-up`,
-# which dev/cluster.sh passes on to dev/real-node/node.sh. See
-# docs/local-cluster.md, "The real node".
+# which dev/cluster.sh passes on to dev/real-node/node.sh. The targets below
+# that need images build them first (`images`, mk/images.mk): from release
+# binaries, or from the debug ones with IMAGES_PROFILE=debug (tests: no
+# release build). See docs/local-cluster.md, "The real node".
 
 .PHONY: realnode-tools realnode-up realnode-down test-realnode test-realnode-standalone test-realnode-chart
 

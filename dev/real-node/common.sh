@@ -14,8 +14,10 @@ repo="$(cd "$dev_dir/.." && pwd)"
 cache="${KRAFTWERK_CACHE:-$HOME/.cache/kraftwerk}"
 # shellcheck source=dev/versions.sh
 source "$dev_dir/versions.sh"
-# Cluster DNS and PersistentVolumes of the real node, host processes built with
-# `go install pkg@version` (no replaces in their modules; CoreDNS 1.15 needs Go 1.26).
+# Cluster DNS and PersistentVolumes of the real node, host processes built
+# from Go modules by install.sh: CoreDNS from dev/tools/coredns (its go.mod
+# requires this version; CoreDNS 1.15 needs Go 1.26), the provisioner with
+# `go install pkg@version` (no replaces in its module).
 COREDNS_VERSION=v1.15.0
 LOCAL_PATH_PROVISIONER_VERSION=v0.0.30
 bin="$cache/bin"

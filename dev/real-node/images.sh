@@ -13,7 +13,11 @@
 #   ghcr.io/kraftwerk/kraft-operator:<appVersion>
 #       `buildah bud -f Containerfile.prebuilt`: the Dockerfile's final stages
 #       from target/release (the Dockerfile's builder and base images cannot be
-#       pulled here)
+#       pulled here); with KRAFTWERK_IMAGES_PROFILE=debug (`make images
+#       IMAGES_PROFILE=debug`, for tests) from target/debug instead, copies
+#       stripped of their DWARF sections (`objcopy --strip-debug`, binutils;
+#       the symbols stay, for backtraces), on the same base; the label
+#       dev.kraftwerk.build-profile says which
 #   registry.k8s.io/pause:3.10   the sandbox image: dev/real-node/pause.c, static
 #   localhost/kraftwerk/busybox:static   static busybox, for test pods
 #   docker.io/apache/kafka:<version>     Kafka's jars and dev/kafka-image's scripts on
@@ -24,7 +28,8 @@
 #   dev/real-node/images.sh import   only import the saved archives
 #
 # Needs the release binaries (`cargo build --release -p kraft-controller -p
-# kraft-operator`; `make images` does it first) and dev/real-node/install.sh.
+# kraft-operator`; `make images` does it first), or the debug ones with
+# KRAFTWERK_IMAGES_PROFILE=debug, and dev/real-node/install.sh.
 set -euo pipefail
 
 # shellcheck source=dev/real-node/common.sh
@@ -32,7 +37,14 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/common.sh"
 
 [[ $(id -u) -eq 0 ]] || rdie "must run as root (buildah's storage, containerd)"
 
-RELEASE_DIR="${KRAFTWERK_RELEASE_DIR:-${CARGO_TARGET_DIR:-$repo/target}/release}"
+# release (users' images, the default) or debug (test images: no release
+# build, the binaries the tests build anyway).
+PROFILE="${KRAFTWERK_IMAGES_PROFILE:-release}"
+case "$PROFILE" in
+  release) BIN_DIR="${KRAFTWERK_RELEASE_DIR:-${CARGO_TARGET_DIR:-$repo/target}/release}" ;;
+  debug) BIN_DIR="${CARGO_TARGET_DIR:-$repo/target}/debug" ;;
+  *) rdie "KRAFTWERK_IMAGES_PROFILE must be release or debug, not '$PROFILE'" ;;
+esac
 APP_VERSION="$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$repo/charts/kraft-operator/Chart.yaml")"
 [[ -n "$APP_VERSION" ]] || rdie "no appVersion in charts/kraft-operator/Chart.yaml"
 BASE_IMAGE=localhost/kraftwerk/cc-debian12:nonroot
@@ -76,7 +88,7 @@ libs_of() {
 build_base() {
   local root="$work/base" f
   mkdir -p "$root/etc" "$root/tmp" "$root/home/nonroot" "$root/etc/ssl/certs"
-  for f in $( (libs_of "$RELEASE_DIR/kraft-controller"; libs_of "$RELEASE_DIR/kraft-operator") | sort -u); do
+  for f in $( (libs_of "$BIN_DIR/kraft-controller"; libs_of "$BIN_DIR/kraft-operator") | sort -u); do
     mkdir -p "$root$(dirname "$f")"
     cp -L "$f" "$root$f"
   done
@@ -116,15 +128,24 @@ build_busybox() {
 }
 
 # The two images of our binaries, from Containerfile.prebuilt with the
-# binaries alone as the build context.
+# binaries alone as the build context. Debug binaries are copied, then the
+# copies stripped of debug info (the files in target/ are left as cargo made
+# them: they may be hard links shared with other checkouts).
 build_ours() {
-  local ctx="$work/context" target image
+  local ctx="$work/context" target image f
   mkdir -p "$ctx"
-  cp "$RELEASE_DIR/kraft-controller" "$RELEASE_DIR/kraft-operator" "$ctx/"
+  cp "$BIN_DIR/kraft-controller" "$BIN_DIR/kraft-operator" "$ctx/"
+  if [[ "$PROFILE" == debug ]]; then
+    for f in kraft-controller kraft-operator; do
+      objcopy --strip-debug "$ctx/$f"
+      rlog "$f: $(du -h "$BIN_DIR/$f" | cut -f1) in $BIN_DIR, $(du -h "$ctx/$f" | cut -f1) stripped of debug info"
+    done
+  fi
   for target in kraft-controller kraft-operator; do
     image="ghcr.io/kraftwerk/$target:$APP_VERSION"
     buildah_ bud --quiet --pull=never -f "$repo/Containerfile.prebuilt" --target "$target" \
-      --build-arg "BASE_IMAGE=$BASE_IMAGE" -t "$image" "$ctx" >/dev/null
+      --build-arg "BASE_IMAGE=$BASE_IMAGE" --label "dev.kraftwerk.build-profile=$PROFILE" \
+      -t "$image" "$ctx" >/dev/null
     save "$image" "$target"
   done
 }
@@ -232,8 +253,8 @@ import() {
 case "${1:-all}" in
   all)
     for f in kraft-controller kraft-operator; do
-      [[ -x "$RELEASE_DIR/$f" ]] ||
-        rdie "no $RELEASE_DIR/$f: run cargo build --release -p kraft-controller -p kraft-operator (make images does)"
+      [[ -x "$BIN_DIR/$f" ]] ||
+        rdie "no $BIN_DIR/$f: run make images (IMAGES_PROFILE=$PROFILE), which builds it first"
     done
     build_base
     build_pause
