@@ -92,14 +92,7 @@ async fn an_initial_voter_created_after_the_first_leader_joins_with_its_initial_
         "the format mode for the held-back node",
         POD_TIMEOUT,
         || async {
-            let cm = configmaps
-                .get(Q)
-                .await
-                .map_err(Error::kube("get configmap q"))?;
-            let mode = cm
-                .data
-                .and_then(|d| d.get("format-mode").cloned())
-                .unwrap_or_default();
+            let mode = format_mode(&configmaps).await?;
             Ok(mode
                 .starts_with("--initial-controllers-for=")
                 .then_some(mode))
@@ -170,14 +163,22 @@ async fn an_initial_voter_created_after_the_first_leader_joins_with_its_initial_
         "the format mode back to --no-initial-controllers",
         POD_TIMEOUT,
         || async {
-            let cm = configmaps
-                .get(Q)
-                .await
-                .map_err(Error::kube("get configmap q"))?;
-            let mode = cm.data.and_then(|d| d.get("format-mode").cloned());
-            Ok((mode.as_deref() == Some("--no-initial-controllers")).then_some(()))
+            let mode = format_mode(&configmaps).await?;
+            Ok((mode == "--no-initial-controllers").then_some(()))
         },
     )
     .await
     .must("the format mode back to --no-initial-controllers");
+}
+
+/// The `format-mode` of q's ConfigMap (`""` when it has none).
+async fn format_mode(configmaps: &kube::Api<ConfigMap>) -> kraft_e2e::Result<String> {
+    let cm = configmaps
+        .get(Q)
+        .await
+        .map_err(Error::kube("get configmap q"))?;
+    Ok(cm
+        .data
+        .and_then(|d| d.get("format-mode").cloned())
+        .unwrap_or_default())
 }
