@@ -61,6 +61,26 @@ pub fn recorded(annotations: &BTreeMap<String, String>) -> Option<Recorded> {
     })
 }
 
+/// Whether `status` says not bootstrapped while the StatefulSet's copy
+/// (`recorded`, same cluster id) says bootstrapped: the status write after
+/// the first leader's mark failed. The quorum is then bootstrapped: it must
+/// never give every pod the initial voter list again (DESIGN 2.4), nor
+/// recompute the unformatted initial voters (docs/decisions.md D19: that set
+/// only shrinks).
+pub fn bootstrapped_on_record(
+    status: Option<&KraftQuorumStatus>,
+    recorded: Option<&Recorded>,
+) -> bool {
+    match (recorded, status) {
+        (Some(r), Some(st)) => {
+            r.bootstrapped
+                && !st.bootstrapped
+                && st.cluster_id.as_deref() == Some(r.cluster_id.as_str())
+        }
+        _ => false,
+    }
+}
+
 /// The initial voters still unformatted, from a StatefulSet's
 /// [`ANNOTATION_UNFORMATTED_INITIAL_VOTERS`] (ascending node ids). Only ids of
 /// `initial_voters` count; an absent, empty or malformed value is no id at

@@ -352,25 +352,14 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
         }
         None => kq.clone(),
     };
-    // Bootstrapped never goes back: a status write that failed after the
-    // first leader's mark on the StatefulSet (step 5) must not give the next
-    // pass the initial voter list for every pod again (DESIGN 2.4), nor
-    // recompute the unformatted initial voters (D19: that set only shrinks).
-    let kq = match (&recorded, kq.status.as_ref()) {
-        (Some(r), Some(st))
-            if r.bootstrapped
-                && !st.bootstrapped
-                && st.cluster_id.as_deref() == Some(r.cluster_id.as_str()) =>
-        {
-            info!("bootstrapped read back from the statefulset");
-            let mut kq = kq;
-            if let Some(st) = kq.status.as_mut() {
-                st.bootstrapped = true;
-            }
-            kq
-        }
-        _ => kq,
-    };
+    // Bootstrapped never goes back (see identity::bootstrapped_on_record).
+    let mut kq = kq;
+    if identity::bootstrapped_on_record(kq.status.as_ref(), recorded.as_ref())
+        && let Some(st) = kq.status.as_mut()
+    {
+        info!("bootstrapped read back from the statefulset");
+        st.bootstrapped = true;
+    }
     let mut status = kq.status.clone().unwrap_or_default();
 
     // 2. Fetch.
