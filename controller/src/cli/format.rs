@@ -205,14 +205,15 @@ pub fn parse_initial_controllers(text: &str) -> Result<Vec<InitialVoter>, Format
 }
 
 /// Resolves `--initial-controllers-for=<ids>/<voters>` for node `node_id`:
-/// `args` with `--initial-controllers=<voters>` when `node_id` is one of
-/// `<ids>`, else with `--no-initial-controllers`.
+/// a copy of `args` with `--initial-controllers=<voters>` when `node_id` is
+/// one of `<ids>`, else with `--no-initial-controllers` (and without
+/// `--initial-controllers-for`).
 ///
 /// Errors: [`FormatError::Invalid`] naming the bad value: no `/`, an id that
 /// is not a non-negative integer, an id listed twice, an id not in
 /// `<voters>`, or a bad `<voters>` entry (as [`parse_initial_controllers`]).
 fn pick_initial_controllers(
-    mut args: FormatArgs,
+    args: &FormatArgs,
     text: &str,
     node_id: i32,
 ) -> Result<FormatArgs, FormatError> {
@@ -242,12 +243,12 @@ fn pick_initial_controllers(
         listed.push(id);
     }
     let chosen = listed.contains(&node_id);
-    if chosen {
-        args.initial_controllers = Some(voters_text.to_string());
-    } else {
-        args.no_initial_controllers = true;
-    }
-    Ok(args)
+    Ok(FormatArgs {
+        initial_controllers_for: None,
+        initial_controllers: chosen.then(|| voters_text.to_string()),
+        no_initial_controllers: !chosen,
+        ..args.clone()
+    })
 }
 
 /// What `format` will write, fully validated.
@@ -428,10 +429,7 @@ pub fn plan(args: &FormatArgs) -> Result<FormatPlan, FormatError> {
     let picked;
     let args = match &args.initial_controllers_for {
         Some(text) => {
-            picked = FormatArgs {
-                initial_controllers_for: None,
-                ..pick_initial_controllers(args.clone(), text, node_id)?
-            };
+            picked = pick_initial_controllers(args, text, node_id)?;
             &picked
         }
         None => args,
