@@ -45,6 +45,13 @@ fn format_mode(seen: &[Seen]) -> String {
         .to_string()
 }
 
+/// The StatefulSet apply of `seen` (its first PATCH).
+fn applied_statefulset(seen: &[Seen]) -> &Seen {
+    seen.iter()
+        .find(|s| s.method == "PATCH" && s.path == STS)
+        .expect("the StatefulSet is applied")
+}
+
 fn initial_list() -> String {
     (0..3)
         .map(|i| {
@@ -106,10 +113,7 @@ async fn the_next_passes_give_only_the_unformatted_initial_voter_the_initial_lis
         format!("--initial-controllers-for=2/{}", initial_list())
     );
     // The StatefulSet's own apply keeps the record as it is.
-    let sts = seen
-        .iter()
-        .find(|s| s.method == "PATCH" && s.path == STS)
-        .expect("the StatefulSet is applied");
+    let sts = applied_statefulset(&seen);
     assert_eq!(
         sts.body["metadata"]["annotations"]["kraft.krabka.io/unformatted-initial-voters"],
         "2"
@@ -283,10 +287,7 @@ async fn a_status_write_lost_after_the_first_leader_s_mark_keeps_the_statefulset
         format!("--initial-controllers-for=2/{}", initial_list())
     );
     result.expect("pass succeeds");
-    let sts = seen
-        .iter()
-        .find(|s| s.method == "PATCH" && s.path == STS)
-        .expect("the StatefulSet is applied");
+    let sts = applied_statefulset(&seen);
     assert_eq!(
         sts.body["metadata"]["annotations"]["kraft.krabka.io/bootstrapped"],
         "true"
