@@ -4,7 +4,8 @@
 #
 #   Debian packages  containerd (1.6), runc, buildah, busybox-static (the test
 #                    pod's image), gcc (the pause program), binutils (objcopy:
-#                    debug images, make images IMAGES_PROFILE=debug)
+#                    debug images, make images IMAGES_PROFILE=debug), bind9-dnsutils
+#                    (dig: the smoke test reads CoreDNS's answer TTLs)
 #   kubelet, kube-scheduler, kube-proxy
 #                    built from k8s.io/kubernetes' Go modules, same version as the
 #                    API server (dev/tools/kubernetes, KUBERNETES_VERSION)
@@ -36,6 +37,7 @@ declare -A wanted=(
   [busybox]=busybox-static
   [gcc]=gcc
   [objcopy]=binutils
+  [dig]=bind9-dnsutils
 )
 missing=()
 for cmd in "${!wanted[@]}"; do

@@ -17,7 +17,7 @@
 #   7. a StatefulSet's PVC is provisioned and bound (local-path-provisioner),
 #      its pod writes to it as uid 65532, and CoreDNS resolves both
 #      kubernetes.default and the StatefulSet pod's own name, the latter
-#      uncached (dev/real-node/dns-answer.py: the same full TTL twice)
+#      uncached (dig: the same full TTL twice)
 #
 # then removes its namespace and stops the real node. Run it under the cluster
 # lock: `flock /tmp/kraftwerk-cluster.lock dev/real-node/smoke-test.sh`
@@ -185,11 +185,18 @@ rlog "pod dns said: $(crictl_logs "$(crictl_ ps -a -q --label io.kubernetes.pod.
 # asked twice 1.5 s apart, it answers web-0 with the kubernetes plugin's
 # full TTL (30) both times; a cached answer's TTL counts down. (With the
 # earlier `cache 5` a restarted pod's name gave its previous IP for up to 5 s.)
+# dns_answer NAME: CoreDNS's A records for NAME as "IP TTL" lines (dig, one
+# query to 10.244.0.1, the bridge CoreDNS listens on (addons.sh), no
+# recursion asked, 2 s timeout); fails when there is none.
+dns_answer() {
+  dig +norecurse +noall +answer +time=2 +tries=1 @10.244.0.1 "$1" A |
+    awk '$4 == "A" { print $5, $2; n++ } END { exit n == 0 }'
+}
 uncached() {
   local first second
-  first="$("$real_here/dns-answer.py" "$fqdn")" || return 1
+  first="$(dns_answer "$fqdn")" || return 1
   sleep 1.5
-  second="$("$real_here/dns-answer.py" "$fqdn")" || return 1
+  second="$(dns_answer "$fqdn")" || return 1
   rlog "CoreDNS answered $fqdn with \"$first\", 1.5 s later \"$second\""
   [[ "$first" == "$web_ip 30" && "$second" == "$web_ip 30" ]]
 }
