@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The fuzz runs of `make test-fuzz` and `make soak` (mk/fuzz.mk).
 #
-#   dev/fuzz.sh build             build every target of fuzz/ with ASan
+#   dev/fuzz.sh build             build every target of fuzz/ with ASan (then prune)
+#   dev/fuzz.sh prune             remove the stale builds of the targets and
+#                                 workspace crates from FUZZ_TARGET_DIR
 #   dev/fuzz.sh run SECONDS T...  build, then run each target T for SECONDS
 #                                 from fuzz/seeds/T (and fuzz/corpus/T)
 #
@@ -27,10 +29,30 @@ triple=$(rustc -vV | sed -n 's/^host: //p')
 
 build() {
 	nice cargo "$toolchain" fuzz build
+	prune
+}
+
+# The ASan build is cached across clones, and rebuilds of the workspace
+# crates and targets leave the old files beside the new ones under new hashes
+# (one day of clones left 24 sets, 17 GB, and helped fill CI's disk at stop 38). Keep only what this build linked: a target's
+# binary in deps/ is hard-linked to release/<target> (so a stale one has one
+# link), and of each workspace library the newest build.
+prune() {
+	local deps="$FUZZ_TARGET_DIR/$triple/release/deps" f lib
+	for f in fuzz_targets/*.rs; do
+		f=$(basename "$f" .rs)
+		find "$deps" -maxdepth 1 -type f -name "$f-*" ! -name '*.d' -links 1 -delete
+	done
+	for lib in kraft_controller kraft_common; do
+		ls -t "$deps"/lib"$lib"-*.rlib 2>/dev/null | tail -n +2 | while read -r f; do
+			f=${f%.rlib}
+			rm -f "$f".rlib "$f".rmeta "$deps/${f##*/lib}".d
+		done
+	done
 }
 
 run() {
-	local seconds=$1 failed=() line runs
+	local seconds=$1 failed=() runs
 	shift
 	build
 	printf '%-26s %12s %s\n' target runs result
@@ -63,6 +85,7 @@ run() {
 
 case ${1:-} in
 build) build ;;
+prune) prune ;;
 run) shift; run "$@" ;;
-*) echo "usage: $0 build | run SECONDS TARGET..." >&2; exit 2 ;;
+*) echo "usage: $0 build | prune | run SECONDS TARGET..." >&2; exit 2 ;;
 esac
