@@ -1,30 +1,27 @@
 #!/usr/bin/env bash
 # The local Kubernetes cluster: a real etcd, kube-apiserver and
-# kube-controller-manager, plus our node agent (dev/node-agent) that runs pods
-# as local processes in network namespaces. See docs/local-cluster.md.
+# kube-controller-manager built from their Go modules, and one real node
+# (issue 24): containerd + runc from Debian's packages and the kubelet, node
+# kraft-kubelet, with kube-scheduler, kube-proxy, CoreDNS and
+# local-path-provisioner (dev/real-node/node.sh). Pods run the images
+# `make images` builds from our Dockerfile's final stages. See
+# docs/local-cluster.md.
 #
-#   dev/cluster.sh up       start everything (idempotent); prints `export KUBECONFIG=...`
+#   dev/cluster.sh up       start everything (idempotent; imports the saved
+#                           images again); prints `export KUBECONFIG=...`
 #   dev/cluster.sh running  exit 0 when every component runs (the tests reuse such
 #                           a cluster and leave it up; they stop only one they started)
 #   dev/cluster.sh control-plane  exit 0 when etcd, the API server and the controller manager run
-#   dev/cluster.sh down     stop everything; fails unless no process, netns, bridge
-#                           or veth is left
+#   dev/cluster.sh down     stop everything; fails unless no process, network
+#                           namespace, bridge or containerd shim of the cluster is left
 #   dev/cluster.sh status   what runs
 #   dev/cluster.sh logs     print the component logs and every container log
 #
-# NODE=kubelet runs the real node (issue 24: containerd + kubelet, node
-# kraft-kubelet, with kube-scheduler, kube-proxy, CoreDNS and
-# local-path-provisioner: dev/real-node/node.sh) in place of the node agent,
-# which is then not started (it binds every pending pod to its own node, so it
-# and kube-scheduler cannot share pods); `down` stops the real node whenever it
-# runs. The node agent stays the default (NODE=agent).
-#
-# Must run as root (network namespaces, bridge, bind mounts). One cluster per
-# machine: the bridge, its addresses and the ports below are fixed.
+# Must run as root (containers, cgroups, bridges, iptables). One cluster per
+# machine: the bridges, their addresses and the ports below are fixed.
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-repo="$(cd "$here/.." && pwd)"
 cache="${KRAFTWERK_CACHE:-$HOME/.cache/kraftwerk}"
 bin="$cache/bin"
 dir="$cache/cluster"
@@ -32,22 +29,22 @@ pki="$dir/pki"
 run="$dir/run"
 logs="$dir/logs"
 
+# The host's address on the cluster network, on a bridge of its own: the API
+# server and CoreDNS listen here; the node's pods (10.244.1.0/24 on kwr0,
+# dev/real-node/node.sh) reach it through their gateway.
 BRIDGE="${KRAFTWERK_BRIDGE:-kw0}"
-HOST_IP=10.244.0.1          # the bridge's address: API server, pods' gateway
-POD_CIDR=10.244.0.0/24      # pod IPs, only on $BRIDGE (never routed off this host)
-SERVICE_CIDR=10.96.0.0/24   # ClusterIPs are allocated but nothing proxies them
+HOST_IP=10.244.0.1
+SERVICE_CIDR=10.96.0.0/24   # ClusterIPs, served by kube-proxy on the node
 API_PORT=6443
 ETCD_CLIENT=127.0.0.1:2379
 ETCD_PEER=127.0.0.1:2380
-NODE_NAME="${KRAFTWERK_NODE_NAME:-kraft-node}"
-NETNS_PREFIX=kw-
-TARGET_DIR="${KRAFTWERK_TARGET_DIR:-${CARGO_TARGET_DIR:-$repo/target}/debug}"
-CARGO="${CARGO:-cargo}"
 
 log() { printf '[cluster] %s\n' "$*" >&2; }
 die() { printf '[cluster] error: %s\n' "$*" >&2; exit 1; }
 
-[[ $(id -u) -eq 0 ]] || die "must run as root (network namespaces, bridge, bind mounts)"
+[[ $(id -u) -eq 0 ]] || die "must run as root (containers, cgroups, bridges, iptables)"
+[[ "${NODE:-kubelet}" == kubelet ]] ||
+  die "NODE=$NODE: the node agent is gone (issue 24); the cluster's one node is the kubelet: unset NODE"
 
 # alive, detach, start, stop
 # shellcheck source=procs.sh
@@ -85,16 +82,12 @@ make_pki() {
     "IP:$HOST_IP,IP:127.0.0.1,IP:10.96.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
   cert admin kubernetes-admin system:masters
   cert controller-manager system:kube-controller-manager ""
-  # The node agent is also the scheduler and the volume provisioner, so it is an
-  # administrator rather than a NodeRestriction-bound system:node identity.
-  cert node-agent kraft-node-agent system:masters
   if [[ ! -f "$pki/sa.key" ]]; then
     openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
     openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
   fi
   kubeconfig admin
   kubeconfig controller-manager
-  kubeconfig node-agent
 }
 
 # --- network --------------------------------------------------------------------
@@ -106,90 +99,32 @@ bridge_up() {
   ip link set "$BRIDGE" up
 }
 
-# Removes every pod network namespace (killing what still runs in it), their
-# /etc/netns files and the bridge. Deleting a namespace deletes its veth pair.
-network_down() {
-  local ns
-  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$NETNS_PREFIX" || true); do
-    local pids
-    pids="$(ip netns pids "$ns" 2>/dev/null || true)"
-    [[ -n "$pids" ]] && kill -KILL $pids 2>/dev/null || true
-    ip netns delete "$ns" 2>/dev/null || true
-    rm -rf "/etc/netns/$ns"
-  done
-  rm -rf /etc/netns/"$NETNS_PREFIX"*
+bridge_down() {
   if ip link show "$BRIDGE" >/dev/null 2>&1; then
     ip link delete "$BRIDGE"
   fi
 }
 
-write_images() {
-  # Image repository suffix -> local binary. See dev/node-agent/src/images.rs.
-  cat >"$dir/images.yaml" <<EOF
-# Written by dev/cluster.sh: which local program runs a container image.
-images:
-  - repository: kraft-controller
-    entrypoint: $TARGET_DIR/kraft-controller
-  - repository: kraft-operator
-    entrypoint: $TARGET_DIR/kraft-operator
-  - repository: busybox
-  - repository: pause
-    entrypoint: $(command -v sleep) infinity
-  - repository: apache/kafka
-    root: $cache/images/apache-kafka-{tag}
-    paths: [/opt/kafka, /etc/kafka/docker, /mnt/shared/config]
-    writable: [/opt/kafka/config, /opt/kafka/logs]
-    entrypoint: /etc/kafka/docker/run
-EOF
-}
-
 # --- up / down --------------------------------------------------------------------
-# The node of a running cluster: agent (the node agent) or kubelet (NODE=kubelet).
-node_mode() { cat "$run/node.mode" 2>/dev/null || echo agent; }
 control_plane() { alive etcd && alive kube-apiserver && alive kube-controller-manager; }
-running() {
-  control_plane || return 1
-  case "$(node_mode)" in
-    kubelet) alive kubelet ;;
-    *) alive node-agent ;;
-  esac
-}
-
-# same_checkout: a cluster already up runs the binaries its images.yaml names
-# (read once by the node agent at its start); reusing one started from another
-# checkout would run that checkout's kraft-controller and kraft-operator.
-same_checkout() {
-  local theirs
-  theirs="$(sed -n 's/^ *entrypoint: \(.*\)\/kraft-controller$/\1/p' "$dir/images.yaml" 2>/dev/null | head -n1)"
-  [[ -z "$theirs" || "$theirs" == "$TARGET_DIR" ]] && return 0
-  die "the local cluster is already up, running the binaries of $theirs, not $TARGET_DIR;" \
-    "stop it first (make cluster-down) or use the checkout that started it"
-}
+running() { control_plane && alive kubelet; }
 
 up() {
   "$here/install-tools.sh"
   mkdir -p "$dir" "$run" "$logs"
   if running; then
-    [[ "$(node_mode)" == "${NODE:-agent}" ]] ||
-      die "the local cluster is already up with NODE=$(node_mode), not NODE=${NODE:-agent}; stop it first (make cluster-down)"
-    same_checkout
     log "already up"
-    real_node_up
+    # Idempotent; imports the saved images again (those of a newer `make images`).
+    "$here/real-node/node.sh" up
     print_env
     return 0
   fi
-  if ! alive etcd && ! alive kube-apiserver && ! alive kube-controller-manager && ! alive node-agent; then
+  if ! alive etcd && ! alive kube-apiserver && ! alive kube-controller-manager; then
     # A fresh start: no state or logs of an earlier cluster.
-    network_down
-    rm -rf "$logs" "$dir/etcd" "$dir/volumes" "$dir/pods"
+    rm -rf "$logs" "$dir/etcd"
     mkdir -p "$logs"
   fi
-  log "building the node agent"
-  "$CARGO" build --quiet -p kraft-node-agent
   make_pki
-  # apache/kafka:<version> runs from these roots (Kafka's jars, our scripts).
-  "$here/kafka-image.sh"
-  write_images
   bridge_up
 
   start etcd "$bin/etcd" --name kraftwerk --data-dir "$dir/etcd" \
@@ -225,76 +160,49 @@ up() {
     --bind-address 127.0.0.1 --profiling=false
   wait_for kube-controller-manager 180 bash -c "exec 3<>/dev/tcp/127.0.0.1/10257"
 
-  echo "${NODE:-agent}" >"$run/node.mode"
-  if [[ "${NODE:-agent}" == kubelet ]]; then
-    wait_for "default service account" 180 "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" \
-      get serviceaccount default
-    log "control plane up; the real node replaces the node agent"
-    real_node_up
-    print_env
-    return 0
-  fi
-  start node-agent env RUST_LOG="${RUST_LOG:-info}" "$TARGET_DIR/kraft-node-agent" \
-    --kubeconfig "$dir/node-agent.kubeconfig" --node-name "$NODE_NAME" \
-    --images "$dir/images.yaml" --state-dir "$dir" --bridge "$BRIDGE" \
-    --host-ip "$HOST_IP" --pod-cidr "$POD_CIDR" --api-port "$API_PORT" \
-    --ca-file "$pki/ca.crt"
-  wait_for "node $NODE_NAME Ready" 180 "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" \
-    wait --for=condition=Ready "node/$NODE_NAME" --timeout=1s
   wait_for "default service account" 180 "$bin/kubectl" --kubeconfig "$dir/admin.kubeconfig" \
     get serviceaccount default
+  log "control plane up; starting the node"
+  "$here/real-node/node.sh" up
   log "cluster up"
-  real_node_up
   print_env
-}
-
-# The real node, when asked for (NODE=kubelet).
-real_node_up() {
-  case "${NODE:-agent}" in
-    agent) ;;
-    kubelet) "$here/real-node/node.sh" up ;;
-    *) die "NODE is $NODE; expected agent (the default) or kubelet" ;;
-  esac
 }
 
 down() {
   mkdir -p "$run"
-  if [[ -f "$run/kubelet.pid" || -f "$run/containerd.pid" || -f "$run/kube-scheduler.pid" ]]; then
-    "$here/real-node/node.sh" down
-  fi
-  stop node-agent
-  network_down
+  "$here/real-node/node.sh" down
   stop kube-controller-manager
   stop kube-apiserver
   stop etcd
-  rm -f "$run/node.mode"
+  bridge_down
   # State goes with the cluster; logs stay for debugging until the next `up`.
-  rm -rf "$dir/etcd" "$dir/volumes" "$dir/pods" "$dir/apiserver-certs"
+  rm -rf "$dir/etcd" "$dir/apiserver-certs"
   left_behind
   log "cluster down"
 }
 
-# network_gone: no pod network namespace or veth is left.
-network_gone() {
-  [[ -z "$(ip netns list 2>/dev/null | grep "^$NETNS_PREFIX" || true)" &&
-    -z "$(ip -o link show 2>/dev/null | grep -o 'kwv[0-9a-f]*' || true)" ]]
-}
+# The pods' network namespaces (containerd's cni-<id>) and their veths go
+# with their sandboxes, which node.sh down removes through the CRI.
+cni_netns() { ip netns list 2>/dev/null | awk '{print $1}' | grep '^cni-' || true; }
+network_gone() { [[ -z "$(cni_netns)" ]]; }
 
 # left_behind: fails, naming it, when anything of the cluster is left after down.
-# The kernel removes a deleted namespace's veth pair asynchronously (seconds
-# under load: over a minute was seen at load 20), so the network gets 120 s
-# to go before it counts as left.
+# The kernel removes a deleted namespace asynchronously (seconds under load),
+# so the network gets 120 s to go before it counts as left.
 left_behind() {
   local left=() c
-  poll "the pod network namespaces and veths are gone" 120 network_gone || true
-  for c in etcd kube-apiserver kube-controller-manager node-agent; do
+  poll "the pods' network namespaces are gone" 120 network_gone || true
+  for c in etcd kube-apiserver kube-controller-manager containerd kubelet kube-scheduler kube-proxy \
+    coredns local-path-provisioner pod-hosts pod-logs; do
     [[ ! -f "$run/$c.pid" ]] || left+=("pid file run/$c.pid")
   done
-  c="$(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$NETNS_PREFIX" | xargs || true)"
+  c="$(cni_netns | xargs)"
   [[ -z "$c" ]] || left+=("network namespaces $c")
-  ! ip link show "$BRIDGE" >/dev/null 2>&1 || left+=("bridge $BRIDGE")
-  c="$(ip -o link show 2>/dev/null | grep -o 'kwv[0-9a-f]*' | sort -u | xargs || true)"
-  [[ -z "$c" ]] || left+=("veths $c")
+  for c in "$BRIDGE" kwr0; do
+    ! ip link show "$c" >/dev/null 2>&1 || left+=("bridge $c")
+  done
+  c="$(pgrep -f 'containerd-shim.* -address /run/kraftwerk/' | xargs || true)"
+  [[ -z "$c" ]] || left+=("containerd shims (pids $c)")
   ((${#left[@]} == 0)) || die "cluster down left behind: ${left[*]}"
 }
 
@@ -305,13 +213,10 @@ print_env() {
 
 status() {
   local c
-  for c in etcd kube-apiserver kube-controller-manager node-agent; do
+  for c in etcd kube-apiserver kube-controller-manager; do
     if alive "$c"; then echo "$c: running (pid $(cat "$run/$c.pid"))"; else echo "$c: stopped"; fi
   done
-  for c in containerd kubelet kube-scheduler kube-proxy coredns local-path-provisioner pod-hosts pod-logs; do
-    if alive "$c"; then echo "$c: running (pid $(cat "$run/$c.pid"), the real node)"; fi
-  done
-  ip netns list 2>/dev/null | grep "^$NETNS_PREFIX" || true
+  "$here/real-node/node.sh" status
 }
 
 print_logs() {

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The real node (issue 24): containerd (+ runc) and the kubelet, registered as
-# node kraft-kubelet with the API server that dev/cluster.sh starts. It is an
-# extra node beside the node agent's kraft-node, selected by a flag
-# (`NODE=kubelet make cluster-up`); the node agent stays the default.
+# node kraft-kubelet with the API server that dev/cluster.sh starts, the
+# local cluster's one node (`dev/cluster.sh up` and `down` start and stop it).
 #
 #   dev/real-node/node.sh containerd   start containerd only (idempotent)
 #   dev/real-node/node.sh up           containerd, CNI config, kubelet; waits for the Node Ready;
@@ -28,8 +27,8 @@ source "$dev_dir/kube-pki.sh"
 
 HOST_IP=10.244.0.1          # the bridge of dev/cluster.sh: the API server listens here
 API_PORT=6443
-# The kubelet node's pods get their own bridge and range, next to the node
-# agent's kw0 / 10.244.0.0/24; a host route joins the two.
+# The pods get their own bridge and range, next to the host's address on
+# dev/cluster.sh's kw0 (10.244.0.1/24, the API server's).
 REAL_BRIDGE=kwr0
 REAL_POD_CIDR=10.244.1.0/24
 REAL_GATEWAY=10.244.1.1
@@ -96,7 +95,7 @@ kubectl_() { "$bin/kubectl" --kubeconfig "$cluster_dir/admin.kubeconfig" "$@"; }
 
 # The kubelet's client certificate: CN system:node:<name>, O system:nodes, so
 # the API server's Node authorizer and NodeRestriction admission treat it as
-# a kubelet (unlike the node agent, which is an administrator).
+# a kubelet.
 kubelet_credentials() {
   cert "kubelet-$REAL_NODE_NAME" "system:node:$REAL_NODE_NAME" system:nodes
   write_kubeconfig "$rn/kubelet.kubeconfig" "$REAL_NODE_NAME" "kubelet-$REAL_NODE_NAME"
@@ -227,13 +226,7 @@ up() {
     --hostname-override "$REAL_NODE_NAME" --node-ip "$HOST_IP" --v="${KUBELET_V:-1}"
   wait_for "node $REAL_NODE_NAME Ready" 180 kubectl_ wait --for=condition=Ready "node/$REAL_NODE_NAME" --timeout=1s
   rlog "node $REAL_NODE_NAME up: $(kubectl_ get node "$REAL_NODE_NAME" --no-headers -o wide | awk '{print $NF}')"
-  if [[ "$(cat "$run/node.mode" 2>/dev/null)" == agent ]]; then
-    # Beside the node agent, which binds every pending pod itself: a
-    # kube-scheduler would race it (docs/local-cluster.md, "Scheduling").
-    rlog "beside the node agent: no kube-scheduler, kube-proxy, CoreDNS or provisioner; pods reach $REAL_NODE_NAME by spec.nodeName"
-  else
-    "$real_here/addons.sh" up
-  fi
+  "$real_here/addons.sh" up
 }
 
 # The iptables chains the kubelet (KUBE-FIREWALL, canaries) and kube-proxy
