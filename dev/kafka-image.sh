@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# Builds the emulated apache/kafka image roots the node agent runs
-# `apache/kafka:<version>` from (images.yaml `root`, see
-# dev/node-agent/src/images.rs): one directory per version,
+# Builds the apache/kafka image roots, one directory per version, from which
+# dev/real-node/images.sh (build_kafka, called by `make images`) makes the
+# `docker.io/apache/kafka:<version>` images the local cluster runs:
 #
 #   $KRAFTWERK_CACHE/images/apache-kafka-<version>/
 #     etc/kafka/docker/   run (the image's CMD) + the default server.properties,
 #                         log4j2.yaml, tools-log4j2.yaml KafkaDockerWrapper reads
 #     opt/kafka/bin/      kafka-run-class.sh, kafka-server-start.sh, kafka-storage.sh
 #     opt/kafka/classpath Kafka's jars of that version, as Maven resolved them
-#     opt/kafka/config/   the same three defaults (the node agent gives each
-#                         container its own writable copy; the wrapper rewrites it)
-#     opt/kafka/logs/     empty (a writable copy too: GC log)
+#                         (images.sh copies them to the image's opt/kafka/libs/)
+#     opt/kafka/config/   the same three defaults (writable by the image's user
+#                         appuser 1000, images.sh; the wrapper rewrites it)
+#     opt/kafka/logs/     empty (writable by appuser too: GC log)
 #     mnt/shared/config/  empty: where a user may mount their own config files
 #
 # The scripts are ours (dev/kafka-image/), not the image's; the Java code is

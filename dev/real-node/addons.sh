@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The cluster services the real node needs in place of the node agent's own
-# (issue 24), each a host process built from Go modules by
-# dev/real-node/install.sh, with its pid and log beside the cluster's:
+# The cluster services of the local cluster's one node (issue 24), each a
+# host process with its pid and log beside the cluster's: the first four
+# built from Go modules by dev/real-node/install.sh, the last two our scripts:
 #
 #   kube-scheduler          binds pods to kraft-kubelet (identity system:kube-scheduler)
 #   kube-proxy (iptables)   Service ClusterIPs, among them kubernetes 10.96.0.1:443
@@ -11,17 +11,17 @@
 #   local-path-provisioner  the default StorageClass local-path (rancher.io/local-path,
 #                           Immediate): hostPath PVs under $rn/local-path, made by helper pods
 #   pod-hosts               $cluster_dir/hosts, pod names for Java tools on the host
-#                           (dev/real-node/pod-hosts.sh; the node agent writes it in its mode)
+#                           (dev/real-node/pod-hosts.sh)
 #   pod-logs                container logs copied to $cluster_dir/logs/<ns>/<pod>/<container>.log
-#                           (dev/real-node/pod-logs.sh), where the node agent writes them
+#                           (dev/real-node/pod-logs.sh), where the cluster tests read them
 #
 #   dev/real-node/addons.sh up     start them (idempotent), wait until each serves
 #   dev/real-node/addons.sh down   stop them, remove the volumes (node.sh down removes
 #                                  kube-proxy's and the kubelet's iptables chains)
 #
-# Called by dev/real-node/node.sh up/down in cluster mode; run under the
-# cluster lock like it. CoreDNS and the provisioner use the admin kubeconfig
-# (as the node agent does): they are dev tools on this host, not pods.
+# Called by dev/real-node/node.sh up/down (not by up-standalone); run under
+# the cluster lock like it. CoreDNS and the provisioner use the admin
+# kubeconfig: they are dev tools on this host, not pods.
 set -euo pipefail
 
 # shellcheck source=dev/real-node/common.sh
@@ -88,9 +88,9 @@ EOF
   wait_for kube-proxy 120 bash -c "iptables -w -t nat -S KUBE-SERVICES 2>/dev/null | grep -q 'default/kubernetes:https'"
 }
 
-# CoreDNS on the host at $HOST_IP:53 (the node agent's bridge address, which
-# the real node's pods reach through their gateway). Names it does not own go
-# to this host's resolver.
+# CoreDNS on the host at $HOST_IP:53 (the address of dev/cluster.sh's bridge
+# kw0, which exists before any pod; the pods reach it through their
+# gateway). Names it does not own go to this host's resolver.
 #
 # Caching as kubeadm's Corefile of the same Kubernetes version has it
 # (cmd/kubeadm/app/phases/addons/dns/manifests.go, v1.33.13): answers for
@@ -141,10 +141,9 @@ EOF
 # StorageClass, marked the default; then the provisioner itself. Its
 # "sharedFileSystemPath" mode (volumes without node affinity) with Immediate
 # binding: the cluster has one node on this host's disk, and a PVC then binds
-# before any pod uses it, as with the node agent's local-dir class (the
-# cluster tests adopt.rs and one_voter.rs write to a bound PVC's hostPath
-# before a pod starts; with WaitForFirstConsumer they timed out on "PVC
-# data-q-0 bound").
+# before any pod uses it (the cluster tests adopt.rs and one_voter.rs write
+# to a bound PVC's hostPath before a pod starts; with WaitForFirstConsumer
+# they timed out on "PVC data-q-0 bound").
 provisioner_up() {
   mkdir -p "$LOCAL_PATH_DIR"
   kubectl_ apply -f - >/dev/null <<EOF
@@ -198,7 +197,7 @@ EOF
 }
 
 # pod-hosts: the host's own view of pod names (dev/real-node/pod-hosts.sh);
-# pod-logs: container logs where the node agent writes them (dev/real-node/pod-logs.sh).
+# pod-logs: container logs where the cluster tests read them (dev/real-node/pod-logs.sh).
 pod_hosts_up() {
   start pod-hosts "$real_here/pod-hosts.sh"
   wait_for pod-hosts 60 grep -q kubernetes.default "$cluster_dir/hosts"

@@ -5,8 +5,9 @@
 #
 # The real node (issue 24) is containerd + runc from Debian's packages and the
 # kubelet built from k8s.io/kubernetes' Go modules (same version as the API
-# server), with the reference CNI plugins. It runs beside the control plane
-# that dev/cluster.sh starts. See docs/local-cluster.md, "The real node".
+# server), with the reference CNI plugins: the local cluster's one node,
+# beside the control plane that dev/cluster.sh starts. See
+# docs/local-cluster.md, "The node".
 
 real_here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 dev_dir="$(cd "$real_here/.." && pwd)"

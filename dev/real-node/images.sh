@@ -152,8 +152,8 @@ build_ours() {
 
 # --- Apache Kafka's image (the broker tests, `make demo`) -------------------------
 # docker.io/apache/kafka:<version> for each version of dev/kafka-image.sh's roots
-# (Kafka's own jars and our entrypoint scripts, the node agent's emulation of
-# that image), on a base with this host's OpenJDK 17 (headless: the X11, sound
+# (Kafka's own jars and our entrypoint scripts, standing in for Kafka's
+# published image), on a base with this host's OpenJDK 17 (headless: the X11, sound
 # and accessibility libraries are left out), bash and the few commands the
 # scripts use, and the libraries `ldd` lists for all of them. Like Kafka's
 # image: user appuser 1000, CMD /etc/kafka/docker/run, /opt/kafka/config and
@@ -242,8 +242,8 @@ import() {
     ctr_ -n k8s.io images import "$f" >/dev/null
   done
   # The cluster tests roll a quorum to the next patch tag of the controller
-  # image (tests/tests/cluster/sampled.rs, an image change); the node agent
-  # runs any tag, the real node needs the tag to exist: the same image.
+  # image (tests/tests/cluster/sampled.rs, an image change); with no registry
+  # to pull from, containerd must have that tag: the same image under it.
   local next="${APP_VERSION%.*}.$((${APP_VERSION##*.} + 1))"
   ctr_ -n k8s.io images tag --force "ghcr.io/kraftwerk/kraft-controller:$APP_VERSION" \
     "ghcr.io/kraftwerk/kraft-controller:$next" >/dev/null

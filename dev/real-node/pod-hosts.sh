@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The host's view of pod names on the real node (issue 24): every 2 s, writes
-# $KRAFTWERK_CACHE/cluster/hosts, the file Java tools run on this host read
-# with -Djdk.net.hosts.file (tests/kafka/kafka-run-class, KAFKA_HOSTS_FILE),
-# as the node agent does in its mode: each running pod with spec.subdomain (as
+# The host's view of pod names on the local cluster's node (issue 24): every
+# 2 s, writes $KRAFTWERK_CACHE/cluster/hosts, the file Java tools run on this
+# host read with -Djdk.net.hosts.file (tests/kafka/kafka-run-class,
+# KAFKA_HOSTS_FILE): each running pod with spec.subdomain (as
 # StatefulSet pods have) under <hostname>.<subdomain>.<ns>.svc.cluster.local and
 # the shorter forms, and the API server as kubernetes.default.svc.cluster.local.
 # Pods resolve these names through CoreDNS; the host does not use CoreDNS

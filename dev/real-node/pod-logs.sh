@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Container logs on the real node where the node agent puts them (issue 24):
-# every second, each container log the kubelet writes under /var/log/pods
-# (<ns>_<pod>_<uid>/<container>/<restart>.log, CRI format: "<time> <stream>
-# <F|P> <text>") that changed is copied, restarts in order and without the CRI
+# Container logs of the local cluster's node, in the layout the cluster tests
+# read (issue 24): every second, each container log the kubelet writes under
+# /var/log/pods (<ns>_<pod>_<uid>/<container>/<restart>.log, CRI format:
+# "<time> <stream> <F|P> <text>") that changed is copied, restarts in order and without the CRI
 # prefix, to $KRAFTWERK_CACHE/cluster/logs/<ns>/<pod>/<container>.log, the
 # files the cluster tests (tests/src/logs.rs), `dev/cluster.sh logs` and the
 # demo's dumps read. Each copy is replaced by rename, never half-written; a
-# pod's copies stay after the pod goes (as the node agent's do), until the
-# next fresh `dev/cluster.sh up`. Started and stopped by dev/real-node/addons.sh;
-# it must not write anything else.
+# pod's copies stay after the pod goes, until the next fresh `dev/cluster.sh
+# up`. Started and stopped by dev/real-node/addons.sh; it must not write
+# anything else.
 set -euo pipefail
 
 # shellcheck source=dev/real-node/common.sh
