@@ -32,7 +32,8 @@ pub fn cache_dir() -> PathBuf {
     PathBuf::from(home).join(".cache/kraftwerk")
 }
 
-/// The container logs the node agent writes for the pods of `namespace`:
+/// The container logs of the pods of `namespace`, as dev/real-node/pod-logs.sh
+/// copies them from the kubelet's `/var/log/pods`:
 /// `<cache>/cluster/logs/<namespace>/<pod>/<container>.log`.
 pub fn logs_dir(namespace: &str) -> PathBuf {
     cache_dir().join("cluster/logs").join(namespace)

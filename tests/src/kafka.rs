@@ -57,8 +57,9 @@ pub fn work_dir() -> Result<PathBuf> {
     Ok(dir)
 }
 
-/// The host's view of the cluster's DNS the node agent writes (every
-/// stateful pod's names): `<cache>/cluster/hosts`.
+/// The host's view of the cluster's DNS that dev/real-node/pod-hosts.sh writes
+/// every 2 s (the names of every running pod with a `spec.subdomain`, as
+/// StatefulSet pods have): `<cache>/cluster/hosts`.
 pub fn cluster_hosts_file() -> PathBuf {
     cache_dir().join("cluster/hosts")
 }

@@ -1,6 +1,8 @@
 //! Container logs as the local cluster keeps them (it has no `kubectl
-//! logs`: docs/local-cluster.md): the node agent appends each container's
-//! output, across restarts, to `<cache>/cluster/logs/<ns>/<pod>/<container>.log`.
+//! logs`: docs/local-cluster.md): every second, dev/real-node/pod-logs.sh
+//! copies each container's output from the kubelet's `/var/log/pods`,
+//! restarts in order and without the CRI prefix, to
+//! `<cache>/cluster/logs/<ns>/<pod>/<container>.log`.
 //! Reading a pod's logs and the operator's, and waiting for a line in them.
 //! Read only.
 

@@ -75,9 +75,10 @@ impl TestNamespace {
             })?
             .map_err(|e| Error::Invalid(format!("watch namespace {name}: {e}")))?;
         }
-        // The node agent appends to a pod's log across runs: an earlier
-        // run's lines (its pods are gone with its namespace) must not
-        // answer this run's log checks.
+        // dev/real-node/pod-logs.sh keeps a pod's log copies after the pod
+        // goes (until the next fresh `dev/cluster.sh up`): an earlier run's
+        // lines (its pods are gone with its namespace) must not answer this
+        // run's log checks.
         let logs = crate::cluster::logs_dir(name);
         match std::fs::remove_dir_all(&logs) {
             Ok(()) => {}

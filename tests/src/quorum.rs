@@ -13,8 +13,8 @@ use serde_json::json;
 
 use crate::{Error, Result, TestNamespace};
 
-/// The controller image the tests run; the node agent maps any tag of it to
-/// the workspace's `kraft-controller` (dev/node-agent/src/images.rs).
+/// The controller image the tests run: `make cluster-images` builds it from
+/// the workspace's debug `kraft-controller` (dev/real-node/images.sh).
 pub const IMAGE: &str = "ghcr.io/kraftwerk/kraft-controller:0.1.0";
 /// The repository of [`IMAGE`], without its tag.
 pub const IMAGE_REPOSITORY: &str = "ghcr.io/kraftwerk/kraft-controller";

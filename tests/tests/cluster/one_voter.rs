@@ -61,8 +61,9 @@ pub(super) fn volume_files(dir: &std::path::Path) -> std::collections::BTreeMap<
     out
 }
 
-/// The workspace's `kraft-controller` the node agent runs (as lib.sh:
-/// `$KRAFTWERK_TARGET_DIR`, `$CARGO_TARGET_DIR` or `target/`, then `debug/`).
+/// The workspace's debug `kraft-controller`, which the tests run on the host
+/// (as lib.sh: `$KRAFTWERK_TARGET_DIR`, `$CARGO_TARGET_DIR` or `target/`,
+/// then `debug/`).
 pub(super) fn kraft_controller() -> std::path::PathBuf {
     let target = std::env::var_os("KRAFTWERK_TARGET_DIR")
         .or_else(|| std::env::var_os("CARGO_TARGET_DIR"))

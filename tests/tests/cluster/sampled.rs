@@ -134,9 +134,9 @@ async fn roll(client: &Client, ns: &TestNamespace, what: &str, patch: serde_json
 
 /// (6) a config value changed, then the image tag: each is a quorum-aware
 /// rolling restart (one pod at a time, leader last, never fewer than a
-/// majority ready), sampled throughout. The local node agent runs any tag
-/// of .../kraft-controller with the same binary
-/// (dev/node-agent/src/images.rs).
+/// majority ready), sampled throughout. The local cluster has the
+/// controller image under its next patch tag too, the same image
+/// (dev/real-node/images.sh `import`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_config_or_image_change_rolls_one_pod_at_a_time_leader_last() {
     let (client, ns, _operator) = setup("e2e-rs-roll").await;

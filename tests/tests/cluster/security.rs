@@ -134,8 +134,9 @@ pub(super) async fn in_cluster_describe_is_refused(ns: &TestNamespace, name: &st
     .must("the describe pod finished")
     .expect("a finished pod exists");
     let read = || logs::pod(ns.name(), name);
-    // The node agent has written the pod's output by the time it reports the
-    // phase; the short wait only covers a file not yet flushed.
+    // dev/real-node/pod-logs.sh copies the kubelet's logs every second, so
+    // the pod's output may reach its log file a little after the phase; the
+    // short wait covers that.
     let refused = logs::wait_line(
         "CLUSTER_AUTHORIZATION_FAILED in the describe pod's log",
         Duration::from_secs(10),
