@@ -32,14 +32,10 @@ log() { printf '[install-tools] %s\n' "$*" >&2; }
 declare -A wanted=(
   [ip]=iproute2
   [openssl]=openssl
-  [unshare]=util-linux
-  [nsenter]=util-linux
   [pkill]=procps   # pgrep (cluster.sh down), sysctl (real-node/node.sh), kill (tests)
   [mount]=mount
-  [getent]=libc-bin
   [curl]=curl
   [timeout]=coreutils
-  [bridge]=iproute2
   [python3]=python3
   [pip3]=python3-pip
 )
@@ -59,7 +55,7 @@ go_bin="$(command -v go || true)"
 [[ -z "$go_bin" && -x /usr/local/go/bin/go ]] && go_bin=/usr/local/go/bin/go
 need_go() {
   if [[ -z "$go_bin" ]]; then
-    echo "install-tools: a Go toolchain (>= 1.24) is needed to build $1; none found on PATH" >&2
+    echo "install-tools: a Go toolchain (>= 1.26, dev/tools/*/go.mod) is needed to build $1; none found on PATH" >&2
     exit 1
   fi
 }

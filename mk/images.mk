@@ -3,7 +3,7 @@
 # from the release binaries on a FROM-scratch stand-in for distroless cc, plus
 # the real node's pause and busybox images. OCI archives in
 # $KRAFTWERK_CACHE/images/oci/, imported into the real node's containerd.
-# See docs/local-cluster.md, "The real node".
+# See docs/local-cluster.md, "Images without a registry or a Docker daemon".
 #
 # IMAGES_PROFILE=debug builds the same two images (same Containerfile.prebuilt,
 # same base) from target/debug, copies stripped of debug info, for the tests:

@@ -19,8 +19,7 @@
 #   dev/real-node/addons.sh down   stop them, remove the volumes (node.sh down removes
 #                                  kube-proxy's and the kubelet's iptables chains)
 #
-# Called by dev/real-node/node.sh up/down (not by up-standalone); run under
-# the cluster lock like it. CoreDNS and the provisioner use the admin
+# Called by dev/real-node/node.sh up/down (not by up-standalone). CoreDNS and the provisioner use the admin
 # kubeconfig: they are dev tools on this host, not pods.
 set -euo pipefail
 

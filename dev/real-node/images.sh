@@ -42,7 +42,7 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/common.sh"
 PROFILE="${KRAFTWERK_IMAGES_PROFILE:-release}"
 case "$PROFILE" in
   release) BIN_DIR="${KRAFTWERK_RELEASE_DIR:-${CARGO_TARGET_DIR:-$repo/target}/release}" ;;
-  debug) BIN_DIR="${CARGO_TARGET_DIR:-$repo/target}/debug" ;;
+  debug) BIN_DIR="${KRAFTWERK_TARGET_DIR:-${CARGO_TARGET_DIR:-$repo/target}/debug}" ;;
   *) rdie "KRAFTWERK_IMAGES_PROFILE must be release or debug, not '$PROFILE'" ;;
 esac
 APP_VERSION="$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$repo/charts/kraft-operator/Chart.yaml")"
@@ -237,7 +237,7 @@ import() {
     return 0
   fi
   local f
-  compgen -G "$oci_dir/*.tar" >/dev/null || rdie "no image archives in $oci_dir: run make images"
+  compgen -G "$oci_dir/*.tar" >/dev/null || rdie "no image archives in $oci_dir: run make cluster-images (or make images)"
   for f in "$oci_dir"/*.tar; do
     ctr_ -n k8s.io images import "$f" >/dev/null
   done
@@ -257,8 +257,11 @@ import() {
 ours_stamp() {
   {
     echo "$PROFILE $APP_VERSION $(command -v busybox)"
+    # shellcheck disable=SC2046  # the libraries' paths have no spaces
     sha256sum "$0" "$real_here/pause.c" "$repo/Containerfile.prebuilt" \
-      "$BIN_DIR/kraft-controller" "$BIN_DIR/kraft-operator" "$(command -v busybox)"
+      "$BIN_DIR/kraft-controller" "$BIN_DIR/kraft-operator" "$(command -v busybox)" \
+      $( (libs_of "$BIN_DIR/kraft-controller"; libs_of "$BIN_DIR/kraft-operator") | sort -u) \
+      $(ls /etc/ssl/certs/ca-certificates.crt 2>/dev/null)
   } | sha256sum | cut -d' ' -f1
 }
 

@@ -59,7 +59,7 @@ fi
 # --- Go ---------------------------------------------------------------------------
 go_bin="$(command -v go || true)"
 [[ -z "$go_bin" && -x /usr/local/go/bin/go ]] && go_bin=/usr/local/go/bin/go
-[[ -n "$go_bin" ]] || rdie "a Go toolchain (>= 1.24) is needed to build the kubelet; none found on PATH"
+[[ -n "$go_bin" ]] || rdie "a Go toolchain (>= 1.26, dev/tools/*/go.mod) is needed to build the kubelet; none found on PATH"
 
 # go_install OUT_DIR LDFLAGS PKG@VERSION...: `go install` into a temp GOBIN
 # renamed into place (for modules without replace directives).

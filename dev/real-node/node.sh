@@ -11,9 +11,10 @@
 #   dev/real-node/node.sh down         stop the kubelet's pods, the kubelet and containerd
 #   dev/real-node/node.sh status       what runs
 #
-# Wrap every use in `flock /tmp/kraftwerk-cluster.lock ...` (one cluster per
-# machine). Needs root, the control plane up (`dev/cluster.sh up`) for `up`,
-# and the tools of dev/real-node/install.sh.
+# dev/cluster.sh up and down run it; one cluster per machine (where several
+# checkouts share the machine, wrap their make targets in `flock
+# /tmp/kraftwerk-cluster.lock ...`). Needs root, the control plane up
+# (`dev/cluster.sh up`) for `up`, and the tools of dev/real-node/install.sh.
 set -euo pipefail
 
 # shellcheck source=dev/real-node/common.sh
@@ -275,6 +276,11 @@ down() {
     umount -l "$m" 2>/dev/null || true
   done
   rm -rf "$KUBELET_ROOT" "$rn/cni/ipam" "$rn_state"
+  # The removed pods' container logs (the kubelet's podLogsDir and its
+  # symlinks): after the next `up`, dev/real-node/pod-logs.sh would copy them
+  # again into cluster/logs, where a new pod of the same namespace and name
+  # would read an old run's lines.
+  rm -rf /var/log/pods/* /var/log/containers/*
   for m in /sys/fs/cgroup/*/kubepods; do
     [[ -d "$m" ]] && find "$m" -depth -type d -exec rmdir {} + 2>/dev/null || true
   done

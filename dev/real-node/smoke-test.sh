@@ -25,9 +25,10 @@
 #      network namespace, bridge or containerd shim
 #
 # Everything it creates is in its namespace (and that namespace's PV), so it
-# passes beside other workloads (the demo's quorum). Run it under the cluster
-# lock: `flock /tmp/kraftwerk-cluster.lock dev/real-node/smoke-test.sh`
-# (`make test-cluster` does). Prints the node's and pods' state on failure.
+# passes beside other workloads (the demo's quorum). `make test-cluster` runs
+# it (after `make cluster-images`); where other checkouts may use the one
+# cluster of this machine, wrap it: `flock /tmp/kraftwerk-cluster.lock make
+# test-cluster`. Prints the node's and pods' state on failure.
 set -euo pipefail
 
 # shellcheck source=dev/real-node/common.sh

@@ -61,15 +61,17 @@ pub(super) fn volume_files(dir: &std::path::Path) -> std::collections::BTreeMap<
     out
 }
 
-/// The workspace's debug `kraft-controller`, which the tests run on the host
-/// (as lib.sh: `$KRAFTWERK_TARGET_DIR`, `$CARGO_TARGET_DIR` or `target/`,
-/// then `debug/`).
+/// The workspace's debug `kraft-controller`, which the tests run on the host,
+/// found as tests/e2e/lib.sh finds it: in `$KRAFTWERK_TARGET_DIR` (the debug
+/// directory itself), else in `debug/` of `$CARGO_TARGET_DIR` or `target/`.
 pub(super) fn kraft_controller() -> std::path::PathBuf {
-    let target = std::env::var_os("KRAFTWERK_TARGET_DIR")
-        .or_else(|| std::env::var_os("CARGO_TARGET_DIR"))
+    if let Some(debug) = std::env::var_os("KRAFTWERK_TARGET_DIR") {
+        return std::path::PathBuf::from(debug).join("kraft-controller");
+    }
+    std::env::var_os("CARGO_TARGET_DIR")
         .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    target.join("debug/kraft-controller")
+        .unwrap_or_else(|| std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"))
+        .join("debug/kraft-controller")
 }
 
 /// (7) a KraftQuorum whose volume holds another cluster's data: its format
