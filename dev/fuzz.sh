@@ -39,12 +39,13 @@ build() {
 # link), and of each workspace library the newest build.
 prune() {
 	local deps="$FUZZ_TARGET_DIR/$triple/release/deps" f lib
+	[[ -d $deps ]] || return 0
 	for f in fuzz_targets/*.rs; do
 		f=$(basename "$f" .rs)
 		find "$deps" -maxdepth 1 -type f -name "$f-*" ! -name '*.d' -links 1 -delete
 	done
 	for lib in kraft_controller kraft_common; do
-		ls -t "$deps"/lib"$lib"-*.rlib 2>/dev/null | tail -n +2 | while read -r f; do
+		{ ls -t "$deps"/lib"$lib"-*.rlib 2>/dev/null || true; } | tail -n +2 | while read -r f; do
 			f=${f%.rlib}
 			rm -f "$f".rlib "$f".rmeta "$deps/${f##*/lib}".d
 		done
