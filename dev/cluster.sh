@@ -43,8 +43,6 @@ log() { printf '[cluster] %s\n' "$*" >&2; }
 die() { printf '[cluster] error: %s\n' "$*" >&2; exit 1; }
 
 [[ $(id -u) -eq 0 ]] || die "must run as root (containers, cgroups, bridges, iptables)"
-[[ "${NODE:-kubelet}" == kubelet ]] ||
-  die "NODE=$NODE: the node agent is gone (issue 24); the cluster's one node is the kubelet: unset NODE"
 
 # alive, detach, start, stop
 # shellcheck source=procs.sh
@@ -110,6 +108,10 @@ control_plane() { alive etcd && alive kube-apiserver && alive kube-controller-ma
 running() { control_plane && alive kubelet; }
 
 up() {
+  # NODE=agent chose the node agent before issue 24; other NODE values (npm
+  # sets one) are not ours.
+  [[ "${NODE:-}" != agent ]] ||
+    die "NODE=agent: the node agent is gone (issue 24); the cluster's one node is the kubelet: unset NODE"
   "$here/install-tools.sh"
   mkdir -p "$dir" "$run" "$logs"
   if running; then
@@ -168,9 +170,21 @@ up() {
   print_env
 }
 
+# Whether anything of the node is there to stop: its processes' pid files,
+# containerd's state under /run/kraftwerk, its bridge. node.sh down also
+# clears machine-wide things (KUBE-* iptables chains, kubepods cgroups), so it
+# runs only then.
+node_state() {
+  local c
+  for c in containerd kubelet kube-scheduler kube-proxy coredns local-path-provisioner pod-hosts pod-logs; do
+    [[ ! -f "$run/$c.pid" ]] || return 0
+  done
+  [[ -d /run/kraftwerk ]] || ip link show kwr0 >/dev/null 2>&1
+}
+
 down() {
   mkdir -p "$run"
-  "$here/real-node/node.sh" down
+  if node_state; then "$here/real-node/node.sh" down; fi
   stop kube-controller-manager
   stop kube-apiserver
   stop etcd
@@ -203,6 +217,14 @@ left_behind() {
   done
   c="$(pgrep -f 'containerd-shim.* -address /run/kraftwerk/' | xargs || true)"
   [[ -z "$c" ]] || left+=("containerd shims (pids $c)")
+  [[ ! -e /run/kraftwerk ]] || left+=("/run/kraftwerk")
+  c="$(awk -v r="$cache/real-node/" 'index($2, r) == 1 {print $2}' /proc/self/mounts | xargs)"
+  [[ -z "$c" ]] || left+=("mounts $c")
+  for c in iptables ip6tables; do
+    command -v "$c" >/dev/null 2>&1 || continue
+    ! "$c" -w -S 2>/dev/null | grep -q '^-N KUBE-' || left+=("$c KUBE-* chains (filter)")
+    ! "$c" -w -t nat -S 2>/dev/null | grep -q '^-N KUBE-' || left+=("$c KUBE-* chains (nat)")
+  done
   ((${#left[@]} == 0)) || die "cluster down left behind: ${left[*]}"
 }
 
@@ -221,6 +243,7 @@ status() {
 
 print_logs() {
   local f
+  [[ -d "$logs" ]] || return 0
   for f in "$logs"/*.log; do
     [[ -f "$f" ]] || continue
     echo "===== $f (last 200 lines)"

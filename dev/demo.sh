@@ -69,6 +69,9 @@ if kubectl get namespace "$ns" >/dev/null 2>&1; then
   log "namespace $ns deleted after $((SECONDS - start)) s"
 fi
 kubectl create namespace "$ns" >/dev/null
+# tests/e2e/run.sh deletes namespaces with this label to make room for the
+# cluster tests on the node's 2 CPUs.
+kubectl label namespace "$ns" kraftwerk.dev/demo=true >/dev/null
 log "kubectl -n $ns apply -f examples/kraftquorum-minimal.yaml"
 start=$SECONDS
 kubectl -n "$ns" apply -f "$repo/examples/kraftquorum-minimal.yaml"

@@ -27,16 +27,25 @@ else
 fi
 triple=$(rustc -vV | sed -n 's/^host: //p')
 
+# The build and the prune hold one lock of the shared FUZZ_TARGET_DIR, so a
+# prune never removes what another checkout's build is linking.
 build() {
-	nice cargo "$toolchain" fuzz build
-	prune
+	mkdir -p "$FUZZ_TARGET_DIR"
+	(
+		flock 9
+		nice cargo "$toolchain" fuzz build
+		prune
+	) 9>"$FUZZ_TARGET_DIR/.kraftwerk-build.lock"
 }
 
 # The ASan build is cached across clones, and rebuilds of the workspace
 # crates and targets leave the old files beside the new ones under new hashes
-# (one day of clones left 24 sets, 17 GB, and helped fill CI's disk at stop 38). Keep only what this build linked: a target's
-# binary in deps/ is hard-linked to release/<target> (so a stale one has one
-# link), and of each workspace library the newest build.
+# (one day of clones left 24 sets, 17 GB, and helped fill CI's disk at stop
+# 38). A target's binary in deps/ is hard-linked to release/<target>, so a
+# stale one has one link and goes. Of each workspace library the three newest
+# builds stay: cargo does not touch an rlib it reuses, so the one a checkout
+# links may be older than another checkout's (keeping only the newest would
+# make checkouts that alternate rebuild each other's every time).
 prune() {
 	local deps="$FUZZ_TARGET_DIR/$triple/release/deps" f lib
 	[[ -d $deps ]] || return 0
@@ -45,7 +54,7 @@ prune() {
 		find "$deps" -maxdepth 1 -type f -name "$f-*" ! -name '*.d' -links 1 -delete
 	done
 	for lib in kraft_controller kraft_common; do
-		{ ls -t "$deps"/lib"$lib"-*.rlib 2>/dev/null || true; } | tail -n +2 | while read -r f; do
+		{ ls -t "$deps"/lib"$lib"-*.rlib 2>/dev/null || true; } | tail -n +4 | while read -r f; do
 			f=${f%.rlib}
 			rm -f "$f".rlib "$f".rmeta "$deps/${f##*/lib}".d
 		done

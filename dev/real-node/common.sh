@@ -35,6 +35,9 @@ CONTAINERD_SOCK="$rn_state/containerd/containerd.sock"
 CNI_BIN="$tools/cni-plugins-$CNI_PLUGINS_VERSION/bin"
 CNI_CONF="$rn/cni/net.d"
 KUBELET_ROOT="$rn/kubelet"
+# The kubelet's podLogsDir (its default is /var/log/pods): ours alone, so a
+# `down` removes the logs of the pods it removed and nothing else.
+POD_LOGS_DIR="$rn/pod-logs"
 REAL_NODE_NAME="${KRAFTWERK_REAL_NODE_NAME:-kraft-kubelet}"
 # The sandbox ("pause") image the CRI plugin runs first in each pod; built
 # here by dev/real-node/images.sh (the kubelet 1.33 default tag).

@@ -257,13 +257,21 @@ import() {
 ours_stamp() {
   {
     echo "$PROFILE $APP_VERSION $(command -v busybox)"
+    gcc -dumpfullversion
     # shellcheck disable=SC2046  # the libraries' paths have no spaces
-    sha256sum "$0" "$real_here/pause.c" "$repo/Containerfile.prebuilt" \
+    sha256sum "$0" "$real_here/common.sh" "$real_here/pause.c" "$repo/Containerfile.prebuilt" \
       "$BIN_DIR/kraft-controller" "$BIN_DIR/kraft-operator" "$(command -v busybox)" \
       $( (libs_of "$BIN_DIR/kraft-controller"; libs_of "$BIN_DIR/kraft-operator") | sort -u) \
       $(ls /etc/ssl/certs/ca-certificates.crt 2>/dev/null)
   } | sha256sum | cut -d' ' -f1
 }
+
+# One build or import at a time on this machine: the archives, their stamps
+# and containerd's tags are shared by every checkout (a second checkout waits
+# here, then sees a stamp that is not its own and builds again).
+mkdir -p "$oci_dir"
+exec 9>"$oci_dir/.lock"
+flock 9
 
 case "${1:-all}" in
   all)

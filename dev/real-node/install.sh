@@ -38,6 +38,7 @@ declare -A wanted=(
   [gcc]=gcc
   [objcopy]=binutils
   [dig]=bind9-dnsutils
+  [iptables]=iptables    # kube-proxy's mode, node.sh's cleanup (Priority optional: not on every Debian)
 )
 missing=()
 for cmd in "${!wanted[@]}"; do

@@ -168,6 +168,7 @@ failSwapOn: false
 containerRuntimeEndpoint: unix://$CONTAINERD_SOCK
 clusterDomain: cluster.local
 resolvConf: /etc/resolv.conf
+podLogsDir: $POD_LOGS_DIR
 evictionHard: {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%"}
 imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
@@ -276,11 +277,12 @@ down() {
     umount -l "$m" 2>/dev/null || true
   done
   rm -rf "$KUBELET_ROOT" "$rn/cni/ipam" "$rn_state"
-  # The removed pods' container logs (the kubelet's podLogsDir and its
-  # symlinks): after the next `up`, dev/real-node/pod-logs.sh would copy them
-  # again into cluster/logs, where a new pod of the same namespace and name
-  # would read an old run's lines.
-  rm -rf /var/log/pods/* /var/log/containers/*
+  # The removed pods' container logs (the kubelet's podLogsDir, and its
+  # symlinks in /var/log/containers): after the next `up`,
+  # dev/real-node/pod-logs.sh would copy them again into cluster/logs, where a
+  # new pod of the same namespace and name would read an old run's lines.
+  rm -rf "$POD_LOGS_DIR"
+  [[ ! -d /var/log/containers ]] || find /var/log/containers -maxdepth 1 -lname "$POD_LOGS_DIR/*" -delete
   for m in /sys/fs/cgroup/*/kubepods; do
     [[ -d "$m" ]] && find "$m" -depth -type d -exec rmdir {} + 2>/dev/null || true
   done

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Container logs of the local cluster's node, in the layout the cluster tests
 # read (issue 24): every second, each container log the kubelet writes under
-# /var/log/pods (<ns>_<pod>_<uid>/<container>/<restart>.log, CRI format:
+# its podLogsDir, $KRAFTWERK_CACHE/real-node/pod-logs (<ns>_<pod>_<uid>/<container>/<restart>.log, CRI format:
 # "<time> <stream> <F|P> <text>") that changed is copied, restarts in order and without the CRI
 # prefix, to $KRAFTWERK_CACHE/cluster/logs/<ns>/<pod>/<container>.log, the
 # files the cluster tests (tests/src/logs.rs), `dev/cluster.sh logs` and the
@@ -14,7 +14,7 @@ set -euo pipefail
 # shellcheck source=dev/real-node/common.sh
 source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/common.sh"
 
-POD_LOGS=/var/log/pods
+POD_LOGS="$POD_LOGS_DIR"
 
 # copy DIR OUT: the restart files of one container, oldest first, to OUT.
 copy() {

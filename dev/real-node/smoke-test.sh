@@ -37,6 +37,7 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/common.sh"
 source "$dev_dir/poll.sh"
 
 NS=realnode-smoke
+APP_VERSION="$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$repo/charts/kraft-operator/Chart.yaml")"
 kubectl_() { "$bin/kubectl" --kubeconfig "$cluster_dir/admin.kubeconfig" "$@"; }
 
 started_cluster=0
@@ -66,7 +67,9 @@ cleanup() {
   exit "$rc"
 }
 
-if ! "$dev_dir/cluster.sh" running; then
+# A control plane that runs (even with its node down, which `up` restarts)
+# is someone else's cluster: never stopped here.
+if ! "$dev_dir/cluster.sh" control-plane; then
   started_cluster=1
 fi
 trap cleanup EXIT
@@ -110,12 +113,17 @@ check "busybox pod Running" poll "pod sleeper Running" 120 phase sleeper Running
 ip="$(kubectl_ -n "$NS" get pod sleeper -o jsonpath='{.status.podIP}')"
 check "pod IP $ip in 10.244.1.0/24" [ "${ip#10.244.1.}" != "$ip" ]
 crictl_ ps
+# container_of POD: the id of POD's (latest) container, this test's namespace only
+# (the demo's and the cluster tests' pods may run beside it).
+container_of() {
+  crictl_ ps -a -q --label "io.kubernetes.pod.name=$1" --label "io.kubernetes.pod.namespace=$NS" | head -n1
+}
 listed() { crictl_ ps -q --label "io.kubernetes.pod.name=sleeper" --label "io.kubernetes.pod.namespace=$NS" | grep -q .; }
 check "crictl ps lists the pod's container" listed
 
-pod version "ghcr.io/kraftwerk/kraft-controller:0.1.0" Never '{}' '["--version"]'
+pod version "ghcr.io/kraftwerk/kraft-controller:$APP_VERSION" Never '{}' '["--version"]'
 check "kraft-controller --version exits 0" poll "pod version Succeeded" 120 phase version Succeeded
-log_line="$(crictl_logs "$(crictl_ ps -a -q --label io.kubernetes.pod.name=version | head -n1)")"
+log_line="$(crictl_logs "$(container_of version)")"
 check "its output is \"$log_line\"" [ "${log_line#kraft-controller }" != "$log_line" ]
 
 # The restricted settings the KraftQuorum's pods carry, on the busybox image
@@ -124,7 +132,7 @@ pod readonly localhost/kraftwerk/busybox:static Never \
   '{runAsUser: 65532, runAsNonRoot: true, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: {drop: [ALL]}, seccompProfile: {type: RuntimeDefault}}' \
   '["sh", "-c", "id; touch /probe"]'
 check "a write to the read-only root filesystem fails the pod" poll "pod readonly Failed" 120 phase readonly Failed
-out="$(crictl_logs "$(crictl_ ps -a -q --label io.kubernetes.pod.name=readonly | head -n1)")"
+out="$(crictl_logs "$(container_of readonly)")"
 rlog "pod readonly said: $out"
 check "as uid 65532, with \"Read-only file system\"" bash -c "grep -q 'uid=65532' <<<'$out' && grep -q 'Read-only file system' <<<'$out'"
 
@@ -153,7 +161,7 @@ unscheduled clusterip '["sh", "-c", "printf \"GET / HTTP/1.0\\r\\n\\r\\n\" | nc 
 check "kube-scheduler binds a pod without nodeName (pod clusterip Succeeded)" \
   poll "pod clusterip Succeeded" 120 phase clusterip Succeeded
 check "on $node" [ "$(kubectl_ -n "$NS" get pod clusterip -o jsonpath='{.spec.nodeName}')" == "$node" ]
-rlog "pod clusterip said: $(crictl_logs "$(crictl_ ps -a -q --label io.kubernetes.pod.name=clusterip | head -n1)")"
+rlog "pod clusterip said: $(crictl_logs "$(container_of clusterip)")"
 
 # A StatefulSet with a headless Service and a volume claim (the default
 # StorageClass local-path), its pod restricted as the KraftQuorum's are.
@@ -191,14 +199,14 @@ check "its PVC data-web-0 Bound" pvc_bound
 pv="$(kubectl_ -n "$NS" get pvc data-web-0 -o jsonpath='{.spec.volumeName}')"
 provisioned_by="$(kubectl_ get pv "$pv" -o jsonpath='{.metadata.annotations.pv\.kubernetes\.io/provisioned-by}' 2>/dev/null || true)"
 check "by local-path-provisioner (PV $pv, provisioned-by $provisioned_by)" [ "$provisioned_by" == rancher.io/local-path ]
-wrote() { crictl_logs "$(crictl_ ps -a -q --label io.kubernetes.pod.name=web-0 | head -n1)" | grep -q written; }
+wrote() { crictl_logs "$(container_of web-0)" | grep -q written; }
 check "web-0 wrote to its volume as uid 65532" poll "web-0 wrote its volume" 60 wrote
 web_ip="$(kubectl_ -n "$NS" get pod web-0 -o jsonpath='{.status.podIP}')"
 fqdn="web-0.web.$NS.svc.cluster.local"
 unscheduled dns "[\"sh\", \"-c\", \"busybox nslookup kubernetes.default.svc.cluster.local && busybox nslookup $fqdn | tee /dev/stderr | grep -q 'Address: $web_ip'\"]"
 check "CoreDNS resolves kubernetes.default and $fqdn to $web_ip (pod dns Succeeded)" \
   poll "pod dns Succeeded" 120 phase dns Succeeded
-rlog "pod dns said: $(crictl_logs "$(crictl_ ps -a -q --label io.kubernetes.pod.name=dns | head -n1)")"
+rlog "pod dns said: $(crictl_logs "$(container_of dns)")"
 # CoreDNS caches no cluster.local answer (kubeadm's Corefile, addons.sh):
 # asked twice 1.5 s apart, it answers web-0 with the kubernetes plugin's
 # full TTL (30) both times; a cached answer's TTL counts down. (With the

@@ -5,10 +5,10 @@
 # brings the cluster up, installs the operator and stops what it started: a
 # cluster already up (such as the one `make demo` leaves) is reused and left
 # up, each case checking only what it created in its own namespace. The one
-# exception is the demo's namespace (DEMO_NAMESPACE, `demo`): its quorum and
-# brokers ask 1050m of the node's 2 CPUs, and two cases at once do not fit
-# beside them (`0/1 nodes are available: 1 Insufficient cpu`), so it is
-# deleted first, saying so (`make demo` starts it again).
+# exception is the demo's namespace (dev/demo.sh labels it kraftwerk.dev/demo):
+# its quorum and brokers ask 1050m of the node's 2 CPUs, and two cases at once
+# do not fit beside them (`0/1 nodes are available: 1 Insufficient cpu`), so
+# it is deleted first, saying so (`make demo` starts it again).
 #
 #   tests/e2e/run.sh              every cluster test
 #   tests/e2e/run.sh FILTER...    cargo test's name filters (`load::`,
@@ -33,7 +33,9 @@ output="$cache/e2e-output.txt"
 
 # Whether this run started the cluster (and so stops it).
 owned=1
-if "$repo/dev/cluster.sh" running 2>/dev/null; then owned=; fi
+# A control plane that runs (even with its node down, which `up` restarts) is
+# someone else's cluster: never stopped here.
+if "$repo/dev/cluster.sh" control-plane 2>/dev/null; then owned=; fi
 
 finish() {
   local rc=$?
@@ -76,11 +78,10 @@ else
   log "cluster up (already up: reused, and left up at the end)"
 fi
 "$repo/dev/cluster.sh" up >/dev/null
-demo_ns="${DEMO_NAMESPACE:-demo}"
-if [[ -z "$owned" ]] && kubectl get namespace "$demo_ns" >/dev/null 2>&1; then
-  log "deleting namespace $demo_ns (make demo's quorum and brokers) to free the node's CPU for the cluster tests"
-  kubectl delete namespace "$demo_ns" --wait=true --timeout=180s >/dev/null
-fi
+for demo_ns in $(kubectl get namespaces -l kraftwerk.dev/demo -o name); do
+  log "deleting ${demo_ns#namespace/} (make demo's quorum and brokers) to free the node's CPU for the cluster tests"
+  kubectl delete "$demo_ns" --wait=true --timeout=180s >/dev/null
+done
 log "installing the operator with its Helm chart"
 install_operator
 
