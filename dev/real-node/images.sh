@@ -294,10 +294,14 @@ case "${1:-all}" in
     build_kafka
     # The images these replaced stay in buildah's store untagged (4.6 GB
     # after a day of builds); the saved archives are what containerd imports.
-    buildah_ rmi --prune >/dev/null 2>&1 || rlog "warning: buildah rmi --prune failed; buildah's store keeps old images"
+    buildah_ rmi --prune >/dev/null || rlog "warning: buildah rmi --prune failed (above); buildah's store keeps old images"
     import
     ;;
-  kafka) build_kafka && import ;;
+  kafka)
+    build_kafka
+    buildah_ rmi --prune >/dev/null || rlog "warning: buildah rmi --prune failed (above); buildah's store keeps old images"
+    import
+    ;;
   import) import ;;
   *) rdie "usage: $0 [all|kafka|import]" ;;
 esac
