@@ -170,21 +170,9 @@ up() {
   print_env
 }
 
-# Whether anything of the node is there to stop: its processes' pid files,
-# containerd's state under /run/kraftwerk, its bridge. node.sh down also
-# clears machine-wide things (KUBE-* iptables chains, kubepods cgroups), so it
-# runs only then.
-node_state() {
-  local c
-  for c in containerd kubelet kube-scheduler kube-proxy coredns local-path-provisioner pod-hosts pod-logs; do
-    [[ ! -f "$run/$c.pid" ]] || return 0
-  done
-  [[ -d /run/kraftwerk ]] || ip link show kwr0 >/dev/null 2>&1
-}
-
 down() {
   mkdir -p "$run"
-  if node_state; then "$here/real-node/node.sh" down; fi
+  "$here/real-node/node.sh" down
   stop kube-controller-manager
   stop kube-apiserver
   stop etcd
@@ -206,9 +194,9 @@ network_gone() { [[ -z "$(cni_netns)" ]]; }
 left_behind() {
   local left=() c
   poll "the pods' network namespaces are gone" 120 network_gone || true
-  for c in etcd kube-apiserver kube-controller-manager containerd kubelet kube-scheduler kube-proxy \
-    coredns local-path-provisioner pod-hosts pod-logs; do
-    [[ ! -f "$run/$c.pid" ]] || left+=("pid file run/$c.pid")
+  # Every process the scripts start has its pid file here; `stop` removes it.
+  for c in "$run"/*.pid; do
+    [[ ! -e "$c" ]] || left+=("pid file run/${c##*/}")
   done
   c="$(cni_netns | xargs)"
   [[ -z "$c" ]] || left+=("network namespaces $c")

@@ -216,14 +216,15 @@ up() {
 down() {
   mkdir -p "$run"
   local c
-  for c in pod-logs pod-hosts local-path-provisioner coredns kube-proxy kube-scheduler; do stop "$c"; done
+  local i
+  for ((i = ${#ADDONS[@]} - 1; i >= 0; i--)); do stop "${ADDONS[i]}"; done
   rm -rf "$LOCAL_PATH_DIR"
 }
 
 # status: one line per service; exit 1 when one is not running.
 status() {
   local c rc=0
-  for c in kube-scheduler kube-proxy coredns local-path-provisioner pod-hosts pod-logs; do
+  for c in "${ADDONS[@]}"; do
     if alive "$c"; then echo "$c: running (pid $(cat "$run/$c.pid"))"; else echo "$c: stopped"; rc=1; fi
   done
   return "$rc"

@@ -38,6 +38,11 @@ KUBELET_ROOT="$rn/kubelet"
 # The kubelet's podLogsDir (its default is /var/log/pods): ours alone, so a
 # `down` removes the logs of the pods it removed and nothing else.
 POD_LOGS_DIR="$rn/pod-logs"
+# The cluster services dev/real-node/addons.sh runs beside the kubelet, host
+# processes with pid files in $run, in the order they start.
+ADDONS=(kube-scheduler kube-proxy coredns local-path-provisioner pod-hosts pod-logs)
+# The version of our images (the chart's appVersion).
+APP_VERSION="$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$repo/charts/kraft-operator/Chart.yaml")"
 REAL_NODE_NAME="${KRAFTWERK_REAL_NODE_NAME:-kraft-kubelet}"
 # The sandbox ("pause") image the CRI plugin runs first in each pod; built
 # here by dev/real-node/images.sh (the kubelet 1.33 default tag).

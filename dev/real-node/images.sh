@@ -45,7 +45,6 @@ case "$PROFILE" in
   debug) BIN_DIR="${KRAFTWERK_TARGET_DIR:-${CARGO_TARGET_DIR:-$repo/target}/debug}" ;;
   *) rdie "KRAFTWERK_IMAGES_PROFILE must be release or debug, not '$PROFILE'" ;;
 esac
-APP_VERSION="$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$repo/charts/kraft-operator/Chart.yaml")"
 [[ -n "$APP_VERSION" ]] || rdie "no appVersion in charts/kraft-operator/Chart.yaml"
 BASE_IMAGE=localhost/kraftwerk/cc-debian12:nonroot
 BUSYBOX_IMAGE=localhost/kraftwerk/busybox:static
@@ -266,6 +265,12 @@ ours_stamp() {
   } | sha256sum | cut -d' ' -f1
 }
 
+# The images a build replaced stay in buildah's store untagged (4.6 GB after
+# a day of builds); the saved archives are what containerd imports.
+prune_store() {
+  buildah_ rmi --prune >/dev/null || rlog "warning: buildah rmi --prune failed (above); buildah's store keeps old images"
+}
+
 # One build or import at a time on this machine: the archives, their stamps
 # and containerd's tags are shared by every checkout (a second checkout waits
 # here, then sees a stamp that is not its own and builds again).
@@ -292,14 +297,12 @@ case "${1:-all}" in
       echo "$stamp" >"$oci_dir/ours.stamp"
     fi
     build_kafka
-    # The images these replaced stay in buildah's store untagged (4.6 GB
-    # after a day of builds); the saved archives are what containerd imports.
-    buildah_ rmi --prune >/dev/null || rlog "warning: buildah rmi --prune failed (above); buildah's store keeps old images"
+    prune_store
     import
     ;;
   kafka)
     build_kafka
-    buildah_ rmi --prune >/dev/null || rlog "warning: buildah rmi --prune failed (above); buildah's store keeps old images"
+    prune_store
     import
     ;;
   import) import ;;

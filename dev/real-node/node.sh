@@ -256,8 +256,21 @@ iptables_cleanup() {
 # through the CRI first (crictl rmp --force: stop and remove every sandbox),
 # then containerd stops, the kubelet's mounts and cgroups, the bridge and the
 # Node object go. containerd's image store stays (the cache).
+# Whether anything of the node is there to stop: a pid file of its
+# processes, containerd's state under /run/kraftwerk, its bridge. The rest of
+# `down` also clears machine-wide things (KUBE-* iptables chains, kubepods
+# cgroups), so it runs only then.
+node_state() {
+  local c
+  for c in containerd kubelet "${ADDONS[@]}"; do
+    [[ ! -f "$run/$c.pid" ]] || return 0
+  done
+  [[ -d "$rn_state" ]] || ip link show "$REAL_BRIDGE" >/dev/null 2>&1
+}
+
 down() {
   mkdir -p "$run"
+  node_state || return 0
   "$real_here/addons.sh" down
   stop kubelet
   restore_tunables

@@ -21,8 +21,6 @@ source "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/common.sh"
 # shellcheck source=dev/poll.sh
 source "$dev_dir/poll.sh"
 
-APP_VERSION="$(sed -n 's/^appVersion: *"\{0,1\}\([^"]*\)"\{0,1\}$/\1/p' "$repo/charts/kraft-operator/Chart.yaml")"
-
 # Refuse before the trap: its `node.sh down` would stop a cluster's node
 # (its pods, kubelet, containerd and local-path volumes).
 if "$dev_dir/cluster.sh" control-plane || alive containerd || alive kubelet; then

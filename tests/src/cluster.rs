@@ -33,7 +33,7 @@ pub fn cache_dir() -> PathBuf {
 }
 
 /// The container logs of the pods of `namespace`, as dev/real-node/pod-logs.sh
-/// copies them from the kubelet's `/var/log/pods`:
+/// copies them from the kubelet's podLogsDir (`<cache>/real-node/pod-logs`):
 /// `<cache>/cluster/logs/<namespace>/<pod>/<container>.log`.
 pub fn logs_dir(namespace: &str) -> PathBuf {
     cache_dir().join("cluster/logs").join(namespace)

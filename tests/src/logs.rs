@@ -1,6 +1,6 @@
 //! Container logs as the local cluster keeps them (it has no `kubectl
 //! logs`: docs/local-cluster.md): every second, dev/real-node/pod-logs.sh
-//! copies each container's output from the kubelet's `/var/log/pods`,
+//! copies each container's output from the kubelet's podLogsDir,
 //! restarts in order and without the CRI prefix, to
 //! `<cache>/cluster/logs/<ns>/<pod>/<container>.log`.
 //! Reading a pod's logs and the operator's, and waiting for a line in them.
