@@ -5,7 +5,8 @@
 #   dev/fuzz.sh prune             remove the stale builds of the targets and
 #                                 workspace crates from FUZZ_TARGET_DIR
 #   dev/fuzz.sh run SECONDS T...  build, then run each target T for SECONDS
-#                                 from fuzz/seeds/T (and fuzz/corpus/T)
+#                                 from fuzz/seeds/T (and fuzz/corpus/T),
+#                                 FUZZ_JOBS targets at a time (default nproc)
 #
 # Needs FUZZ_TARGET_DIR (the cached ASan build) and CARGO_FUZZ_ROOT (where
 # cargo-fuzz is installed). Prints one line per target with its runs count;
@@ -61,31 +62,52 @@ prune() {
 	done
 }
 
+# run_one TARGET SECONDS: one target's run from its corpus and seeds, its
+# output in artifacts/TARGET/last-run.log; fails when libFuzzer found anything.
+run_one() {
+	local target=$1 seconds=$2
+	mkdir -p "corpus/$target" "artifacts/$target"
+	nice "$FUZZ_TARGET_DIR/$triple/release/$target" "corpus/$target" "seeds/$target" \
+		-max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
+		-artifact_prefix="artifacts/$target/" -print_final_stats=1 >"artifacts/$target/last-run.log" 2>&1
+}
+
+# report TARGET RESULT: the target's line, and for a failure what its log and
+# artifacts say.
+report() {
+	local target=$1 result=$2 log="artifacts/$1/last-run.log" runs artifact
+	runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+	printf '%-26s %12s %s\n' "$target" "${runs:-?}" "$result"
+	if [[ $result != ok ]]; then
+		grep -E '^(==[0-9]+==|thread |SUMMARY|panicked|.*panicked at)' "$log" | head -20 || true
+		for artifact in artifacts/"$target"/{crash,leak,timeout,oom}-*; do
+			[[ -f $artifact ]] || continue
+			echo "input $artifact: $(od -An -v -tx1 "$artifact" | tr -d ' \n' | head -c 4000)"
+		done
+	fi
+}
+
+# Targets run FUZZ_JOBS at a time (default: one per core), each on its own
+# core for SECONDS; libFuzzer's own -jobs would split one target's time.
 run() {
-	local seconds=$1 failed=() runs
+	local seconds=$1 jobs="${FUZZ_JOBS:-$(nproc)}" failed=() i k
 	shift
 	build
 	printf '%-26s %12s %s\n' target runs result
-	for target in "$@"; do
-		mkdir -p "corpus/$target" "artifacts/$target"
-		local log="artifacts/$target/last-run.log"
-		if nice "$FUZZ_TARGET_DIR/$triple/release/$target" "corpus/$target" "seeds/$target" \
-			-max_total_time="$seconds" -rss_limit_mb=2048 -timeout=10 \
-			-artifact_prefix="artifacts/$target/" -print_final_stats=1 >"$log" 2>&1; then
-			result=ok
-		else
-			result=CRASH
-			failed+=("$target")
-		fi
-		runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-		printf '%-26s %12s %s\n' "$target" "${runs:-?}" "$result"
-		if [[ $result != ok ]]; then
-			grep -E '^(==[0-9]+==|thread |SUMMARY|panicked|.*panicked at)' "$log" | head -20 || true
-			for artifact in artifacts/"$target"/{crash,leak,timeout,oom}-*; do
-				[[ -f $artifact ]] || continue
-				echo "input $artifact: $(od -An -v -tx1 "$artifact" | tr -d ' \n' | head -c 4000)"
-			done
-		fi
+	for ((i = 1; i <= $#; i += jobs)); do
+		local batch=("${@:i:jobs}") pids=()
+		for k in "${!batch[@]}"; do
+			run_one "${batch[k]}" "$seconds" &
+			pids[k]=$!
+		done
+		for k in "${!batch[@]}"; do
+			if wait "${pids[k]}"; then
+				report "${batch[k]}" ok
+			else
+				report "${batch[k]}" CRASH
+				failed+=("${batch[k]}")
+			fi
+		done
 	done
 	if ((${#failed[@]})); then
 		echo "fuzz targets that failed: ${failed[*]} (logs in fuzz/artifacts/<target>/last-run.log)"
