@@ -22,7 +22,6 @@ mod interop;
 use std::{
     collections::BTreeMap,
     path::{Path, PathBuf},
-    sync::Mutex,
     time::{Duration, Instant},
 };
 
@@ -62,9 +61,6 @@ const HIGH_WATERMARK: &str = "kafka_server_raft_metrics_high_watermark";
 /// every 100 ms (so that step 6 has snapshots to restart from).
 const CONTROLLER_EXTRA: &str = "metadata.log.max.record.bytes.between.snapshots=4096\n\
                                 metadata.max.idle.interval.ms=100\n";
-
-/// The JVMs of one version at a time: the machine has two cores.
-static SERIAL: Mutex<()> = Mutex::new(());
 
 /// How long a broker took to be RUNNING, by the timestamps of its log.
 #[derive(Debug, Clone, Copy)]
@@ -606,7 +602,7 @@ fn on_our_controllers(version: &'static str) {
     if !runs_on(version) {
         return;
     }
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _cluster = one_cluster_at_a_time(&format!("interop_kafka_brokers {version}"));
     let baseline = kafka_baseline(version);
     eprintln!(
         "[{version}] step 1: Kafka controller: brokers RUNNING after {:.1} s (slowest; each {})",

@@ -24,7 +24,6 @@ use std::{
     collections::BTreeMap,
     panic::{AssertUnwindSafe, catch_unwind, resume_unwind},
     path::{Path, PathBuf},
-    sync::Mutex,
     time::{Duration, Instant},
 };
 
@@ -51,9 +50,6 @@ const CONTROLLER_EXTRA: &str = "metadata.log.max.record.bytes.between.snapshots=
 const BROKER_EXTRA: &str = "replica.lag.time.max.ms=3000\n\
                             group.initial.rebalance.delay.ms=0\n\
                             offsets.topic.num.partitions=3\n";
-
-/// The JVMs of one cluster at a time: the machine has two cores.
-static SERIAL: Mutex<()> = Mutex::new(());
 
 /// A quorum and three brokers of one Kafka version.
 #[derive(Debug)]
@@ -311,7 +307,7 @@ fn run(version: &'static str, baseline: bool) {
     if !runs_on(version) {
         return;
     }
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let _cluster = one_cluster_at_a_time(&format!("interop_kafka_topics {version}"));
     let kafka = baseline.then(|| {
         let root = KeptDir::new("interop-topics-kafka-");
         let quorum = Quorum::kafka(root.path(), version, CONTROLLER_EXTRA);

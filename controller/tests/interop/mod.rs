@@ -31,6 +31,42 @@ pub fn kafka_run_class() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/kafka/kafka-run-class")
 }
 
+/// The machine-wide lock under which one Kafka cluster's JVMs (three
+/// brokers, and Kafka's controllers for a baseline) run: the machine has two
+/// cores, and `make test-interop` runs the interop test binaries in two
+/// processes at once (`dev/interop-tests.sh`), each with two test threads.
+/// An exclusive `flock(2)` on `$TMPDIR/kraftwerk-interop-cluster.lock`,
+/// held by the returned file until it drops; the kernel releases it when
+/// the process dies, so a killed test never leaves it held. Blocks until
+/// the lock is free, printing once that it waits.
+///
+/// Panics (one line) when the lock file cannot be opened or locked.
+#[must_use = "the lock is released when the returned file drops"]
+pub fn one_cluster_at_a_time(who: &str) -> std::fs::File {
+    let path = std::env::temp_dir().join("kraftwerk-interop-cluster.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .unwrap_or_else(|e| panic!("cannot open the lock file {}: {e}", path.display()));
+    match file.try_lock() {
+        Ok(()) => return file,
+        Err(std::fs::TryLockError::WouldBlock) => {
+            eprintln!(
+                "{who}: waiting for {} (another Kafka cluster runs)",
+                path.display()
+            );
+        }
+        Err(std::fs::TryLockError::Error(e)) => {
+            panic!("cannot lock {}: {e}", path.display())
+        }
+    }
+    file.lock()
+        .unwrap_or_else(|e| panic!("cannot lock {}: {e}", path.display()));
+    file
+}
+
 fn text(output: &Output) -> String {
     format!(
         "{}{}",
