@@ -11,7 +11,6 @@
 
 use std::{
     collections::BTreeMap,
-    net::TcpListener,
     path::{Path, PathBuf},
     process::{Child, Command, Output, Stdio},
     time::Duration,
@@ -32,9 +31,11 @@ pub fn kafka_run_class() -> PathBuf {
 }
 
 /// The machine-wide lock under which one Kafka cluster's JVMs (three
-/// brokers, and Kafka's controllers for a baseline) run: the machine has two
-/// cores, and `make test-interop` runs the interop test binaries in two
-/// processes at once (`dev/interop-tests.sh`), each with two test threads.
+/// brokers, and Kafka's controllers for a baseline) run, since the machine
+/// has two cores: the two Kafka versions' tests of one binary (two test
+/// threads) take turns, and so does any other run of these tests on the
+/// machine (`make test-interop` runs the other binaries beside them,
+/// `dev/interop-tests.sh`).
 /// An exclusive `flock(2)` on `$TMPDIR/kraftwerk-interop-cluster.lock`,
 /// held by the returned file until it drops; the kernel releases it when
 /// the process dies, so a killed test never leaves it held. Blocks until
@@ -250,13 +251,9 @@ pub fn admin_config(dir: &Path) -> PathBuf {
     path
 }
 
-/// A port free at the time of asking.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .expect("bind an ephemeral port")
-        .port()
-}
+#[path = "../support/ports.rs"]
+mod ports;
+pub use ports::free_port;
 
 #[path = "../support/wait.rs"]
 mod wait;

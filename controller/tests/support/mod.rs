@@ -19,7 +19,7 @@
 use std::{
     fs::File,
     io::{Read, Write},
-    net::{SocketAddr, TcpListener, TcpStream},
+    net::{SocketAddr, TcpStream},
     path::{Path, PathBuf},
     process::{Child, Command, ExitStatus, Stdio},
     time::{Duration, Instant},
@@ -35,8 +35,10 @@ pub const CLUSTER_ID: &str = "MkU3OEVBNTcwNTJENDM2Qg";
 /// Kafka 4.1's defaults of the `controller.quorum.*` timings (`QuorumConfig`),
 /// which every test runs with unless it says otherwise and why.
 mod builder;
+mod ports;
 mod wait;
 pub use builder::QuorumBuilder;
+pub use ports::free_ports;
 pub use wait::{POLL, wait_for};
 pub mod forwarder;
 pub mod kafka_broker;
@@ -511,18 +513,6 @@ impl Drop for Quorum {
 /// Set this environment variable to keep every node's files (configs, log
 /// dirs, output) after a test, e.g. to read the role-change lines.
 pub const KEEP_ENV: &str = "KRAFTWERK_KEEP_PROCESS_FILES";
-
-/// `n` distinct free TCP ports on 127.0.0.1, found by binding port 0; all are
-/// held until every one is found, then released.
-pub fn free_ports(n: usize) -> Vec<u16> {
-    let listeners: Vec<TcpListener> = (0..n)
-        .map(|_| TcpListener::bind("127.0.0.1:0").expect("bind port 0"))
-        .collect();
-    listeners
-        .iter()
-        .map(|l| l.local_addr().expect("local addr").port())
-        .collect()
-}
 
 /// A minimal HTTP/1.1 GET (`Connection: close`): `(status, body)`, `None`
 /// when the connection fails or the answer does not parse.
