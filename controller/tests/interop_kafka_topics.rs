@@ -138,7 +138,7 @@ impl Cluster {
     /// such topic).
     pub fn meta(&self, from: i32, topic: &str) -> Option<BTreeMap<i32, PartitionState>> {
         let i = BROKER_IDS.iter().position(|&b| b == from)?;
-        metadata(&self.brokers[i].address())?.remove(topic)
+        metadata(&self.brokers[i].address())?.topics.remove(topic)
     }
 
     /// Waits up to `timeout` for broker `from`'s view of `topic` to satisfy

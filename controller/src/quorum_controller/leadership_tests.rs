@@ -66,6 +66,28 @@ fn fencing_a_leader_moves_leadership_and_shrinks_isrs() {
     );
 }
 
+/// Only the leader's AlterPartition adds a replica to an ISR (Kafka's
+/// `ReplicationControlManager`): unfencing a follower changes no partition.
+/// interop_kafka_topics' step 4 relies on it to read an ISR that grows back
+/// as accepted AlterPartitions.
+#[test]
+fn unfencing_a_follower_adds_it_to_no_isr() {
+    let (mut rc, mut brokers, id) = with_topic();
+    let before = broker_states(&brokers);
+    brokers.get_mut(&3).expect("3").fenced = true;
+    assert_eq!(rc.broker_changes(&before, &brokers, 27, None).len(), 2);
+    let fenced = [part(&rc, id, 0), part(&rc, id, 1)];
+    assert!(
+        fenced
+            .iter()
+            .all(|p| !p.isr.contains(&3) && p.isr.len() == 2)
+    );
+    let before = broker_states(&brokers);
+    brokers.get_mut(&3).expect("3").fenced = false;
+    assert!(rc.broker_changes(&before, &brokers, 27, None).is_empty());
+    assert_eq!([part(&rc, id, 0), part(&rc, id, 1)], fenced);
+}
+
 #[test]
 fn the_last_isr_member_fenced_leaves_the_partition_offline_and_unfencing_elects_it() {
     let (mut rc, mut brokers, id) = with_topic();

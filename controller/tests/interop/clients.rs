@@ -8,7 +8,7 @@
 //! a test expects.
 
 use std::{
-    collections::BTreeMap,
+    collections::{BTreeMap, BTreeSet},
     io::{Read, Write},
     net::TcpStream,
     path::{Path, PathBuf},
@@ -191,12 +191,21 @@ pub struct PartitionState {
     pub isr: Vec<i32>,
 }
 
+/// A broker's Metadata answer, as the tests read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetadataView {
+    /// The brokers the answer lists: a Kafka broker lists only the unfenced
+    /// ones (its `KRaftMetadataCache` leaves fenced brokers out).
+    pub brokers: BTreeSet<i32>,
+    /// Topic → partition index → state, internal topics included.
+    pub topics: BTreeMap<String, BTreeMap<i32, PartitionState>>,
+}
+
 /// Metadata v12 (all topics) sent to the broker at `address` over a plain
-/// socket: topic → partition index → state, internal topics included.
-/// `None` when the broker does not answer within two seconds or the answer
-/// does not decode. This is what `kafka-topics --describe` reads, without
-/// a JVM.
-pub fn metadata(address: &str) -> Option<BTreeMap<String, BTreeMap<i32, PartitionState>>> {
+/// socket. `None` when the broker does not answer within two seconds or the
+/// answer does not decode. This is what `kafka-topics --describe` reads,
+/// without a JVM.
+pub fn metadata(address: &str) -> Option<MetadataView> {
     const VERSION: i16 = 12;
     let key = ApiKey::Metadata;
     let mut body = BytesMut::new();
@@ -230,30 +239,32 @@ pub fn metadata(address: &str) -> Option<BTreeMap<String, BTreeMap<i32, Partitio
         return None;
     }
     let ids = |v: &[kafka_protocol::messages::BrokerId]| v.iter().map(|b| b.0).collect();
-    Some(
-        response
-            .topics
-            .iter()
-            .filter(|t| t.error_code == 0)
-            .filter_map(|t| {
-                let parts = t
-                    .partitions
-                    .iter()
-                    .map(|p| {
-                        (
-                            p.partition_index,
-                            PartitionState {
-                                leader: p.leader_id.0,
-                                replicas: ids(&p.replica_nodes),
-                                isr: ids(&p.isr_nodes),
-                            },
-                        )
-                    })
-                    .collect();
-                Some((t.name.as_ref()?.to_string(), parts))
-            })
-            .collect(),
-    )
+    let topics = response
+        .topics
+        .iter()
+        .filter(|t| t.error_code == 0)
+        .filter_map(|t| {
+            let parts = t
+                .partitions
+                .iter()
+                .map(|p| {
+                    (
+                        p.partition_index,
+                        PartitionState {
+                            leader: p.leader_id.0,
+                            replicas: ids(&p.replica_nodes),
+                            isr: ids(&p.isr_nodes),
+                        },
+                    )
+                })
+                .collect();
+            Some((t.name.as_ref()?.to_string(), parts))
+        })
+        .collect();
+    Some(MetadataView {
+        brokers: response.brokers.iter().map(|b| b.node_id.0).collect(),
+        topics,
+    })
 }
 
 /// A record as the producer acked it or the consumer read it.
