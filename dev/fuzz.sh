@@ -92,6 +92,10 @@ report() {
 run() {
 	local seconds=$1 jobs="${FUZZ_JOBS:-$(nproc)}" failed=() i k
 	shift
+	if ! [[ $jobs =~ ^[1-9][0-9]*$ ]]; then
+		echo "FUZZ_JOBS must be a positive number of targets run at once, not '$jobs'" >&2
+		return 2
+	fi
 	build
 	printf '%-26s %12s %s\n' target runs result
 	for ((i = 1; i <= $#; i += jobs)); do

@@ -25,7 +25,8 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-cargo="${CARGO:-cargo}"
+# CARGO may be several words (`make CARGO="cargo +nightly"`).
+read -ra cargo <<<"${CARGO:-cargo}"
 clusters=(interop_kafka_topics interop_kafka_brokers)
 # Every other controller/tests/interop_kafka*.rs, so that a new one runs too.
 rest=()
@@ -36,7 +37,7 @@ done
 cluster_flags=() rest_flags=()
 for t in "${clusters[@]}"; do cluster_flags+=(--test "$t"); done
 for t in "${rest[@]}"; do rest_flags+=(--test "$t"); done
-cargo_test=("$cargo" test -p kraft-controller --features interop)
+cargo_test=("${cargo[@]}" test -p kraft-controller --features interop)
 harness=(-- --nocapture --test-threads 2)
 
 "${cargo_test[@]}" --no-run "${cluster_flags[@]}" "${rest_flags[@]}"
@@ -49,13 +50,19 @@ harness=(-- --nocapture --test-threads 2)
 log="$(mktemp)"
 cluster_pid=
 rest_pid=
+finished=
 stop_groups() {
   local pid
-  for pid in "$cluster_pid" "$rest_pid"; do
-    if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
-      kill -KILL -- "-$pid" 2>/dev/null || true
-    fi
+  # Also after both groups ended: a JVM of a test binary that died early
+  # would still be in its session.
+  for pid in $cluster_pid $rest_pid; do
+    kill -KILL -- "-$pid" 2>/dev/null || true
   done
+  if [[ -z "$finished" && -s "$log" ]]; then
+    echo
+    echo "==== interrupted; what ${clusters[*]} printed so far:"
+    cat "$log"
+  fi
   rm -f "$log"
 }
 trap stop_groups EXIT
@@ -69,10 +76,9 @@ rest_pid=$!
 
 rest_rc=0
 wait "$rest_pid" || rest_rc=$?
-rest_pid=
 cluster_rc=0
 wait "$cluster_pid" || cluster_rc=$?
-cluster_pid=
+finished=1
 
 echo
 echo "==== ${clusters[*]} (run beside the tests above); their output:"

@@ -47,6 +47,10 @@ fuzz-tools: $(CARGO_FUZZ) ## install cargo-fuzz into the tool cache (idempotent)
 fuzz-build: $(CARGO_FUZZ) ## build every fuzz target with ASan (cached in FUZZ_TARGET_DIR)
 	@FUZZ_TARGET_DIR="$(FUZZ_TARGET_DIR)" CARGO_FUZZ_ROOT="$(CARGO_FUZZ_ROOT)" dev/fuzz.sh build
 
+# The ASan build (about 6 min cold, all CPU) runs beside the tests before
+# test-fuzz (Makefile, TEST_PREPARE); test-fuzz's own build waits for it.
+TEST_PREPARE += fuzz-build
+
 test-fuzz: $(CARGO_FUZZ) ## run each fuzz target but the known-failing ones for FUZZ_SECONDS (default 10); fails on a crash
 	@test -z "$(strip $(FUZZ_KNOWN_FAILING))" || echo "test-fuzz: not run here, known findings, docs/fuzzing.md: $(FUZZ_KNOWN_FAILING)"
 	@FUZZ_TARGET_DIR="$(FUZZ_TARGET_DIR)" CARGO_FUZZ_ROOT="$(CARGO_FUZZ_ROOT)" \

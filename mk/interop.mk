@@ -7,8 +7,9 @@
 # controllers, ~7 min), with the jars of `make kafka-jars`, against real
 # kraft-controller processes; interop_kafka_mixed (~3 min) puts Kafka 4.4.0's
 # controllers and ours in one quorum (times of a quiet 2-core run).
-# dev/interop-tests.sh runs interop_kafka_topics beside the others; the
-# two that run three brokers take turns (a machine-wide lock).
+# dev/interop-tests.sh runs the two that start three brokers (topics, then
+# brokers) beside the eleven others; their clusters take turns under a
+# machine-wide lock (docs/interop.md).
 # Without a JDK they are skipped with a loud message, never silently.
 #
 # KAFKA_VERSIONS (mk/kafka.mk: 4.1.2 4.4.0) is the matrix: every case runs
