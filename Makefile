@@ -15,11 +15,13 @@ export KRAFTWERK_CACHE
 CARGO ?= cargo
 TEST_TARGETS := test-rust
 # Builds the tests need that can run while other tests run (mk/*.mk add
-# theirs). `make test` starts them niced, in a session of their own, so that
-# they take only the cores the tests leave idle (in a cold run test-rust's
-# test phase, test-cluster and test-e2e left 35 to 80% of the two cores
-# idle), and stops them when it ends. A test target that needs one waits for
-# it (test-fuzz: the ASan build's lock) and redoes it if it failed.
+# theirs). `make test` starts them after lint in a session of their own at
+# the lowest priority (nice 19, and its scheduler autogroup's nice 19: a new
+# session is a new autogroup, whose share nice alone does not lower), so
+# that they take mostly the CPU the tests leave idle (in a cold run
+# test-rust's test phase, test-cluster and test-e2e left 35 to 80% of the two
+# cores idle), and stops them when it ends. A test target that needs one
+# waits for it (test-fuzz: the ASan build's lock) and redoes it if it failed.
 TEST_PREPARE :=
 DEMO_TARGET ?= demo-format
 
@@ -47,7 +49,8 @@ test: fmt-check lint ## install what the tests need, then run every test (fmt an
 	if [ -n "$(strip $(TEST_PREPARE))" ]; then \
 	  mkdir -p target; log=target/test-prepare.log; \
 	  echo "==> make $(strip $(TEST_PREPARE)) (niced, in the background: $$log)"; \
-	  setsid nice -n 19 $(MAKE) --no-print-directory $(TEST_PREPARE) >"$$log" 2>&1 & prepare=$$!; \
+	  setsid sh -c 'echo 19 >/proc/self/autogroup 2>/dev/null || true; exec nice -n 19 "$$@"' sh \
+	    $(MAKE) --no-print-directory $(TEST_PREPARE) >"$$log" 2>&1 & prepare=$$!; \
 	  trap 'kill -TERM -- -'"$$prepare"' 2>/dev/null || true' EXIT; \
 	fi; \
 	for t in $(TEST_TARGETS); do echo "==> make $$t"; $(MAKE) --no-print-directory $$t; done
