@@ -8,7 +8,7 @@
 # kraft-controller processes; interop_kafka_mixed (~3 min) puts Kafka 4.4.0's
 # controllers and ours in one quorum (times of a quiet 2-core run).
 # dev/interop-tests.sh runs the two that start three brokers (topics, then
-# brokers) beside the eleven others; their clusters take turns under a
+# brokers) beside all the others; their clusters take turns under a
 # machine-wide lock (docs/interop.md).
 # Without a JDK they are skipped with a loud message, never silently.
 #

@@ -36,7 +36,8 @@ pub fn kafka_run_class() -> PathBuf {
 /// threads) take turns, and so does any other run of these tests on the
 /// machine (`make test-interop` runs the other binaries beside them,
 /// `dev/interop-tests.sh`).
-/// An exclusive `flock(2)` on `$TMPDIR/kraftwerk-interop-cluster.lock`,
+/// An exclusive `flock(2)` on `/tmp/kraftwerk-interop-cluster.lock` (not
+/// `$TMPDIR`: every run on the machine must share it),
 /// held by the returned file until it drops; the kernel releases it when
 /// the process dies, so a killed test never leaves it held. Blocks until
 /// the lock is free, printing once that it waits.
@@ -44,7 +45,7 @@ pub fn kafka_run_class() -> PathBuf {
 /// Panics (one line) when the lock file cannot be opened or locked.
 #[must_use = "the lock is released when the returned file drops"]
 pub fn one_cluster_at_a_time(who: &str) -> std::fs::File {
-    let path = std::env::temp_dir().join("kraftwerk-interop-cluster.lock");
+    let path = std::path::Path::new("/tmp/kraftwerk-interop-cluster.lock");
     let file = std::fs::OpenOptions::new()
         .create(true)
         .truncate(false)

@@ -1,5 +1,6 @@
 //! TCP ports for the servers that tests start, distinct across every test
-//! thread and test process on the machine.
+//! thread and test process on the machine that takes its ports here (the
+//! controller's process and interop tests).
 //!
 //! Binding port 0 and closing the socket, what the tests did before, hands
 //! out a port that the kernel may give again, to the next bind of port 0 (in
@@ -14,9 +15,10 @@
 //! up by default: no bind of port 0 nor outgoing connection takes them), and
 //! below Kubernetes' NodePort range, and above the local cluster's own
 //! (2379, 6443, 10248-10259). They are handed out one after another from a
-//! counter in `$TMPDIR/kraftwerk-test-ports` that every test process shares
-//! under an exclusive `flock`; a port that cannot be bound now is skipped.
-//! The counter wraps after 10,000 ports, far more than one run uses.
+//! counter in `/tmp/kraftwerk-test-ports` (not `$TMPDIR`: every test process
+//! must share it) under an exclusive `flock`; a port that cannot be bound
+//! now is skipped. A daemon that binds a port of the range later is not
+//! seen. The counter wraps after 10,000 ports, far more than one run uses.
 
 #![allow(dead_code)]
 
@@ -33,7 +35,7 @@ const LAST: u16 = 29_999;
 /// on this machine is given until the counter wraps. Panics (one line) when
 /// the counter file cannot be used or no port of the range is free.
 pub fn free_ports(n: usize) -> Vec<u16> {
-    let path = std::env::temp_dir().join("kraftwerk-test-ports");
+    let path = std::path::Path::new("/tmp/kraftwerk-test-ports");
     let fail = |what: &str, e: std::io::Error| -> ! {
         panic!("test ports: cannot {what} {}: {e}", path.display())
     };
