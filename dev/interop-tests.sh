@@ -2,13 +2,14 @@
 # The interop tests of `make test-interop` (mk/interop.mk): the test binaries
 # of controller/tests/interop_kafka*.rs, in two groups run at once.
 #
-# The two that run whole Kafka clusters (three brokers each) take about 10
-# min one after the other: interop_kafka_topics about 7 (Kafka 4.1.2's and
-# 4.4.0's brokers through topic traffic and failovers, on ours and on Kafka's
-# controllers), interop_kafka_brokers about 3. They form one group; the other
-# binaries (about 5 min, interop_kafka_mixed the longest) run beside it.
-# One after the other, cargo's way, all took 17 min, much of it waiting (JVM
-# starts, session timeouts, elections, producers paced at 2,000 records/s).
+# The two that run whole Kafka clusters (three brokers each) take 11 to 13
+# min one after the other beside the rest (cold runs, 2026-12-05):
+# interop_kafka_topics 7 to 9 (Kafka 4.1.2's and 4.4.0's brokers through
+# topic traffic and failovers, on ours and on Kafka's controllers),
+# interop_kafka_brokers about 3. They form one group; the other binaries
+# (about 6 min, interop_kafka_mixed the longest) run beside it. One after the
+# other, cargo's way, all took 17 min, much of it waiting (JVM starts,
+# session timeouts, elections, producers paced at 2,000 records/s).
 # Within a binary the two Kafka versions' clusters still take turns, as does
 # any other run of these tests on the machine: a machine-wide lock
 # (controller/tests/interop/mod.rs, `one_cluster_at_a_time`), since the
