@@ -50,7 +50,7 @@ pub fn one_cluster_at_a_time(who: &str) -> std::fs::File {
         .create(true)
         .truncate(false)
         .write(true)
-        .open(&path)
+        .open(path)
         .unwrap_or_else(|e| panic!("cannot open the lock file {}: {e}", path.display()));
     match file.try_lock() {
         Ok(()) => return file,

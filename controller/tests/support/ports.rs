@@ -44,7 +44,7 @@ pub fn free_ports(n: usize) -> Vec<u16> {
         .write(true)
         .create(true)
         .truncate(false)
-        .open(&path)
+        .open(path)
         .unwrap_or_else(|e| fail("open", e));
     file.lock().unwrap_or_else(|e| fail("lock", e));
     let mut text = String::new();
