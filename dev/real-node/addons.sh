@@ -215,7 +215,6 @@ up() {
 
 down() {
   mkdir -p "$run"
-  local c
   local i
   for ((i = ${#ADDONS[@]} - 1; i >= 0; i--)); do stop "${ADDONS[i]}"; done
   rm -rf "$LOCAL_PATH_DIR"

@@ -252,10 +252,6 @@ iptables_cleanup() {
   done
 }
 
-# down: the kubelet does not stop its pods when it exits, so they are removed
-# through the CRI first (crictl rmp --force: stop and remove every sandbox),
-# then containerd stops, the kubelet's mounts and cgroups, the bridge and the
-# Node object go. containerd's image store stays (the cache).
 # Whether anything of the node is there to stop: a pid file of its
 # processes, containerd's state under /run/kraftwerk, its bridge. The rest of
 # `down` also clears machine-wide things (KUBE-* iptables chains, kubepods
@@ -268,6 +264,10 @@ node_state() {
   [[ -d "$rn_state" ]] || ip link show "$REAL_BRIDGE" >/dev/null 2>&1
 }
 
+# down: the kubelet does not stop its pods when it exits, so they are removed
+# through the CRI first (crictl rmp --force: stop and remove every sandbox),
+# then containerd stops, the kubelet's mounts and cgroups, the bridge and the
+# Node object go. containerd's image store stays (the cache).
 down() {
   mkdir -p "$run"
   node_state || return 0
