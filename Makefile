@@ -22,7 +22,7 @@ TEST_TARGETS := test-rust
 # test-rust's test phase, test-cluster and test-e2e left 35 to 80% of the two
 # cores idle), and stops them when it ends. A test target that needs one
 # waits for it (test-fuzz: the ASan build's lock) and redoes it if it failed.
-TEST_PREPARE :=
+TEST_PREPARE =
 DEMO_TARGET ?= demo-format
 
 include $(sort $(wildcard mk/*.mk))

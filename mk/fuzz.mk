@@ -49,7 +49,8 @@ fuzz-build: $(CARGO_FUZZ) ## build every fuzz target with ASan (cached in FUZZ_T
 
 # The ASan build (about 6 min cold, all CPU) runs beside the tests before
 # test-fuzz (Makefile, TEST_PREPARE); test-fuzz's own build waits for it.
-TEST_PREPARE += fuzz-build
+# Only when test-fuzz is among the targets (`make test TEST_TARGETS=…`).
+TEST_PREPARE += $(if $(filter test-fuzz,$(TEST_TARGETS)),fuzz-build)
 
 test-fuzz: $(CARGO_FUZZ) ## run each fuzz target but the known-failing ones for FUZZ_SECONDS (default 10); fails on a crash
 	@test -z "$(strip $(FUZZ_KNOWN_FAILING))" || echo "test-fuzz: not run here, known findings, docs/fuzzing.md: $(FUZZ_KNOWN_FAILING)"
