@@ -344,3 +344,95 @@ fn bytes_a_failed_fsync_lost_behind_a_restart_are_refused_below_the_recovery_poi
         "{err}"
     );
 }
+
+// ---- flush jobs: the fsyncs of a flush off the event loop (issue 23) ------
+
+#[test]
+fn a_flush_job_moves_the_flushed_end_only_when_it_ends_and_only_to_where_it_started() {
+    let fs = MemoryFs::new();
+    let mut log = open(&fs).expect("open");
+    log.append_as_follower(batch(0, 1, 2)).expect("append");
+    let job = log.start_flush().expect("a job");
+    assert!(job.file_count() >= 1, "at least the segment's .log");
+    // Appended while the job runs: the job's fsync may cover these bytes,
+    // but the log cannot know it, so they stay unflushed.
+    log.append_as_follower(batch(2, 1, 2)).expect("append");
+    let done = job.run();
+    assert_eq!(
+        log.flushed_end_offset(),
+        0,
+        "nothing moves before the job ends"
+    );
+    log.finish_flush(done).expect("ends");
+    assert_eq!(log.flushed_end_offset(), 2, "the job's end, not the log's");
+    assert_eq!(durable_recovery_point(&fs), Some(2));
+
+    let job = log.start_flush().expect("a second job");
+    log.finish_flush(job.run()).expect("ends");
+    assert_eq!(log.flushed_end_offset(), 4);
+    let job = log.start_flush().expect("a third job");
+    assert_eq!(
+        job.file_count(),
+        0,
+        "nothing left to fsync once a job ended at the log end"
+    );
+
+    drop(log);
+    fs.crash();
+    let log = open(&fs).expect("reopen");
+    assert_eq!(
+        log.end_offset().offset,
+        4,
+        "what the jobs flushed survived the crash"
+    );
+}
+
+#[test]
+fn a_flush_job_that_crossed_a_truncation_moves_nothing() {
+    let fs = MemoryFs::new();
+    let mut log = open(&fs).expect("open");
+    log.append_as_follower(batch(0, 1, 2)).expect("append");
+    log.flush().expect("flush");
+    log.append_as_follower(batch(2, 1, 2)).expect("append");
+    log.append_as_follower(batch(4, 1, 2)).expect("append");
+    let job = log.start_flush().expect("a job to offset 6");
+    // A new leader's log diverges at 4: truncated, then rewritten in epoch 2
+    // up to the job's end offset again.
+    log.truncate_to(4).expect("truncate");
+    log.append_as_follower(batch(4, 2, 2)).expect("append");
+    log.finish_flush(job.run()).expect("ends");
+    assert!(
+        log.flushed_end_offset() <= 4,
+        "offsets 4..6 of epoch 2 were written after the job began: flushed end {}",
+        log.flushed_end_offset()
+    );
+
+    let job = log.start_flush().expect("the next job");
+    log.finish_flush(job.run()).expect("ends");
+    assert_eq!(log.flushed_end_offset(), 6);
+}
+
+#[test]
+fn a_failed_fsync_in_a_flush_job_stops_the_log_and_moves_nothing() {
+    let fs = MemoryFs::new();
+    let mut log = open(&fs).expect("open");
+    log.append_as_follower(batch(0, 1, 2)).expect("append");
+    log.flush().expect("flush");
+    log.append_as_follower(batch(2, 1, 2)).expect("append");
+    fs.inject(Fault::next(FsOp::Sync, Errno::Eio).on_path(".log"));
+
+    let job = log.start_flush().expect("a job");
+    let err = log
+        .finish_flush(job.run())
+        .expect_err("the job's fsync failed");
+    assert!(
+        matches!(&err, LogError::Io { action: "fsync of", source, .. } if source.raw_os_error() == Some(5)),
+        "{err}"
+    );
+    assert_eq!(log.flushed_end_offset(), 2);
+    let err = log.start_flush().expect_err("no retry");
+    assert_stopped_naming(&err, "fsync of", 5);
+    let err = log.flush().expect_err("nor a synchronous one");
+    assert_stopped_naming(&err, "fsync of", 5);
+    assert_eq!(durable_recovery_point(&fs), Some(2));
+}

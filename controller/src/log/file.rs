@@ -50,8 +50,8 @@ use bytes::Bytes;
 mod ops;
 
 use super::{
-    IoFailure, LogAppendInfo, LogError, LogFetchInfo, OffsetAndEpoch, ReplicatedLog, Result,
-    SnapshotChunk,
+    FlushDone, FlushJob, IoFailure, LogAppendInfo, LogError, LogFetchInfo, OffsetAndEpoch,
+    ReplicatedLog, Result, SnapshotChunk,
     epoch_cache::{EpochEntry, LeaderEpochCache},
     fs::{Fs, fsync_dir_on, io_err, read_text, real_fs, write_atomically_on},
     recovery,
@@ -135,6 +135,9 @@ pub struct FileLog {
     /// The first failed file operation of a mutating call: from then on
     /// every call fails ([`LogError::Stopped`]); see "Disk faults".
     stopped: Option<IoFailure>,
+    /// Truncations and resets to a snapshot so far: a [`FlushJob`] that
+    /// started before one moves nothing when it ends ([`super::flush`]).
+    rewinds: u64,
 }
 
 impl FileLog {
@@ -231,6 +234,7 @@ impl FileLog {
             recovery_point: end,
             recovery_point_written: std::time::Instant::now(),
             stopped: None,
+            rewinds: 0,
         })
     }
 
@@ -408,6 +412,7 @@ impl FileLog {
         fsync_dir_on(&self.fs, &self.dir)?;
         self.epochs.truncate_from_end(i64::MIN);
         self.epochs.write()?;
+        self.rewinds += 1;
         self.flushed_end_offset = id.offset;
         self.log_start_offset = id.offset;
         Ok(())
@@ -596,6 +601,24 @@ impl ReplicatedLog for FileLog {
 
     fn flush(&mut self) -> Result<()> {
         self.guard(|log| log.do_flush())
+    }
+
+    fn start_flush(&mut self) -> Result<FlushJob> {
+        self.check_running()?;
+        let files = self
+            .segments
+            .iter()
+            .flat_map(Segment::unsynced_files)
+            .collect();
+        Ok(FlushJob {
+            files,
+            end_offset: self.end(),
+            rewinds: self.rewinds,
+        })
+    }
+
+    fn finish_flush(&mut self, done: FlushDone) -> Result<()> {
+        self.guard(|log| log.do_finish_flush(done))
     }
 
     fn start_offset(&self) -> i64 {

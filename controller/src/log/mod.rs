@@ -55,6 +55,7 @@ pub mod bootstrap;
 pub mod epoch_cache;
 pub mod fault_fs;
 mod file;
+pub mod flush;
 pub mod fs;
 pub mod integrity;
 mod memory;
@@ -70,6 +71,7 @@ pub use file::{
     FileLog, FileLogConfig, METADATA_PARTITION_DIR, METADATA_TOPIC_ID, PARTITION_METADATA_FILE,
     encode_partition_metadata, partition_dir,
 };
+pub use flush::{FlushDone, FlushJob};
 pub use memory::MemoryLog;
 pub use meta_properties::MetaProperties;
 pub use quorum_state::{ElectionState, QuorumStateStore};
@@ -290,6 +292,28 @@ pub trait ReplicatedLog: std::fmt::Debug + Send {
 
     /// Makes every append so far durable (fsync), then returns.
     fn flush(&mut self) -> Result<()>;
+
+    /// Starts a flush whose fsyncs run elsewhere ([`FlushJob::run`], on a
+    /// thread that may block): the files with writes not yet fsynced, and
+    /// the end offset they make durable. Nothing moves until
+    /// [`Self::finish_flush`]. The default flushes at once (logs without
+    /// files, as [`MemoryLog`]).
+    ///
+    /// Errors: [`LogError::Stopped`], or the default's flush error.
+    fn start_flush(&mut self) -> Result<FlushJob> {
+        self.flush()?;
+        Ok(FlushJob::done_at(self.end_offset().offset, 0))
+    }
+
+    /// Ends a flush of [`Self::start_flush`]: the flushed end offset moves
+    /// to the job's end offset, unless the log was truncated or reset while
+    /// the job ran.
+    ///
+    /// Errors: the job's failed fsync ([`LogError::Io`]), after which the log
+    /// stops as on a failed [`Self::flush`]; [`LogError::Stopped`].
+    fn finish_flush(&mut self, done: FlushDone) -> Result<()> {
+        done.result
+    }
 
     /// First offset held by the log (0, or the end offset of the snapshot it
     /// was cleaned up to).

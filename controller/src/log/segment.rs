@@ -10,12 +10,16 @@
 //! Owns the bytes of one segment; it must not decide what to append or
 //! truncate, nor know about epochs beyond reporting each batch it scans.
 
-use std::path::{Path, PathBuf};
+use std::{
+    path::{Path, PathBuf},
+    sync::Arc,
+};
 
 use bytes::{Bytes, BytesMut};
 
 use super::{
     Result,
+    flush::SyncTarget,
     fs::{Fs, LogFile, OpenMode, io_err, read_exact_at, write_all_at},
 };
 use crate::record::{BATCH_OVERHEAD_BYTES, BatchHeader, RecordError};
@@ -50,8 +54,9 @@ pub struct Segment {
     log_path: PathBuf,
     index_path: PathBuf,
     fs: Fs,
-    file: Box<dyn LogFile>,
-    index_file: Box<dyn LogFile>,
+    /// Shared with a [`super::FlushJob`] that fsyncs it off the event loop.
+    file: Arc<dyn LogFile>,
+    index_file: Arc<dyn LogFile>,
     size: u64,
     next_offset: i64,
     index: Vec<(i32, u32)>,
@@ -62,13 +67,13 @@ pub struct Segment {
     index_dirty: bool,
 }
 
-fn open_rw(fs: &Fs, path: &Path, truncate: bool) -> Result<Box<dyn LogFile>> {
+fn open_rw(fs: &Fs, path: &Path, truncate: bool) -> Result<Arc<dyn LogFile>> {
     let mode = if truncate {
         OpenMode::Truncate
     } else {
         OpenMode::ReadWrite
     };
-    super::fs::open(fs, path, mode)
+    super::fs::open(fs, path, mode).map(Arc::from)
 }
 
 impl Segment {
@@ -410,6 +415,27 @@ impl Segment {
             self.index_dirty = false;
         }
         Ok(())
+    }
+
+    /// The files with writes not yet fsynced ([`Self::flush`] would sync
+    /// them), for a [`super::FlushJob`]; nothing is marked synced.
+    pub fn unsynced_files(&self) -> impl Iterator<Item = SyncTarget> + '_ {
+        let log = self.dirty.then(|| SyncTarget {
+            file: Arc::clone(&self.file),
+            path: self.log_path.clone(),
+        });
+        let index = self.index_dirty.then(|| SyncTarget {
+            file: Arc::clone(&self.index_file),
+            path: self.index_path.clone(),
+        });
+        log.into_iter().chain(index)
+    }
+
+    /// A [`super::FlushJob`] fsynced every file of this segment after its
+    /// last write: nothing is left to sync.
+    pub fn mark_synced(&mut self) {
+        self.dirty = false;
+        self.index_dirty = false;
     }
 
     /// Fsyncs both files whatever was written (used on open, where bytes

@@ -26,7 +26,7 @@ use super::{
     unattached::UnattachedState,
     voters::{Endpoint, ReplicaKey, VoterSet},
 };
-use crate::log::{LogFetchInfo, ReplicatedLog};
+use crate::log::{FlushDone, FlushJob, LogFetchInfo, ReplicatedLog};
 
 mod dispatch;
 mod kraft_upgrade;
@@ -353,6 +353,35 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         }
         info.records = info.records.slice(..keep);
         Ok(info)
+    }
+
+    /// [`Command::Flush`] answered off the runtime's loop (issue 23): the
+    /// fsyncs of the returned job run on a thread that may block
+    /// ([`FlushJob::run`]) while the runtime goes on feeding other events;
+    /// the runtime then hands the result to [`Self::finish_flush`]. One job
+    /// at a time; a [`Command::Flush`] that comes meanwhile starts the next
+    /// one after it. Equivalent to [`Event::Flush`] except for when the
+    /// fsyncs run: the flushed end offset moves only at `finish_flush`.
+    ///
+    /// Errors: [`RaftError::Log`] (the log stopped).
+    pub fn start_flush(&mut self) -> Result<FlushJob> {
+        Ok(self.core.log.start_flush()?)
+    }
+
+    /// Ends a flush of [`Self::start_flush`] at `now_ms`: the log's flushed
+    /// end offset moves to the job's end, then as on [`Event::Flush`] the
+    /// leader's high watermark may move and a follower fetches again.
+    /// Returns the commands to execute, in order.
+    ///
+    /// Errors: [`RaftError::Log`]: the job's fsync failed (the log stopped;
+    /// the node must stop), or the log had stopped already.
+    pub fn finish_flush(&mut self, done: FlushDone, now_ms: u64) -> Result<Vec<Command>> {
+        self.now_ms = self.now_ms.max(now_ms);
+        self.core.log.finish_flush(done)?;
+        self.on_flushed(now_ms)?;
+        self.poll(now_ms)?;
+        self.report_role();
+        Ok(self.out.take_commands())
     }
 
     /// The log (read-only).

@@ -96,6 +96,29 @@ impl FetchLoop {
         self.inflight.is_none() && !self.awaiting_flush && now_ms >= self.next_fetch_ms
     }
 
+    /// [`Self::ready`], and the log flushed to its end: a Fetch reports the
+    /// log end offset as this replica's, so it must be durable (Kafka's
+    /// follower flushes each fetched chunk before its next Fetch). Appends
+    /// still unflushed (a flush running off the event loop that a change of
+    /// epoch overtook, or a truncation it crossed) ask for a flush and wait
+    /// for it ([`Self::awaiting_flush`]).
+    pub(crate) fn ready_to_send<L: ReplicatedLog>(
+        &mut self,
+        log: &L,
+        out: &mut Output,
+        now_ms: u64,
+    ) -> bool {
+        if !self.ready(now_ms) {
+            return false;
+        }
+        if log.flushed_end_offset() < log.end_offset().offset {
+            self.awaiting_flush = true;
+            out.push(Command::Flush);
+            return false;
+        }
+        true
+    }
+
     pub(crate) fn next_deadline(&self) -> u64 {
         if self.inflight.is_none() && !self.awaiting_flush {
             self.next_fetch_ms
@@ -225,7 +248,7 @@ impl FollowerState {
             self.use_bootstrap = !core.config.bootstrap_servers.is_empty();
             self.fetch_deadline_ms = now_ms + core.config.fetch_timeout_ms;
         }
-        if !self.fetch.ready(now_ms) {
+        if !self.fetch.ready_to_send(&core.log, out, now_ms) {
             return None;
         }
         if let Some(snapshot_id) = self.fetching_snapshot {

@@ -19,8 +19,13 @@
 //! - [`Command::Flush`] asks the runtime to feed [`Event::Flush`] soon (it may
 //!   coalesce several, and do other work first). The engine fsyncs the log
 //!   through the trait while handling that event: appends are durable only
-//!   after it. A follower reports (fetches from) only flushed offsets; the
-//!   leader counts only its own flushed offset towards the high watermark.
+//!   after it. Or the runtime runs the fsyncs off its thread: it takes a job
+//!   with [`RaftEngine::start_flush`], runs it, and hands the result to
+//!   [`RaftEngine::finish_flush`], feeding other events meanwhile; the
+//!   flushed end offset moves only then. A follower reports (fetches from)
+//!   only flushed offsets, and asks for a flush first if its log has
+//!   unflushed ones; the leader counts only its own flushed offset towards
+//!   the high watermark.
 //! - [`Command::Send`] carries a [`RequestId`]; the runtime answers it with
 //!   exactly one [`Event::Response`] or [`Event::RequestFailed`] (after at most
 //!   `timeout_ms`), or with nothing if the node restarted in between.

@@ -84,7 +84,9 @@ impl UnattachedState {
         if core.can_campaign() && now_ms >= self.election_deadline_ms {
             return Some(Next::Prospective);
         }
-        if self.fetch.ready(now_ms) && !core.config.bootstrap_servers.is_empty() {
+        if !core.config.bootstrap_servers.is_empty()
+            && self.fetch.ready_to_send(&core.log, out, now_ms)
+        {
             let node_id = core.next_bootstrap_id();
             let request = fetch_request(core, self.epoch);
             let id = core.send(

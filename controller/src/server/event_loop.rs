@@ -9,19 +9,20 @@
 //!
 //! Execution rules (the engine's contract, see `raft`):
 //! - `PersistElectionState` is durable before the next command runs;
-//! - `Flush` is answered first: the loop feeds `Event::Flush` before any
-//!   other input, and the engine fsyncs the log while handling it. The
-//!   engine already groups writes per fsync (the leader's append linger, one
-//!   fsync per fetched chunk on a follower); a flush queued behind other
-//!   inputs would be starved by a busy timer or a busy socket, and nothing
-//!   commits until it runs. But right after a flush, any other ready input
-//!   goes before the next flush (issue 23): a leader at linger 0 with records
-//!   due at every turn has a new flush pending after each one, and flushing
-//!   first forever never read its followers' Fetch requests (no commit, and
-//!   the quorum re-elected every check-quorum timeout). That next flush
-//!   yields to the runtime before it runs, so that tokio's cooperative
-//!   budget, spent by a task that is never idle, is renewed and the other
-//!   inputs can be seen at all;
+//! - `Flush` runs off the loop (issue 23): the loop takes a flush job from
+//!   the engine ([`RaftEngine::start_flush`]: the files with unsynced
+//!   writes and the end offset they make durable), runs its fsyncs on a
+//!   blocking thread, and goes on serving Fetch requests, answers and
+//!   appends meanwhile; the job's result goes back to the engine
+//!   ([`RaftEngine::finish_flush`]) before any other input once it is there.
+//!   Only then does the flushed end offset move, so the leader still counts
+//!   only its own flushed offset towards the high watermark and a follower
+//!   still fetches only from a flushed end. One job runs at a time; the
+//!   `Flush` commands that come while it runs start one more job after it.
+//!   A failed fsync stops the node (the log's fail-stop guard), never a
+//!   retry. Before, the loop fsynced inline: a leader's followers' Fetch
+//!   requests waited behind each of its fsyncs, and at linger 0 a leader
+//!   with records due at every turn starved them altogether;
 //! - `Send` goes to the peer manager, whose answer comes back as an event;
 //! - `Reply` goes back to the connection that asked;
 //! - `Committed`, `SnapshotInstalled` and `RoleChanged` go to the listener
@@ -50,7 +51,7 @@ use super::{
     stages::SharedStages,
 };
 use crate::{
-    log::{FileLog, QuorumStateStore},
+    log::{FileLog, FlushDone, QuorumStateStore},
     raft::{
         self, Command, Event, RaftEngine, ReplyHandle, RequestFailure, Role,
         listener::{LeaderChange, Listener, RaftClient, SnapshotSource},
@@ -67,6 +68,10 @@ pub enum LoopError {
     /// The engine failed (the log failed): the node must stop.
     #[error("raft engine: {0}")]
     Engine(#[from] raft::RaftError),
+    /// The thread running a flush job panicked or was cancelled: whether
+    /// its fsyncs happened is unknown, so the node must stop.
+    #[error("the log's flush thread failed: {0}")]
+    FlushThread(#[from] tokio::task::JoinError),
     /// The quorum-state file could not be written.
     #[error("persisting the election state: {0}")]
     Persist(#[from] crate::log::LogError),
@@ -116,9 +121,10 @@ struct Loop {
     ctx: LoopContext,
     replies: HashMap<u64, (oneshot::Sender<Option<Response>>, i16)>,
     next_handle: u64,
+    /// The engine asked for a flush ([`Command::Flush`]) not yet started.
     flush_pending: bool,
-    /// The last turn of the loop was a flush: other ready inputs go first.
-    flushed_last: bool,
+    /// The flush job running on a blocking thread, if one runs.
+    flush_job: Option<tokio::task::JoinHandle<FlushDone>>,
     shutdown_started: bool,
     shutdown_complete: bool,
     /// When a proposal was last made or this node became leader (ms), for
@@ -148,7 +154,7 @@ pub async fn run<Lst: Listener<FileLog>>(
         replies: HashMap::new(),
         next_handle: 1,
         flush_pending: false,
-        flushed_last: false,
+        flush_job: None,
         shutdown_started: false,
         shutdown_complete: false,
         last_proposal_ms: now_ms(),
@@ -173,17 +179,18 @@ pub async fn run<Lst: Listener<FileLog>>(
     lp.execute(&mut engine, lst, initial)?;
     lp.publish(&engine);
     while !lp.shutdown_complete {
+        if lp.flush_pending && lp.flush_job.is_none() {
+            lp.start_flush(&mut engine, lst)?;
+        }
         let now = now_ms();
         let deadline = lp.next_wakeup(&mut engine, lst, now);
         let sleep = tokio::time::sleep(Duration::from_millis(deadline.saturating_sub(now)));
         tokio::pin!(sleep);
-        let flush_first = lp.flush_pending && !lp.flushed_last;
-        let flush_after_others = lp.flush_pending && lp.flushed_last;
-        lp.flushed_last = false;
         tokio::select! {
             biased;
-            () = std::future::ready(()), if flush_first => {
-                lp.flush(&mut engine, lst)?;
+            done = flush_done(&mut lp.flush_job), if lp.flush_job.is_some() => {
+                lp.flush_job = None;
+                lp.finish_flush(&mut engine, lst, done?)?;
             }
             changed = shutdown.changed(), if !lp.shutdown_started => {
                 if changed.is_err() || *shutdown.borrow() {
@@ -211,29 +218,55 @@ pub async fn run<Lst: Listener<FileLog>>(
                 lp.call(&mut engine, lst, |l, c| l.handle_wakeup(c))?;
                 lp.ctx.metrics.tick(now);
             }
-            // Yields to the runtime first: a task that is always ready
-            // exhausts tokio's cooperative budget, after which its channels
-            // and timers all read as empty until it yields.
-            () = tokio::task::yield_now(), if flush_after_others => {
-                lp.flush(&mut engine, lst)?;
-            }
         }
         lp.call(&mut engine, lst, |l, c| l.poll(c))?;
         lp.publish(&engine);
     }
+    // A job still running has fsyncs of appends this node may have counted
+    // on: its end (or its failure) is the engine's before the log closes.
+    if let Some(job) = lp.flush_job.take() {
+        engine.finish_flush(job.await?, now_ms())?;
+    }
     Ok(engine)
 }
 
+/// The result of the running flush job; pending while none runs (the
+/// branch that awaits it is disabled then).
+async fn flush_done(
+    job: &mut Option<tokio::task::JoinHandle<FlushDone>>,
+) -> Result<FlushDone, tokio::task::JoinError> {
+    match job {
+        Some(handle) => handle.await,
+        None => std::future::pending().await,
+    }
+}
+
 impl Loop {
-    /// Feeds `Event::Flush` (the engine fsyncs) and executes what follows.
-    fn flush<Lst: Listener<FileLog>>(
+    /// Starts the flush the engine asked for: its fsyncs on a blocking
+    /// thread, or, when nothing is left to fsync, ended at once.
+    fn start_flush<Lst: Listener<FileLog>>(
         &mut self,
         engine: &mut RaftEngine<FileLog>,
         listener: &mut Lst,
     ) -> Result<(), LoopError> {
         self.flush_pending = false;
-        self.flushed_last = true;
-        let cmds = engine.handle(Event::Flush, now_ms())?;
+        let job = engine.start_flush()?;
+        if job.file_count() == 0 {
+            return self.finish_flush(engine, listener, job.run());
+        }
+        self.flush_job = Some(tokio::task::spawn_blocking(move || job.run()));
+        Ok(())
+    }
+
+    /// Hands a flush job's result to the engine (the flushed end offset
+    /// moves, or the node stops on a failed fsync) and executes what follows.
+    fn finish_flush<Lst: Listener<FileLog>>(
+        &mut self,
+        engine: &mut RaftEngine<FileLog>,
+        listener: &mut Lst,
+        done: FlushDone,
+    ) -> Result<(), LoopError> {
+        let cmds = engine.finish_flush(done, now_ms())?;
         self.probe_flushed(engine);
         self.execute(engine, listener, cmds)
     }

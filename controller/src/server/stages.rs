@@ -3,8 +3,9 @@
 //! pass each stage on the way to its commit, as latencies from the append.
 //!
 //! The stages, in the order a batch normally passes them:
-//! - `leader_flush`: the leader's fsync that covers the batch returned
-//!   (`Event::Flush` handled), measured also when it comes after the commit
+//! - `leader_flush`: the leader's fsync that covers the batch returned (its
+//!   flush job, run off the event loop, handed back to the engine), measured
+//!   also when it comes after the commit
 //!   (with 3 voters the two followers are a majority without it);
 //! - `fetch_sent`: the first Fetch response carrying the batch was handed to
 //!   a follower's connection (the bytes reach the socket right after);

@@ -138,8 +138,26 @@ impl Sim {
                 if self.nodes[&node].incarnation != inc || !self.is_up(node) {
                     return true;
                 }
+                if self.nodes[&node].flush_job.is_some() {
+                    // One job at a time: the next flush starts after it.
+                    let at = self.now + 1 + self.rng.random_range(0..=self.cfg.max_flush_delay_ms);
+                    self.schedule(at, SimEvent::Flush { node, inc });
+                    return true;
+                }
                 self.nodes.get_mut(&node).expect("node").flush_scheduled = false;
-                self.handle(node, Event::Flush);
+                // As the tests drive the engine (inline), or as the event
+                // loop does (a job whose fsyncs run off the loop).
+                if self.rng.random_bool(0.5) {
+                    self.handle(node, Event::Flush);
+                } else {
+                    self.start_flush_job(node, inc);
+                }
+            }
+            SimEvent::FlushEnd { node, inc } => {
+                if self.nodes[&node].incarnation != inc || !self.is_up(node) {
+                    return true;
+                }
+                self.end_flush_job(node);
             }
         }
         true

@@ -14,8 +14,8 @@ use std::{path::Path, sync::Arc};
 
 use bytes::Bytes;
 use kraft_controller::log::{
-    ElectionState, FileLog, FileLogConfig, LogAppendInfo, LogFetchInfo, MemoryLog, OffsetAndEpoch,
-    ReplicatedLog, Result, SnapshotChunk,
+    ElectionState, FileLog, FileLogConfig, FlushDone, FlushJob, LogAppendInfo, LogFetchInfo,
+    MemoryLog, OffsetAndEpoch, ReplicatedLog, Result, SnapshotChunk,
     fault_fs::{Fault, MemoryFs},
     integrity,
 };
@@ -189,6 +189,12 @@ impl ReplicatedLog for SimLog {
     }
     fn flush(&mut self) -> Result<()> {
         delegate!(self, l => l.flush())
+    }
+    fn start_flush(&mut self) -> Result<FlushJob> {
+        delegate!(self, l => l.start_flush())
+    }
+    fn finish_flush(&mut self, done: FlushDone) -> Result<()> {
+        delegate!(self, l => l.finish_flush(done))
     }
     fn start_offset(&self) -> i64 {
         delegate!(self, l => l.start_offset())

@@ -196,6 +196,52 @@ impl Sim {
         self.maybe_snapshot(id);
     }
 
+    /// Starts a flush job on node `id` (the engine's `start_flush`), runs
+    /// its fsyncs now or at its end, and schedules its end.
+    pub(super) fn start_flush_job(&mut self, id: i32, inc: u64) {
+        let run_now = self.rng.random_bool(0.5);
+        let Some(engine) = self.nodes.get_mut(&id).and_then(|n| n.engine.as_mut()) else {
+            return;
+        };
+        let job = match engine.start_flush() {
+            Ok(job) => job,
+            Err(_) if self.stop_if_disk_failed(id) => return,
+            Err(e) => self.fail(format!("node {id} could not start a flush: {e}")),
+        };
+        let pending = if run_now {
+            PendingFlush::Ran(job.run())
+        } else {
+            PendingFlush::Job(job)
+        };
+        self.nodes.get_mut(&id).expect("node").flush_job = Some(pending);
+        let at = self.now + self.rng.random_range(0..=self.cfg.max_flush_delay_ms);
+        self.schedule(at, SimEvent::FlushEnd { node: id, inc });
+    }
+
+    /// Ends node `id`'s flush job (the engine's `finish_flush`).
+    pub(super) fn end_flush_job(&mut self, id: i32) {
+        let now = self.now;
+        let Some(node) = self.nodes.get_mut(&id) else {
+            return;
+        };
+        let (Some(engine), Some(pending)) = (node.engine.as_mut(), node.flush_job.take()) else {
+            return;
+        };
+        let done = match pending {
+            PendingFlush::Job(job) => job.run(),
+            PendingFlush::Ran(done) => done,
+        };
+        let commands = match engine.finish_flush(done, now) {
+            Ok(c) => c,
+            Err(_) if self.stop_if_disk_failed(id) => return,
+            Err(e) => self.fail(format!("node {id} could not end a flush: {e}")),
+        };
+        self.execute(id, commands);
+        self.events_processed += 1;
+        self.check(id);
+        self.maybe_snapshot(id);
+    }
+
     /// Proposes one record on node `id` if it leads; returns its offset.
     pub fn propose(&mut self, id: i32) -> Option<i64> {
         let now = self.now;

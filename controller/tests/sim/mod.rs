@@ -39,7 +39,8 @@ use bytes::Bytes;
 use disk::{DiskKind, SimLog};
 use kraft_controller::{
     log::{
-        OffsetAndEpoch, ReplicatedLog, RetentionConfig, fault_fs::Fault, snapshot::encode_snapshot,
+        FlushDone, FlushJob, OffsetAndEpoch, ReplicatedLog, RetentionConfig, fault_fs::Fault,
+        snapshot::encode_snapshot,
     },
     raft::{
         Command, Destination, ElectionState, Endpoint, Event, RaftConfig, RaftEngine, RaftError,
@@ -170,12 +171,24 @@ pub struct Node {
     pub incarnation: u64,
     max_persisted_epoch: i32,
     flush_scheduled: bool,
+    /// A flush run as the event loop runs it, off its thread (issue 23):
+    /// started, and ended by a later `FlushEnd` event.
+    flush_job: Option<PendingFlush>,
     /// Log offsets below this were verified against the committed history.
     verified_to: i64,
     busy_ticks: u32,
     last_tick_at: u64,
     /// How many times the node's disk was replaced (a new directory id).
     pub disk_generation: u32,
+}
+
+/// A flush job between its start and its end: its fsyncs not run yet (they
+/// run at the end), or run already at the start (the end only reports
+/// them). The real fsync runs somewhere in between; the sim tries both ends.
+#[derive(Debug)]
+enum PendingFlush {
+    Job(FlushJob),
+    Ran(FlushDone),
 }
 
 #[derive(Debug)]
@@ -199,6 +212,11 @@ enum SimEvent {
         id: RequestId,
     },
     Flush {
+        node: i32,
+        inc: u64,
+    },
+    /// The end of node's running flush job.
+    FlushEnd {
         node: i32,
         inc: u64,
     },
@@ -324,6 +342,7 @@ impl Sim {
                     incarnation: 0,
                     max_persisted_epoch: 0,
                     flush_scheduled: false,
+                    flush_job: None,
                     verified_to: 0,
                     busy_ticks: 0,
                     last_tick_at: 0,
@@ -404,6 +423,7 @@ impl Sim {
             node.disk = Some(log);
             node.incarnation += 1;
             node.flush_scheduled = false;
+            node.flush_job = None;
             node.verified_to = 0;
             if let Err(e) = reopened {
                 self.fail(format!(

@@ -10,7 +10,7 @@ use bytes::{Bytes, BytesMut};
 
 use super::{
     super::{
-        LogAppendInfo, LogError, LogFetchInfo, OffsetAndEpoch, ReplicatedLog, Result,
+        FlushDone, LogAppendInfo, LogError, LogFetchInfo, OffsetAndEpoch, ReplicatedLog, Result,
         SnapshotChunk,
         fs::{fsync_dir_on, io_err},
         segment::Segment,
@@ -90,6 +90,7 @@ impl FileLog {
         if offset >= end {
             return Ok(());
         }
+        self.rewinds += 1;
         let keep = self
             .segments
             .partition_point(|s| s.base_offset() <= offset)
@@ -142,6 +143,30 @@ impl FileLog {
             segment.flush()?;
         }
         self.flushed_end_offset = self.end();
+        self.write_recovery_point_if_due()
+    }
+
+    /// Ends a [`FlushJob`] (see [`super::super::flush`]): its fsync error
+    /// stops the log; after a truncation or reset since it started it moves
+    /// nothing; else every offset below its end offset is durable, and if
+    /// nothing was appended since it started, no file has unsynced writes.
+    pub(super) fn do_finish_flush(&mut self, done: FlushDone) -> Result<()> {
+        done.result?;
+        if done.rewinds != self.rewinds || done.end_offset <= self.flushed_end_offset {
+            return Ok(());
+        }
+        if done.end_offset == self.end() {
+            for segment in &mut self.segments {
+                segment.mark_synced();
+            }
+        }
+        self.flushed_end_offset = done.end_offset;
+        self.write_recovery_point_if_due()
+    }
+
+    /// Writes the flushed end offset as the recovery point when the last
+    /// write is older than `recovery_point_interval_ms`.
+    fn write_recovery_point_if_due(&mut self) -> Result<()> {
         let due = self.recovery_point_written.elapsed()
             >= std::time::Duration::from_millis(self.config.recovery_point_interval_ms);
         if due && self.flushed_end_offset > self.recovery_point {

@@ -340,10 +340,20 @@ impl<L: ReplicatedLog> RaftEngine<L> {
 
     pub(super) fn on_flush(&mut self, now_ms: u64) -> Result<()> {
         self.core.log.flush()?;
+        self.on_flushed(now_ms)
+    }
+
+    /// The log's flushed end offset moved (a flush, here or off the loop):
+    /// the leader's high watermark may move, a follower fetches again.
+    pub(super) fn on_flushed(&mut self, now_ms: u64) -> Result<()> {
         match &mut self.state {
             EpochState::Leader(l) => l.on_flush(&mut self.core, &mut self.out),
             EpochState::Follower(s) => {
                 s.on_flush(now_ms);
+                Ok(())
+            }
+            EpochState::Unattached(s) => {
+                s.fetch.awaiting_flush = false;
                 Ok(())
             }
             _ => Ok(()),

@@ -7,7 +7,7 @@ use super::*;
 
 /// Node 1 following leader 2 in epoch 3 with a log of two batches of epoch
 /// 1; its first Fetch (id 1) asks from offset 2.
-fn follower() -> RaftEngine<MemoryLog> {
+pub(super) fn follower() -> RaftEngine<MemoryLog> {
     let stored = ElectionState {
         epoch: 3,
         leader_id: Some(2),
@@ -25,7 +25,7 @@ fn follower() -> RaftEngine<MemoryLog> {
 }
 
 /// Leader 2's answer `id` in epoch 3: one batch at offset 2 of `epoch`.
-fn answer(id: u64, epoch: i32) -> Event {
+pub(super) fn answer(id: u64, epoch: i32) -> Event {
     let batch = encode_data_batch(2, epoch, 0, &[Bytes::from_static(b"x")]).expect("encodes");
     leader_2_answer(id, batch)
 }

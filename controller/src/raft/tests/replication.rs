@@ -340,3 +340,51 @@ fn a_fetch_with_partition_max_bytes_0_reads_up_to_the_requests_max_bytes() {
         render(&commands)
     );
 }
+
+#[test]
+fn a_follower_whose_flush_an_epoch_change_overtook_flushes_before_it_fetches() {
+    // Issue 23: the event loop runs the fsyncs of a flush off its thread, so
+    // a BeginQuorumEpoch can come between an append and the end of its
+    // flush. A Fetch reports the log end as this replica's offset: sent
+    // before the flush, it would let the new leader count bytes no disk has.
+    let mut e = super::integrity::follower();
+    let commands = render(
+        &e.handle(super::integrity::answer(1, 3), 10)
+            .expect("answer"),
+    );
+    assert_eq!(commands, ["flush", "committed hw=2"]);
+    assert_eq!(e.log().end_offset(), OffsetAndEpoch::new(3, 3));
+    assert_eq!(e.log().flushed_end_offset(), 2);
+
+    let begin = BeginQuorumEpochRequest::default()
+        .with_cluster_id(Some("test".into()))
+        .with_topics(vec![
+            begin_quorum_epoch_request::TopicData::default().with_partitions(vec![
+                begin_quorum_epoch_request::PartitionData::default()
+                    .with_leader_id(3.into())
+                    .with_leader_epoch(4),
+            ]),
+        ]);
+    let commands = e
+        .handle(
+            Event::Request {
+                handle: ReplyHandle(5),
+                api_version: 1,
+                request: RaftRequest::BeginQuorumEpoch(begin),
+            },
+            11,
+        )
+        .expect("handles");
+    assert_eq!(
+        render(&commands),
+        [
+            "persist epoch=4 leader=Some(3) voted=None",
+            "role follower epoch=4 leader=Some(3)",
+            "reply begin_quorum_epoch error=0 leader=3 epoch=4",
+            "flush",
+        ],
+        "no Fetch from offset 3 while offset 2 is not flushed"
+    );
+    let commands = render(&e.handle(Event::Flush, 12).expect("flush"));
+    assert_eq!(commands, ["send 3 fetch epoch=4 offset=3 last_epoch=3"]);
+}
