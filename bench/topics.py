@@ -7,7 +7,7 @@ the servers, samples the controllers' RSS (VmRSS, every 0.25 s) and prints one
 table. Python 3.11, standard library only; helpers shared with bench/bench.py.
 
     python3 bench/topics.py --controller target/release/kraft-controller \\
-        --kafka-version 4.1.2 [--topics 1000 --partitions 3] [--json out.json]
+        --kafka-version 4.4.0 [--topics 1000 --partitions 3] [--json out.json]
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ def run(kind: str, args, work: Path) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--controller", type=Path, required=True)
-    ap.add_argument("--kafka-version", default="4.1.2")
+    ap.add_argument("--kafka-version", default="4.4.0")
     ap.add_argument("--topics", type=int, default=1000)
     ap.add_argument("--partitions", type=int, default=3)
     ap.add_argument("--batch", type=int, default=100, help="topics per CreateTopics/DeleteTopics request")

@@ -33,6 +33,12 @@ API_PORT=6443
 REAL_BRIDGE=kwr0
 REAL_POD_CIDR=10.244.1.0/24
 REAL_GATEWAY=10.244.1.1
+# Pods the kubelet admits (its maxPods), read when it starts: 50 for the
+# tests; `make bench-operator` starts the cluster with more (issue 23: 50
+# quorums of 3 voters). At most 250, the addresses of $REAL_POD_CIDR.
+MAX_PODS="${KRAFTWERK_MAX_PODS:-50}"
+[[ "$MAX_PODS" =~ ^[0-9]+$ ]] && ((MAX_PODS >= 10 && MAX_PODS <= 250)) \
+  || rdie "KRAFTWERK_MAX_PODS must be a number from 10 to 250, not '$MAX_PODS'"
 
 
 wait_for() {
@@ -174,7 +180,7 @@ imageGCHighThresholdPercent: 100
 imageGCLowThresholdPercent: 99
 serializeImagePulls: false
 podPidsLimit: 4096
-maxPods: 50
+maxPods: $MAX_PODS
 EOF
 }
 
