@@ -354,10 +354,10 @@ fn a_flush_job_moves_the_flushed_end_only_when_it_ends_and_only_to_where_it_star
     log.append_as_follower(batch(0, 1, 2)).expect("append");
     let job = log.start_flush().expect("a job");
     assert!(job.file_count() >= 1, "at least the segment's .log");
-    // Appended while the job runs: the job's fsync may cover these bytes,
-    // but the log cannot know it, so they stay unflushed.
-    log.append_as_follower(batch(2, 1, 2)).expect("append");
     let done = job.run();
+    // Appended after the job's fsyncs ran, before its end reached the log:
+    // not durable, and the log must not count it.
+    log.append_as_follower(batch(2, 1, 2)).expect("append");
     assert_eq!(
         log.flushed_end_offset(),
         0,
@@ -366,24 +366,30 @@ fn a_flush_job_moves_the_flushed_end_only_when_it_ends_and_only_to_where_it_star
     log.finish_flush(done).expect("ends");
     assert_eq!(log.flushed_end_offset(), 2, "the job's end, not the log's");
     assert_eq!(durable_recovery_point(&fs), Some(2));
-
     let job = log.start_flush().expect("a second job");
+    assert!(
+        job.file_count() >= 1,
+        "offsets 2..4 are still unsynced: their file is in the next job"
+    );
+    drop(job);
+
+    drop(log);
+    fs.crash();
+    let mut log = open(&fs).expect("reopen");
+    assert_eq!(
+        log.end_offset().offset,
+        2,
+        "only what the job fsynced survived the crash"
+    );
+    log.append_as_follower(batch(2, 1, 2)).expect("append");
+    let job = log.start_flush().expect("a job");
     log.finish_flush(job.run()).expect("ends");
     assert_eq!(log.flushed_end_offset(), 4);
-    let job = log.start_flush().expect("a third job");
+    let job = log.start_flush().expect("one more");
     assert_eq!(
         job.file_count(),
         0,
         "nothing left to fsync once a job ended at the log end"
-    );
-
-    drop(log);
-    fs.crash();
-    let log = open(&fs).expect("reopen");
-    assert_eq!(
-        log.end_offset().offset,
-        4,
-        "what the jobs flushed survived the crash"
     );
 }
 
@@ -422,17 +428,62 @@ fn a_failed_fsync_in_a_flush_job_stops_the_log_and_moves_nothing() {
     fs.inject(Fault::next(FsOp::Sync, Errno::Eio).on_path(".log"));
 
     let job = log.start_flush().expect("a job");
+    let done = job.run();
+    // Refused at once, before the job's result reaches the log.
     let err = log
-        .finish_flush(job.run())
-        .expect_err("the job's fsync failed");
-    assert!(
-        matches!(&err, LogError::Io { action: "fsync of", source, .. } if source.raw_os_error() == Some(5)),
-        "{err}"
-    );
+        .append_as_follower(batch(4, 1, 2))
+        .expect_err("stopped when the job's fsync failed");
+    assert_stopped_naming(&err, "fsync of", 5);
+    let err = log.finish_flush(done).expect_err("the job's fsync failed");
+    assert_stopped_naming(&err, "fsync of", 5);
     assert_eq!(log.flushed_end_offset(), 2);
     let err = log.start_flush().expect_err("no retry");
     assert_stopped_naming(&err, "fsync of", 5);
     let err = log.flush().expect_err("nor a synchronous one");
     assert_stopped_naming(&err, "fsync of", 5);
     assert_eq!(durable_recovery_point(&fs), Some(2));
+}
+
+#[test]
+fn a_segment_roll_while_a_flush_job_runs_never_writes_the_recovery_point_above_lost_bytes() {
+    // A job fsyncs a segment's open file on another thread. Linux reports a
+    // failed fsync once per open file: if the job's failed and the loop's
+    // roll then fsynced the same file, the roll would hear success for bytes
+    // that are gone, and a recovery point written then would lie above them
+    // (after a crash the log would refuse to open). So a roll leaves the
+    // recovery point to the job's end, and a failed job stops the log at once.
+    let fs = MemoryFs::new();
+    let mut log = open(&fs).expect("open");
+    log.append_as_follower(batch(0, 1, 2)).expect("append");
+    log.flush().expect("flush");
+    log.append_as_follower(batch(2, 1, 2)).expect("append");
+    let job = log.start_flush().expect("a job to offset 4");
+    let mut next = 4;
+    while log.segment_count() == 1 {
+        log.append_as_follower(batch(next, 1, 2)).expect("append");
+        next += 2;
+    }
+    assert_eq!(
+        durable_recovery_point(&fs),
+        Some(2),
+        "a roll while a job runs leaves the recovery point to the job's end"
+    );
+    log.finish_flush(job.run()).expect("ends");
+    assert_eq!(durable_recovery_point(&fs), Some(4), "the job's end");
+
+    let job = log.start_flush().expect("a second job");
+    fs.inject(Fault::next(FsOp::Sync, Errno::Eio).on_path(".log"));
+    let done = job.run();
+    let err = log
+        .append_as_follower(batch(next, 1, 2))
+        .expect_err("stopped as soon as the job's fsync failed");
+    assert_stopped_naming(&err, "fsync of", 5);
+    let err = log.finish_flush(done).expect_err("the job failed");
+    assert_stopped_naming(&err, "fsync of", 5);
+    assert_eq!(durable_recovery_point(&fs), Some(4));
+
+    drop(log);
+    fs.crash();
+    let log = open(&fs).expect("reopens: the recovery point lies below every lost byte");
+    assert!(log.end_offset().offset >= 4);
 }

@@ -21,7 +21,9 @@
 //! Written (atomically) only with an offset below which everything is
 //! fsynced: on open, once every segment is fsynced; after a segment roll
 //! (the closed segment was just fsynced, and every older one at its own
-//! roll); and after a [`ReplicatedLog::flush`] when at least
+//! roll, unless a flush job runs: see `log/flush.rs`); and after a
+//! [`ReplicatedLog::flush`] or the end of a flush job
+//! ([`ReplicatedLog::finish_flush`]) when at least
 //! `recovery_point_interval_ms` passed since the last write. Not on every
 //! flush: the engine flushes once per commit, and each write costs two
 //! fsyncs and a rename. The rule is safe because a recovery point that
@@ -53,6 +55,7 @@ use super::{
     FlushDone, FlushJob, IoFailure, LogAppendInfo, LogError, LogFetchInfo, OffsetAndEpoch,
     ReplicatedLog, Result, SnapshotChunk,
     epoch_cache::{EpochEntry, LeaderEpochCache},
+    flush::JobFailure,
     fs::{Fs, fsync_dir_on, io_err, read_text, real_fs, write_atomically_on},
     recovery,
     recovery_point::RecoveryPointFile,
@@ -138,6 +141,12 @@ pub struct FileLog {
     /// Truncations and resets to a snapshot so far: a [`FlushJob`] that
     /// started before one moves nothing when it ends ([`super::flush`]).
     rewinds: u64,
+    /// The first failed fsync of a [`FlushJob`], recorded by the job's
+    /// thread: every call fails from then on ([`super::flush`]).
+    job_failure: JobFailure,
+    /// A [`FlushJob`] with files to fsync was started and has not ended:
+    /// a segment roll leaves the recovery point to its end.
+    job_running: bool,
 }
 
 impl FileLog {
@@ -235,20 +244,23 @@ impl FileLog {
             recovery_point_written: std::time::Instant::now(),
             stopped: None,
             rewinds: 0,
+            job_failure: JobFailure::default(),
+            job_running: false,
         })
     }
 
     /// The first write, fsync, rename or other file operation that failed
-    /// in a mutating call, if one did: the log refuses every call since.
+    /// in a mutating call, or the first failed fsync of a [`FlushJob`] (on
+    /// its thread), if one did: the log refuses every call since.
     pub fn stopped(&self) -> Option<&IoFailure> {
-        self.stopped.as_ref()
+        self.stopped.as_ref().or_else(|| self.job_failure.get())
     }
 
     /// Refuses any call once the log stopped.
     ///
     /// Errors: [`LogError::Stopped`] naming the first failure.
     fn check_running(&self) -> Result<()> {
-        match &self.stopped {
+        match self.stopped() {
             Some(failure) => Err(LogError::Stopped {
                 dir: self.dir.clone(),
                 failure: failure.clone(),
@@ -560,8 +572,11 @@ impl FileLog {
         self.segments
             .push(Segment::create(&self.fs, &self.dir, end)?);
         fsync_dir_on(&self.fs, &self.dir)?;
-        // Every closed segment is fsynced: all below `end` is durable.
-        if end > self.recovery_point {
+        // Every closed segment is fsynced: all below `end` is durable,
+        // unless a flush job runs: its fsync of the same open file may have
+        // failed already, and then ours may report success and write
+        // nothing. Its end writes the recovery point ([`super::flush`]).
+        if end > self.recovery_point && !self.job_running {
             self.write_recovery_point(end)?;
         }
         Ok(())
@@ -605,19 +620,22 @@ impl ReplicatedLog for FileLog {
 
     fn start_flush(&mut self) -> Result<FlushJob> {
         self.check_running()?;
-        let files = self
+        let files: Vec<_> = self
             .segments
             .iter()
             .flat_map(Segment::unsynced_files)
             .collect();
+        self.job_running = !files.is_empty();
         Ok(FlushJob {
             files,
             end_offset: self.end(),
             rewinds: self.rewinds,
+            failure: JobFailure::clone(&self.job_failure),
         })
     }
 
     fn finish_flush(&mut self, done: FlushDone) -> Result<()> {
+        self.job_running = false;
         self.guard(|log| log.do_finish_flush(done))
     }
 

@@ -14,13 +14,29 @@
 //! runs may remove and rewrite offsets below that end, so the log keeps a
 //! count of them and a job that crossed one moves nothing.
 //!
-//! A failed fsync stops the log as a failed synchronous one does: the
-//! failure comes back in [`FlushDone`] and `finish_flush` returns it
-//! through the log's fail-stop guard; nothing is retried.
+//! A failed fsync stops the log as a failed synchronous one does, and at
+//! once: the job records it where the log reads it before every call, so
+//! nothing is appended, rolled or fsynced on the loop after it (a later
+//! fsync of the same open file may report success and write nothing, and a
+//! segment roll would then write the recovery point above lost bytes). The
+//! failure also comes back in [`FlushDone`], and `finish_flush` returns it
+//! through the log's fail-stop guard; nothing is retried. While a job runs,
+//! a segment roll does not write the recovery point either (the job's end
+//! does): the job's failure may not be recorded yet when the roll fsyncs.
 
-use std::{path::PathBuf, sync::Arc};
+use std::{
+    path::PathBuf,
+    sync::{Arc, OnceLock},
+};
 
-use super::{Result, fs::LogFile, fs::io_err};
+use super::{IoFailure, LogError, Result, fs::LogFile, fs::io_err};
+
+/// The first failed fsync of a [`FlushJob`], shared between the log and
+/// its jobs: set by the job's thread when it happens, so that the log
+/// refuses every call from then on, before the job's result reaches it
+/// (fail-stop at once: a later fsync of the same open file may report
+/// success and write nothing).
+pub(crate) type JobFailure = Arc<OnceLock<IoFailure>>;
 
 /// One file of a [`FlushJob`]: a handle sharing the log's open file, and
 /// its path for the error message.
@@ -42,6 +58,8 @@ pub struct FlushJob {
     pub(crate) end_offset: i64,
     /// The log's count of truncations and resets when the job started.
     pub(crate) rewinds: u64,
+    /// Where a failed fsync is recorded for the log at once.
+    pub(crate) failure: JobFailure,
 }
 
 impl FlushJob {
@@ -52,6 +70,7 @@ impl FlushJob {
             files: Vec::new(),
             end_offset,
             rewinds,
+            failure: JobFailure::default(),
         }
     }
 
@@ -68,6 +87,20 @@ impl FlushJob {
             .files
             .iter()
             .try_for_each(|t| t.file.sync_data().map_err(io_err("fsync of", &t.path)));
+        if let Err(LogError::Io {
+            action,
+            path,
+            source,
+        }) = &result
+        {
+            // Only the first failure is kept, as the log keeps its own.
+            let _ = self.failure.set(IoFailure {
+                action,
+                path: path.clone(),
+                errno: source.raw_os_error(),
+                message: source.to_string(),
+            });
+        }
         FlushDone {
             end_offset: self.end_offset,
             rewinds: self.rewinds,

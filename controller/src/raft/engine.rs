@@ -358,9 +358,10 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     /// [`Command::Flush`] answered off the runtime's loop (issue 23): the
     /// fsyncs of the returned job run on a thread that may block
     /// ([`FlushJob::run`]) while the runtime goes on feeding other events;
-    /// the runtime then hands the result to [`Self::finish_flush`]. One job
-    /// at a time; a [`Command::Flush`] that comes meanwhile starts the next
-    /// one after it. Equivalent to [`Event::Flush`] except for when the
+    /// the runtime then hands the result to [`Self::finish_flush`]. The
+    /// server's loop runs one job at a time and starts the next one after it
+    /// for the [`Command::Flush`]es that came meanwhile (several at once
+    /// would be safe: a job never moves the flushed end offset back). Equivalent to [`Event::Flush`] except for when the
     /// fsyncs run: the flushed end offset moves only at `finish_flush`.
     ///
     /// Errors: [`RaftError::Log`] (the log stopped).

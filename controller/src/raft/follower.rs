@@ -283,10 +283,13 @@ impl FollowerState {
         None
     }
 
-    /// The appends are durable: fetch again at once.
+    /// A flush ended: if the next Fetch waited for it, it goes at once (a
+    /// flush that no Fetch waited for leaves a retry backoff as it is).
     pub(crate) fn on_flush(&mut self, now_ms: u64) {
-        self.fetch.awaiting_flush = false;
-        self.fetch.next_fetch_ms = now_ms;
+        if self.fetch.awaiting_flush {
+            self.fetch.awaiting_flush = false;
+            self.fetch.next_fetch_ms = now_ms;
+        }
     }
 
     /// Whether a (pre-)vote is granted: pre-votes only, once the leader has

@@ -207,7 +207,9 @@ pub enum Event {
     },
     /// A timer tick; due at [`RaftEngine::next_deadline_ms`].
     Tick,
-    /// The runtime's answer to [`Command::Flush`]: the engine fsyncs the log now.
+    /// The runtime's answer to [`Command::Flush`]: the engine fsyncs the log
+    /// now (or see [`RaftEngine::start_flush`] for fsyncs off the runtime's
+    /// thread).
     Flush,
     /// Graceful shutdown: a leader resigns and sends EndQuorumEpoch to the
     /// voters; the engine emits [`Command::ShutdownComplete`] when done or when
@@ -242,7 +244,9 @@ pub enum Command {
     },
     /// Write the election state durably before executing the next command.
     PersistElectionState(ElectionState),
-    /// Feed [`Event::Flush`] soon (the log has unflushed appends).
+    /// Feed [`Event::Flush`] soon, or run a flush job
+    /// ([`RaftEngine::start_flush`], [`RaftEngine::finish_flush`]): the log
+    /// has unflushed appends.
     Flush,
     /// The high watermark advanced: records below `high_watermark` are
     /// committed and may be read ([`RaftEngine::read_committed`]) and applied
