@@ -185,15 +185,7 @@ fn an_election_goes_prospective_then_candidate_then_leader() {
 #[test]
 fn begin_quorum_epoch_makes_an_unattached_voter_follow_and_fetch() {
     let (mut e, _) = engine_with(2, MemoryLog::new(), None);
-    let request = BeginQuorumEpochRequest::default()
-        .with_cluster_id(Some("test".into()))
-        .with_topics(vec![
-            begin_quorum_epoch_request::TopicData::default().with_partitions(vec![
-                begin_quorum_epoch_request::PartitionData::default()
-                    .with_leader_id(1.into())
-                    .with_leader_epoch(3),
-            ]),
-        ]);
+    let request = begin_quorum_epoch(1, 3);
     let commands = e
         .handle(
             Event::Request {

@@ -44,15 +44,7 @@ fn a_vote_at_epoch_i32_max_is_refused_and_changes_nothing() {
 #[test]
 fn begin_and_end_quorum_epoch_at_i32_max_are_refused_and_change_nothing() {
     let (mut e, _) = engine_with(2, MemoryLog::new(), None);
-    let begin = BeginQuorumEpochRequest::default()
-        .with_cluster_id(Some("test".into()))
-        .with_topics(vec![
-            begin_quorum_epoch_request::TopicData::default().with_partitions(vec![
-                begin_quorum_epoch_request::PartitionData::default()
-                    .with_leader_id(1.into())
-                    .with_leader_epoch(i32::MAX),
-            ]),
-        ]);
+    let begin = begin_quorum_epoch(1, i32::MAX);
     let commands =
         refused_without_a_transition(&mut e, request(RaftRequest::BeginQuorumEpoch(begin), 1));
     assert_eq!(

@@ -202,6 +202,19 @@ fn vote(to: i32, candidate: i32, epoch: i32, last: (i64, i32), pre_vote: bool) -
     }
 }
 
+/// Cluster "test"'s BeginQuorumEpoch request: `leader` leads `epoch`.
+fn begin_quorum_epoch(leader: i32, epoch: i32) -> BeginQuorumEpochRequest {
+    BeginQuorumEpochRequest::default()
+        .with_cluster_id(Some("test".into()))
+        .with_topics(vec![
+            begin_quorum_epoch_request::TopicData::default().with_partitions(vec![
+                begin_quorum_epoch_request::PartitionData::default()
+                    .with_leader_id(leader.into())
+                    .with_leader_epoch(epoch),
+            ]),
+        ])
+}
+
 fn vote_granted(id: u64, epoch: i32) -> Event {
     Event::Response {
         id: RequestId(id),

@@ -223,15 +223,7 @@ fn a_leader_shutting_down_resigns_and_completes_once_a_successor_leads() {
         !after_acks.iter().any(|c| c == "shutdown complete"),
         "acknowledgements alone must not complete the shutdown: {after_acks:?}"
     );
-    let successor = BeginQuorumEpochRequest::default()
-        .with_cluster_id(Some("test".into()))
-        .with_topics(vec![
-            begin_quorum_epoch_request::TopicData::default().with_partitions(vec![
-                begin_quorum_epoch_request::PartitionData::default()
-                    .with_leader_id(2.into())
-                    .with_leader_epoch(2),
-            ]),
-        ]);
+    let successor = begin_quorum_epoch(2, 2);
     let commands = render(
         &e.handle(
             Event::Request {
@@ -356,15 +348,7 @@ fn a_follower_whose_flush_an_epoch_change_overtook_flushes_before_it_fetches() {
     assert_eq!(e.log().end_offset(), OffsetAndEpoch::new(3, 3));
     assert_eq!(e.log().flushed_end_offset(), 2);
 
-    let begin = BeginQuorumEpochRequest::default()
-        .with_cluster_id(Some("test".into()))
-        .with_topics(vec![
-            begin_quorum_epoch_request::TopicData::default().with_partitions(vec![
-                begin_quorum_epoch_request::PartitionData::default()
-                    .with_leader_id(3.into())
-                    .with_leader_epoch(4),
-            ]),
-        ]);
+    let begin = begin_quorum_epoch(3, 4);
     let commands = e
         .handle(
             Event::Request {
