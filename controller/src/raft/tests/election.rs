@@ -339,3 +339,28 @@ fn an_unattached_voter_asks_the_bootstrap_servers_and_follows_the_leader_they_na
         ]
     );
 }
+
+#[test]
+fn an_observer_with_unflushed_appends_flushes_before_it_asks_the_bootstrap_servers() {
+    // Issue 23: a Fetch reports the log end as this replica's offset, so it
+    // goes only from a flushed end, in the Unattached state too; the flush's
+    // end lets it go (the Unattached arm of the engine's `on_flushed`).
+    let mut log = MemoryLog::new();
+    let batch = encode_data_batch(0, 0, 0, &[Bytes::from_static(b"x")]).expect("encodes");
+    log.append_as_follower(batch).expect("appends");
+    assert_eq!(log.flushed_end_offset(), 0);
+    let mut c = RaftConfig::new(9, VoterSet::from_ids([1, 2, 3]));
+    c.bootstrap_servers = vec![Endpoint::new("CONTROLLER", "a", 9093)];
+    let (mut e, commands) =
+        RaftEngine::new(c, log, None, Box::new(ChaCha8Rng::seed_from_u64(1)), 0).expect("starts");
+    assert_eq!(
+        render(&commands),
+        ["role unattached epoch=0 leader=None", "flush"],
+        "no Fetch from offset 1 while it is not flushed"
+    );
+    let commands = e.handle(Event::Flush, 1).expect("flush");
+    assert_eq!(
+        render(&commands),
+        ["send -1 fetch epoch=0 offset=1 last_epoch=0"]
+    );
+}
