@@ -279,19 +279,10 @@ impl FileLog {
     fn guard<T>(&mut self, call: impl FnOnce(&mut Self) -> Result<T>) -> Result<T> {
         self.check_running()?;
         let result = call(self);
-        if let Err(LogError::Io {
-            action,
-            path,
-            source,
-        }) = &result
+        if let Err(err) = &result
             && self.stopped.is_none()
+            && let Some(failure) = IoFailure::of(err)
         {
-            let failure = IoFailure {
-                action,
-                path: path.clone(),
-                errno: source.raw_os_error(),
-                message: source.to_string(),
-            };
             tracing::error!(dir = %self.dir.display(), %failure, "metadata log stopped: a failed file operation is never retried");
             self.stopped = Some(failure);
         }

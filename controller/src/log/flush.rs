@@ -29,7 +29,7 @@ use std::{
     sync::{Arc, OnceLock},
 };
 
-use super::{IoFailure, LogError, Result, fs::LogFile, fs::io_err};
+use super::{IoFailure, Result, fs::LogFile, fs::io_err};
 
 /// The first failed fsync of a [`FlushJob`], shared between the log and
 /// its jobs: set by the job's thread when it happens, so that the log
@@ -87,19 +87,9 @@ impl FlushJob {
             .files
             .iter()
             .try_for_each(|t| t.file.sync_data().map_err(io_err("fsync of", &t.path)));
-        if let Err(LogError::Io {
-            action,
-            path,
-            source,
-        }) = &result
-        {
+        if let Some(failure) = result.as_ref().err().and_then(IoFailure::of) {
             // Only the first failure is kept, as the log keeps its own.
-            let _ = self.failure.set(IoFailure {
-                action,
-                path: path.clone(),
-                errno: source.raw_os_error(),
-                message: source.to_string(),
-            });
+            let _ = self.failure.set(failure);
         }
         FlushDone {
             end_offset: self.end_offset,

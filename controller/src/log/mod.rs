@@ -203,6 +203,26 @@ pub struct IoFailure {
     pub message: String,
 }
 
+impl IoFailure {
+    /// The failure of `err` if it is a [`LogError::Io`], as the log keeps
+    /// it to name in every later [`LogError::Stopped`].
+    pub(crate) fn of(err: &LogError) -> Option<Self> {
+        match err {
+            LogError::Io {
+                action,
+                path,
+                source,
+            } => Some(Self {
+                action,
+                path: path.clone(),
+                errno: source.raw_os_error(),
+                message: source.to_string(),
+            }),
+            _ => None,
+        }
+    }
+}
+
 impl std::fmt::Display for IoFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(

@@ -119,6 +119,15 @@ impl FetchLoop {
         true
     }
 
+    /// A flush ended: if the next Fetch waited for it, it goes at once (a
+    /// flush that no Fetch waited for leaves a retry backoff as it is).
+    pub(crate) fn flushed(&mut self, now_ms: u64) {
+        if self.awaiting_flush {
+            self.awaiting_flush = false;
+            self.next_fetch_ms = now_ms;
+        }
+    }
+
     pub(crate) fn next_deadline(&self) -> u64 {
         if self.inflight.is_none() && !self.awaiting_flush {
             self.next_fetch_ms
@@ -281,15 +290,6 @@ impl FollowerState {
         self.fetch.inflight = Some(id);
         self.fetch.sent_ms = now_ms;
         None
-    }
-
-    /// A flush ended: if the next Fetch waited for it, it goes at once (a
-    /// flush that no Fetch waited for leaves a retry backoff as it is).
-    pub(crate) fn on_flush(&mut self, now_ms: u64) {
-        if self.fetch.awaiting_flush {
-            self.fetch.awaiting_flush = false;
-            self.fetch.next_fetch_ms = now_ms;
-        }
     }
 
     /// Whether a (pre-)vote is granted: pre-votes only, once the leader has

@@ -190,6 +190,12 @@ impl Sim {
             Err(_) if self.stop_if_disk_failed(id) => return,
             Err(e) => self.fail(format!("node {id} engine error: {e}")),
         };
+        self.after_event(id, commands);
+    }
+
+    /// What follows every event node `id`'s engine handled: its commands
+    /// executed, the invariants checked, a snapshot if one is due.
+    fn after_event(&mut self, id: i32, commands: Vec<Command>) {
         self.execute(id, commands);
         self.events_processed += 1;
         self.check(id);
@@ -236,10 +242,7 @@ impl Sim {
             Err(_) if self.stop_if_disk_failed(id) => return,
             Err(e) => self.fail(format!("node {id} could not end a flush: {e}")),
         };
-        self.execute(id, commands);
-        self.events_processed += 1;
-        self.check(id);
-        self.maybe_snapshot(id);
+        self.after_event(id, commands);
     }
 
     /// Proposes one record on node `id` if it leads; returns its offset.

@@ -349,11 +349,11 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         match &mut self.state {
             EpochState::Leader(l) => l.on_flush(&mut self.core, &mut self.out),
             EpochState::Follower(s) => {
-                s.on_flush(now_ms);
+                s.fetch.flushed(now_ms);
                 Ok(())
             }
             EpochState::Unattached(s) => {
-                s.fetch.awaiting_flush = false;
+                s.fetch.flushed(now_ms);
                 Ok(())
             }
             _ => Ok(()),
