@@ -41,7 +41,7 @@ from pathlib import Path
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import log, proc_cpu_s, proc_rss_mib  # noqa: E402
+from common import RssSampler, log, proc_cpu_s, proc_rss_mib  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = Path(os.environ.get("KRAFTWERK_CACHE", Path.home() / ".cache/kraftwerk"))
@@ -134,19 +134,6 @@ def pick(sorted_values: list[float], q: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, max(0, int(q / 100 * len(sorted_values) + 0.999) - 1))]
 
 
-class OperatorMeter:
-    """The operator's CPU seconds and RSS, sampled at each poll."""
-
-    def __init__(self, pid: int):
-        self.pid, self.cpu0, self.rss = pid, proc_cpu_s(pid), [proc_rss_mib(pid)]
-
-    def sample(self) -> None:
-        self.rss.append(proc_rss_mib(self.pid))
-
-    def cpu(self) -> float:
-        return proc_cpu_s(self.pid) - self.cpu0
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quorums", type=int, default=50, help="KraftQuorums of 3 voters applied at once")
@@ -180,91 +167,89 @@ def main() -> int:
     names = [f"q{i:03d}" for i in range(args.quorums)]
     result: dict = {"quorums": args.quorums, "cpu_request": args.cpu, "memory_request": args.memory,
                     "node_pods_allowed": pods_allowed}
-    try:
-        meter = OperatorMeter(pid)
-        hist0 = reconcile_histogram(pod_ip)
-        docs = [quorum_manifest(ns, n, 3, args.cpu, args.memory) for n in names]
-        log(f"applying {len(docs)} KraftQuorums of 3 voters to {ns}")
-        t0 = time.monotonic()
-        kubectl("apply", "-f", "-", stdin="\n".join(json.dumps(d) for d in docs))
-        ready_at: dict[str, float] = {}
-        last_report = 0.0
-        while len(ready_at) < len(names):
-            now = time.monotonic()
-            if now - t0 > args.timeout:
-                missing = sorted(set(names) - set(ready_at))
-                raise RuntimeError(f"{len(missing)} quorums not Ready after {args.timeout:.0f} s: {missing[:10]}")
-            for name, q in quorums(ns).items():
-                if name not in ready_at and is_ready(q, 3):
-                    ready_at[name] = time.monotonic() - t0
-            meter.sample()
-            if now - last_report >= 30:
-                log(f"{len(ready_at)}/{len(names)} Ready after {now - t0:.0f} s, operator RSS {meter.rss[-1]:.0f} MiB")
-                last_report = now
-            time.sleep(1)
-        rollout_s = time.monotonic() - t0
-        times = sorted(ready_at.values())
-        hist1 = reconcile_histogram(pod_ip)
-        hist1_at = time.monotonic()
-        rss_samples = list(meter.rss)
-        p50, n_rec = histogram_quantile(hist0, hist1, 0.50)
-        p99, _ = histogram_quantile(hist0, hist1, 0.99)
-        result["rollout"] = {
-            "all_ready_s": rollout_s, "ready_p50_s": pick(times, 50), "ready_p99_s": pick(times, 99),
-            "ready_max_s": times[-1], "operator_cpu_s": meter.cpu(), "operator_rss_peak_mib": max(meter.rss),
-            "reconciles": n_rec, "reconcile_p50_le_s": p50, "reconcile_p99_le_s": p99,
-        }
-        log(f"all {len(names)} Ready after {rollout_s:.0f} s")
+    with RssSampler(pid) as rss:  # every 0.25 s, from the apply to the end
+        try:
+            cpu0 = proc_cpu_s(pid)
+            hist0 = reconcile_histogram(pod_ip)
+            docs = [quorum_manifest(ns, n, 3, args.cpu, args.memory) for n in names]
+            log(f"applying {len(docs)} KraftQuorums of 3 voters to {ns}")
+            t0 = time.monotonic()
+            kubectl("apply", "-f", "-", stdin="\n".join(json.dumps(d) for d in docs))
+            ready_at: dict[str, float] = {}
+            last_report = 0.0
+            while len(ready_at) < len(names):
+                now = time.monotonic()
+                if now - t0 > args.timeout:
+                    missing = sorted(set(names) - set(ready_at))
+                    raise RuntimeError(f"{len(missing)} quorums not Ready after {args.timeout:.0f} s: {missing[:10]}")
+                for name, q in quorums(ns).items():
+                    if name not in ready_at and is_ready(q, 3):
+                        ready_at[name] = time.monotonic() - t0
+                if now - last_report >= 30:
+                    log(f"{len(ready_at)}/{len(names)} Ready after {now - t0:.0f} s, "
+                        f"operator RSS {rss.samples[-1]:.0f} MiB")
+                    last_report = now
+                time.sleep(1)
+            rollout_s = time.monotonic() - t0
+            times = sorted(ready_at.values())
+            hist1 = reconcile_histogram(pod_ip)
+            hist1_at = time.monotonic()
+            rollout_rss_peak = max(x for x in rss.samples if x == x)
+            p50, n_rec = histogram_quantile(hist0, hist1, 0.50)
+            p99, _ = histogram_quantile(hist0, hist1, 0.99)
+            result["rollout"] = {
+                "all_ready_s": rollout_s, "ready_p50_s": pick(times, 50), "ready_p99_s": pick(times, 99),
+                "ready_max_s": times[-1], "operator_cpu_s": proc_cpu_s(pid) - cpu0,
+                "operator_rss_peak_mib": rollout_rss_peak,
+                "reconciles": n_rec, "reconcile_p50_le_s": p50, "reconcile_p99_le_s": p99,
+            }
+            log(f"all {len(names)} Ready after {rollout_s:.0f} s")
 
-        # Steady: every quorum Ready, nothing applied.
-        meter, hist0 = OperatorMeter(pid), hist1
-        epochs = {n: (q.get("status") or {}).get("leaderEpoch") for n, q in quorums(ns).items()}
-        t1 = time.monotonic()
-        while time.monotonic() - t1 < args.steady:
-            meter.sample()
-            time.sleep(1)
-        hist2 = reconcile_histogram(pod_ip)
-        # The reconciles counted between the two scrapes: a little more
-        # than the steady window (the status read and the scrape).
-        window_s = time.monotonic() - hist1_at
-        _, n_steady = histogram_quantile(hist0, hist2, 0.5)
-        rss_samples += meter.rss
-        result["steady"] = {"seconds": args.steady, "operator_cpu_s": meter.cpu(),
-                            "operator_rss_mib": meter.rss[-1], "reconciles": n_steady,
-                            "reconcile_window_s": window_s, "reconciles_per_s": n_steady / window_s}
+            # Steady: every quorum Ready, nothing applied.
+            cpu0, hist0 = proc_cpu_s(pid), hist1
+            epochs = {n: (q.get("status") or {}).get("leaderEpoch") for n, q in quorums(ns).items()}
+            t1 = time.monotonic()
+            time.sleep(max(0.0, args.steady - (time.monotonic() - t1)))
+            hist2 = reconcile_histogram(pod_ip)
+            # The reconciles counted between the two scrapes: a little more
+            # than the steady window (the status read and the scrape).
+            window_s = time.monotonic() - hist1_at
+            _, n_steady = histogram_quantile(hist0, hist2, 0.5)
+            result["steady"] = {"seconds": args.steady, "operator_cpu_s": proc_cpu_s(pid) - cpu0,
+                                "operator_rss_mib": rss.samples[-1], "reconciles": n_steady,
+                                "reconcile_window_s": window_s, "reconciles_per_s": n_steady / window_s}
 
-        # One quorum scaled 3 -> 5 while the others stay.
-        scaled, others = names[0], names[1:]
-        meter, hist0 = OperatorMeter(pid), hist2
-        log(f"scaling {scaled} to 5 voters")
-        t2 = time.monotonic()
-        kubectl("-n", ns, "scale", f"kraftquorum/{scaled}", "--replicas=5")
-        not_ready_seen: set[str] = set()
-        epoch_changed: set[str] = set()
-        while True:
-            if time.monotonic() - t2 > args.scale_timeout:
-                raise RuntimeError(f"{scaled} not Ready with 5 voters after {args.scale_timeout:.0f} s")
-            qs = quorums(ns)
-            for n in others:
-                if not is_ready(qs[n], 3):
-                    not_ready_seen.add(n)
-                if (qs[n].get("status") or {}).get("leaderEpoch") != epochs[n]:
-                    epoch_changed.add(n)
-            meter.sample()
-            if is_ready(qs[scaled], 5):
-                break
-            time.sleep(1)
-        hist3 = reconcile_histogram(pod_ip)
-        p99s, n_scale = histogram_quantile(hist0, hist3, 0.99)
-        result["scale"] = {"quorum": scaled, "ready_5_s": time.monotonic() - t2,
-                           "others_not_ready": sorted(not_ready_seen), "others_new_epoch": sorted(epoch_changed),
-                           "operator_cpu_s": meter.cpu(), "reconciles": n_scale, "reconcile_p99_le_s": p99s}
-        result["operator_rss_end_mib"] = proc_rss_mib(pid)
-        rss_samples += [*meter.rss, result["operator_rss_end_mib"]]
-        result["operator_rss_peak_mib"] = max(x for x in rss_samples if x == x)
-    finally:
-        log(f"deleting the namespace {ns}")
-        subprocess.run(["kubectl", "delete", "namespace", ns, "--wait=true", "--timeout=900s"], env=ENV)
+            # One quorum scaled 3 -> 5 while the others stay.
+            scaled, others = names[0], names[1:]
+            cpu0, hist0 = proc_cpu_s(pid), hist2
+            log(f"scaling {scaled} to 5 voters")
+            t2 = time.monotonic()
+            kubectl("-n", ns, "scale", f"kraftquorum/{scaled}", "--replicas=5")
+            not_ready_seen: set[str] = set()
+            epoch_changed: set[str] = set()
+            while True:
+                if time.monotonic() - t2 > args.scale_timeout:
+                    raise RuntimeError(f"{scaled} not Ready with 5 voters after {args.scale_timeout:.0f} s")
+                qs = quorums(ns)
+                for n in others:
+                    if not is_ready(qs[n], 3):
+                        not_ready_seen.add(n)
+                    if (qs[n].get("status") or {}).get("leaderEpoch") != epochs[n]:
+                        epoch_changed.add(n)
+                if is_ready(qs[scaled], 5):
+                    break
+                time.sleep(1)
+            hist3 = reconcile_histogram(pod_ip)
+            p99s, n_scale = histogram_quantile(hist0, hist3, 0.99)
+            result["scale"] = {"quorum": scaled, "ready_5_s": time.monotonic() - t2,
+                               "others_not_ready": sorted(not_ready_seen), "others_new_epoch": sorted(epoch_changed),
+                               "operator_cpu_s": proc_cpu_s(pid) - cpu0, "reconciles": n_scale,
+                               "reconcile_p99_le_s": p99s}
+            result["operator_rss_end_mib"] = proc_rss_mib(pid)
+            result["operator_rss_peak_mib"] = rss.peak
+        finally:
+            log(f"deleting the namespace {ns}")
+            subprocess.run(["kubectl", "delete", "namespace", ns, "--wait=true", "--timeout=900s"], env=ENV)
 
     r, s, c = result["rollout"], result["steady"], result["scale"]
     print(f"\nThe operator at scale: {args.quorums} KraftQuorums x 3 voters (requests {args.cpu} CPU, "
