@@ -220,6 +220,12 @@ impl Sim {
             PendingFlush::Job(job)
         };
         self.nodes.get_mut(&id).expect("node").flush_job = Some(pending);
+        // A failed fsync stops the log from the job's thread at once (the
+        // real node exits when the job's result reaches its loop): the node
+        // is down from here, its disk what the failed fsync left.
+        if self.stop_if_disk_failed(id) {
+            return;
+        }
         let at = self.now + self.rng.random_range(0..=self.cfg.max_flush_delay_ms);
         self.schedule(at, SimEvent::FlushEnd { node: id, inc });
     }
