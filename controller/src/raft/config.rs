@@ -56,9 +56,11 @@ pub struct RaftConfig {
     pub bootstrap_servers: Vec<Endpoint>,
     /// Election timeout T (ms): randomised in `[T, 2T)` for each election.
     pub election_timeout_ms: u64,
-    /// Fetch timeout (ms): a follower that has not fetched from its leader
-    /// successfully for this long becomes Prospective; a leader resigns when
-    /// a majority has not fetched within 1.5 × this (check-quorum).
+    /// Fetch timeout F (ms): a follower that has not fetched from its leader
+    /// successfully for F plus a jitter in `[0, F / 10)` becomes Prospective
+    /// (the jitter is ours, decisions D20); it grants pre-votes once F has
+    /// passed; a leader resigns when a majority has not fetched within
+    /// 1.5 × F (check-quorum).
     pub fetch_timeout_ms: u64,
     /// Timeout of a request this engine sends (ms), passed to the runtime.
     pub request_timeout_ms: u64,

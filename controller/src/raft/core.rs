@@ -152,6 +152,16 @@ impl<L: ReplicatedLog> Core<L> {
         t + self.rng.next_u64() % t
     }
 
+    /// A voter's fetch timeout after a successful fetch (ms): the configured
+    /// F plus a jitter in `[0, F / 10)`. Kafka's `FollowerState` uses F
+    /// alone; the jitter keeps followers whose fetches the leader answered
+    /// together from becoming Prospective in the same millisecond and
+    /// splitting the vote (decisions D20).
+    pub(crate) fn random_fetch_timeout(&mut self) -> u64 {
+        let f = self.config.fetch_timeout_ms;
+        f + self.rng.next_u64() % (f / 10).max(1)
+    }
+
     pub(crate) fn cluster_id_matches(&self, cluster_id: Option<&StrBytes>) -> bool {
         match (&self.config.cluster_id, cluster_id) {
             (Some(ours), Some(theirs)) => ours.as_str() == theirs.as_str(),

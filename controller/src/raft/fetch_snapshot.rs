@@ -158,10 +158,9 @@ impl FollowerState {
             self.fetch.next_fetch_ms = backoff;
             return Ok(());
         }
-        // The leader answered: the fetch timeout restarts (Kafka's
-        // `resetFetchTimeout`), for a snapshot fetch as for Fetch.
-        self.last_fetch_ok_ms = Some(now_ms);
-        self.fetch_deadline_ms = now_ms + core.config.fetch_timeout_ms;
+        // The leader answered: the fetch timeout restarts, for a snapshot
+        // fetch as for Fetch.
+        self.leader_answered(core, now_ms);
         self.use_bootstrap = false;
         self.fetch.next_fetch_ms = now_ms;
         let received = core

@@ -153,8 +153,8 @@ pub(crate) struct FollowerState {
     pub(crate) leader_id: i32,
     pub(crate) leader_endpoint: Option<Endpoint>,
     pub(crate) voted_key: Option<ReplicaKey>,
-    /// When the fetch timeout expires (pushed back by each successful fetch;
-    /// pulled in by EndQuorumEpoch).
+    /// When the fetch timeout expires (pushed back by each successful fetch,
+    /// with a jitter; pulled in by EndQuorumEpoch).
     pub(crate) fetch_deadline_ms: u64,
     pub(crate) last_fetch_ok_ms: Option<u64>,
     /// The high watermark the leader sent in its last Fetch answer, as sent:
@@ -232,6 +232,20 @@ impl FollowerState {
 
     pub(crate) fn next_deadline(&self) -> u64 {
         self.fetch_deadline_ms.min(self.fetch.next_deadline())
+    }
+
+    /// The leader answered a Fetch or FetchSnapshot at `now_ms`: the fetch
+    /// timeout restarts (Kafka's `resetFetchTimeoutForSuccessfulFetch`); a
+    /// voter's with a fresh jitter ([`Core::random_fetch_timeout`]), an
+    /// observer's (which never campaigns) without.
+    pub(crate) fn leader_answered<L: ReplicatedLog>(&mut self, core: &mut Core<L>, now_ms: u64) {
+        self.last_fetch_ok_ms = Some(now_ms);
+        let timeout = if core.can_campaign() {
+            core.random_fetch_timeout()
+        } else {
+            core.config.fetch_timeout_ms
+        };
+        self.fetch_deadline_ms = now_ms + timeout;
     }
 
     /// Whether the leader answered a fetch within the fetch timeout (a
@@ -344,8 +358,7 @@ impl FollowerState {
             return Ok(());
         };
         self.use_bootstrap = false;
-        self.last_fetch_ok_ms = Some(now_ms);
-        self.fetch_deadline_ms = now_ms + core.config.fetch_timeout_ms;
+        self.leader_answered(core, now_ms);
         if p.diverging_epoch.epoch >= 0 && p.diverging_epoch.end_offset >= 0 {
             // The leader's log diverges from ours: truncate to where the
             // epochs agree (Kafka's `truncateToEndOffset`) and fetch again.

@@ -99,24 +99,7 @@ fn a_follower_that_heard_from_its_leader_recently_rejects_a_pre_vote() {
             "send 1 fetch epoch=1 offset=0 last_epoch=0"
         ]
     );
-    let ok = Event::Response {
-        id: RequestId(1),
-        response: RaftResponse::Fetch(
-            kafka_protocol::messages::FetchResponse::default().with_responses(vec![
-                kafka_protocol::messages::fetch_response::FetchableTopicResponse::default()
-                    .with_partitions(vec![
-                    kafka_protocol::messages::fetch_response::PartitionData::default()
-                        .with_high_watermark(-1)
-                        .with_current_leader(
-                            kafka_protocol::messages::fetch_response::LeaderIdAndEpoch::default()
-                                .with_leader_id(1.into())
-                                .with_leader_epoch(1),
-                        ),
-                ]),
-            ]),
-        ),
-    };
-    let commands = e.handle(ok, 100).expect("fetch response");
+    let commands = e.handle(leader_answer(1), 100).expect("fetch response");
     assert_eq!(
         render(&commands),
         ["send 1 fetch epoch=1 offset=0 last_epoch=0"]
@@ -128,8 +111,20 @@ fn a_follower_that_heard_from_its_leader_recently_rejects_a_pre_vote() {
         render(&commands),
         ["reply vote error=0/0 granted=false leader=1 epoch=1"]
     );
-    // After the fetch timeout without a fetch, the follower becomes Prospective.
-    let commands = e.handle(Event::Tick, 2_100).expect("tick");
+    // Once the fetch timeout has passed since that answer, a pre-vote is
+    // granted, though the follower has not campaigned yet.
+    let commands = e
+        .handle(vote(2, 3, 1, (0, 0), true), 2_100)
+        .expect("pre-vote");
+    assert_eq!(
+        render(&commands),
+        ["reply vote error=0/0 granted=true leader=1 epoch=1"]
+    );
+    // After the fetch timeout and its jitter (under a tenth of it) without a
+    // fetch, the follower becomes Prospective.
+    let deadline = e.next_deadline_ms();
+    assert!((2_100..2_300).contains(&deadline), "deadline {deadline}");
+    let commands = e.handle(Event::Tick, deadline).expect("tick");
     assert_eq!(
         render(&commands),
         [
@@ -363,4 +358,57 @@ fn an_observer_with_unflushed_appends_flushes_before_it_asks_the_bootstrap_serve
         render(&commands),
         ["send -1 fetch epoch=0 offset=1 last_epoch=0"]
     );
+}
+
+/// Leader 1's answer, in epoch 1, to this node's Fetch `id`: nothing new.
+fn leader_answer(id: u64) -> Event {
+    Event::Response {
+        id: RequestId(id),
+        response: RaftResponse::Fetch(
+            kafka_protocol::messages::FetchResponse::default().with_responses(vec![
+                kafka_protocol::messages::fetch_response::FetchableTopicResponse::default()
+                    .with_partitions(vec![
+                    kafka_protocol::messages::fetch_response::PartitionData::default()
+                        .with_high_watermark(-1)
+                        .with_current_leader(
+                            kafka_protocol::messages::fetch_response::LeaderIdAndEpoch::default()
+                                .with_leader_id(1.into())
+                                .with_leader_epoch(1),
+                        ),
+                ]),
+            ]),
+        ),
+    }
+}
+
+#[test]
+fn voters_their_leader_answered_in_the_same_millisecond_campaign_at_different_times() {
+    // Two followers whose parked fetches the leader answered together would
+    // become Prospective together, grant each other's pre-vote and split
+    // the vote. Each draws a jitter under a tenth of the fetch timeout.
+    let stored = ElectionState {
+        epoch: 1,
+        leader_id: Some(1),
+        voted_key: None,
+    };
+    let mut deadlines = std::collections::BTreeSet::new();
+    for seed in 0..20 {
+        let (mut e, _) = RaftEngine::new(
+            config(2),
+            MemoryLog::new(),
+            Some(stored),
+            Box::new(ChaCha8Rng::seed_from_u64(seed)),
+            0,
+        )
+        .expect("engine starts");
+        e.handle(leader_answer(1), 100).expect("fetch response");
+        let deadline = e.next_deadline_ms();
+        assert!((2_100..2_300).contains(&deadline), "seed {seed}: deadline {deadline}");
+        e.handle(Event::Tick, deadline - 1).expect("tick");
+        assert_eq!(e.role(), Role::Follower, "seed {seed}: before its deadline");
+        e.handle(Event::Tick, deadline).expect("tick");
+        assert_eq!(e.role(), Role::Prospective, "seed {seed}: at its deadline");
+        deadlines.insert(deadline);
+    }
+    assert!(deadlines.len() >= 15, "20 seeds drew only {deadlines:?}");
 }
