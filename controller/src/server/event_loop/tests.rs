@@ -22,7 +22,10 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use super::{LoopContext, LoopError, run};
 use crate::{
-    log::{FileLog, FileLogConfig, OffsetAndEpoch, QuorumStateStore},
+    log::{
+        FileLog, FileLogConfig, OffsetAndEpoch, QuorumStateStore, ReplicatedLog,
+        fault_fs::{Errno, Fault, FsOp, MemoryFs},
+    },
     raft::{
         Endpoint, RaftConfig, RaftEngine, ReplicaKey, ReplyHandle, Role, Voter, VoterSet,
         listener::{LeaderChange, Listener, RaftClient, SnapshotSource},
@@ -158,17 +161,36 @@ struct Node {
 }
 
 fn start(dir: &std::path::Path, propose_on_leadership: bool) -> Node {
-    start_with(dir, propose_on_leadership, false, None)
+    start_with(
+        dir,
+        Options {
+            propose_on_leadership,
+            ..Options::default()
+        },
+    )
 }
 
-/// [`start`], with a listener that proposes at every poll and, if given,
-/// the append linger (ms).
-fn start_with(
-    dir: &std::path::Path,
+/// How [`start_with`] sets the node up.
+#[derive(Default)]
+struct Options {
+    /// The listener proposes one record when it becomes leader.
     propose_on_leadership: bool,
+    /// The listener proposes one record at every poll while leader.
     propose_on_every_poll: bool,
+    /// The append linger (ms), if not Kafka's default.
     append_linger_ms: Option<u64>,
-) -> Node {
+    /// The log's file system, if not the real one (`dir` is then a path in it).
+    fs: Option<MemoryFs>,
+}
+
+/// [`start`], set up as `options` say.
+fn start_with(dir: &std::path::Path, options: Options) -> Node {
+    let Options {
+        propose_on_leadership,
+        propose_on_every_poll,
+        append_linger_ms,
+        fs,
+    } = options;
     let voters = VoterSet::new([Voter::new(
         ReplicaKey::of(1),
         Some(Endpoint::new("CONTROLLER", "127.0.0.1", 1)),
@@ -179,7 +201,11 @@ fn start_with(
     if let Some(linger) = append_linger_ms {
         config.append_linger_ms = linger;
     }
-    let log = FileLog::open(dir, FileLogConfig::default()).expect("open the temp log");
+    let log = match fs {
+        Some(fs) => FileLog::open_on(Arc::new(fs), dir, FileLogConfig::default()),
+        None => FileLog::open(dir, FileLogConfig::default()),
+    }
+    .expect("open the temp log");
     let quorum_state = QuorumStateStore::new(dir);
     let stored =
         quorum_state
@@ -419,7 +445,14 @@ fn a_leader_that_always_has_a_flush_pending_still_answers_requests() {
     let (answered, answer) = std::sync::mpsc::channel();
     let path = dir.path().to_owned();
     let test = runtime.spawn(async move {
-        let mut node = start_with(&path, false, true, Some(0));
+        let mut node = start_with(
+            &path,
+            Options {
+                propose_on_every_poll: true,
+                append_linger_ms: Some(0),
+                ..Options::default()
+            },
+        );
         node.calls_until("leadership", is_leader).await;
         let answer = node.describe_cluster().await;
         let _ = answered.send(answer);
@@ -438,4 +471,47 @@ fn a_leader_that_always_has_a_flush_pending_still_answers_requests() {
     runtime
         .block_on(test)
         .expect("the node stops without panicking");
+}
+
+#[tokio::test]
+async fn a_failed_fsync_in_a_flush_job_stops_the_loop_with_nothing_past_it_committed() {
+    // Issue 23 (decisions D5): the fsyncs run on a blocking thread. One that
+    // fails there stops the node; the high watermark never covers its bytes.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fs = MemoryFs::new();
+    fs.inject(Fault::next(FsOp::Sync, Errno::Eio).on_path(".log").nth(3));
+    let mut node = start_with(
+        dir.path(),
+        Options {
+            propose_on_every_poll: true,
+            append_linger_ms: Some(0),
+            fs: Some(fs.clone()),
+            ..Options::default()
+        },
+    );
+    let result = tokio::time::timeout(Duration::from_secs(10), &mut node.task)
+        .await
+        .expect("the loop stops within 10 s")
+        .expect("the loop does not panic");
+    let err = result.expect_err("the loop stops with an error");
+    assert!(
+        err.to_string().contains("fsync of") && err.to_string().contains("os error 5"),
+        "the error names the failed fsync: {err}"
+    );
+    let mut committed = Vec::new();
+    while let Ok(call) = node.calls.try_recv() {
+        if let Call::Commit(hw) = call {
+            committed.push(hw);
+        }
+    }
+    let highest = *committed.last().expect("commits before the failed fsync");
+    // What the failed fsync left on disk holds every committed offset.
+    fs.crash();
+    let log = FileLog::open_on(Arc::new(fs), dir.path(), FileLogConfig::default())
+        .expect("the log reopens after the crash");
+    let durable = log.end_offset().offset;
+    assert!(
+        highest <= durable,
+        "committed up to {highest}, durable only to {durable} (commits {committed:?})"
+    );
 }
