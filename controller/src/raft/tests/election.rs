@@ -403,7 +403,10 @@ fn voters_their_leader_answered_in_the_same_millisecond_campaign_at_different_ti
         .expect("engine starts");
         e.handle(leader_answer(1), 100).expect("fetch response");
         let deadline = e.next_deadline_ms();
-        assert!((2_100..2_300).contains(&deadline), "seed {seed}: deadline {deadline}");
+        assert!(
+            (2_100..2_300).contains(&deadline),
+            "seed {seed}: deadline {deadline}"
+        );
         e.handle(Event::Tick, deadline - 1).expect("tick");
         assert_eq!(e.role(), Role::Follower, "seed {seed}: before its deadline");
         e.handle(Event::Tick, deadline).expect("tick");
