@@ -697,7 +697,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
             None
         };
         let next = FollowerState::new(
-            &self.core,
+            &mut self.core,
             epoch,
             leader_id,
             endpoint_hint,

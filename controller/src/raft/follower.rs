@@ -1,13 +1,15 @@
 //! Follower: fetches from the leader of the current epoch (KIP-595 pull
 //! replication), truncates a diverging tail, appends what it receives,
 //! flushes, and only then fetches again, so every offset it reports to the
-//! leader is durable. A voter whose fetches fail for the fetch timeout
-//! becomes Prospective; an observer falls back to the bootstrap servers.
+//! leader is durable. A voter whose fetches fail for the fetch timeout (plus
+//! its jitter, decisions D20) becomes Prospective; an observer falls back to
+//! the bootstrap servers.
 //! When the leader answers a Fetch with a snapshot id (the fetch offset is
 //! below its log start), the follower fetches that snapshot in chunks
 //! instead (KIP-630, `fetch_snapshot.rs` extends this state), installs it,
 //! then fetches again. Must not accept writes or grant votes in its epoch
-//! (only pre-votes, once its leader has been silent for the fetch timeout).
+//! (only pre-votes, once its leader has been silent for the fetch timeout,
+//! without the jitter: decisions D20).
 //!
 //! Imports only the leaves (`core`, `output`); the engine performs the
 //! transitions and learns the leader from each answer before this state
@@ -182,7 +184,7 @@ impl FollowerState {
     /// Follower of `leader_id` in `epoch`, keeping `voted_key`; the leader's
     /// endpoint from the voter set, else `endpoint_hint`.
     pub(crate) fn new<L: ReplicatedLog>(
-        core: &Core<L>,
+        core: &mut Core<L>,
         epoch: i32,
         leader_id: i32,
         endpoint_hint: Option<Endpoint>,
@@ -199,7 +201,7 @@ impl FollowerState {
             leader_id,
             leader_endpoint,
             voted_key,
-            fetch_deadline_ms: now_ms + core.config.fetch_timeout_ms,
+            fetch_deadline_ms: now_ms + fetch_timeout(core),
             last_fetch_ok_ms: None,
             leader_high_watermark: None,
             last_caught_up_ms: None,
@@ -235,17 +237,10 @@ impl FollowerState {
     }
 
     /// The leader answered a Fetch or FetchSnapshot at `now_ms`: the fetch
-    /// timeout restarts (Kafka's `resetFetchTimeoutForSuccessfulFetch`); a
-    /// voter's with a fresh jitter ([`Core::random_fetch_timeout`]), an
-    /// observer's (which never campaigns) without.
+    /// timeout restarts (Kafka's `resetFetchTimeoutForSuccessfulFetch`).
     pub(crate) fn leader_answered<L: ReplicatedLog>(&mut self, core: &mut Core<L>, now_ms: u64) {
         self.last_fetch_ok_ms = Some(now_ms);
-        let timeout = if core.can_campaign() {
-            core.random_fetch_timeout()
-        } else {
-            core.config.fetch_timeout_ms
-        };
-        self.fetch_deadline_ms = now_ms + timeout;
+        self.fetch_deadline_ms = now_ms + fetch_timeout(core);
     }
 
     /// Whether the leader answered a fetch within the fetch timeout (a
@@ -255,7 +250,8 @@ impl FollowerState {
             .is_some_and(|t| now_ms < t.saturating_add(fetch_timeout_ms))
     }
 
-    /// A voter whose leader was silent for the fetch timeout campaigns; an
+    /// A voter whose leader was silent for the fetch timeout and its jitter
+    /// campaigns; an
     /// observer asks the bootstrap servers. Then the next Fetch (or
     /// FetchSnapshot) if none is in flight.
     pub(crate) fn poll<L: ReplicatedLog>(
@@ -306,8 +302,11 @@ impl FollowerState {
         None
     }
 
-    /// Whether a (pre-)vote is granted: pre-votes only, once the leader has
-    /// been silent for the fetch timeout (KIP-996).
+    /// Whether a (pre-)vote is granted: pre-votes only (KIP-996), once the
+    /// leader has been silent for the fetch timeout without its jitter. Kafka's
+    /// `FollowerState` refuses them once it has fetched from the leader at
+    /// all in the epoch; with the jitter that would hand the election to the
+    /// last voter to time out, so ours lets the first win (decisions D20).
     pub(crate) fn grants_vote(
         &self,
         up_to_date: bool,
@@ -465,6 +464,18 @@ impl FollowerState {
             self.fetch_deadline_ms = now_ms + core.config.fetch_timeout_ms;
             self.fetch.next_fetch_ms = now_ms;
         }
+    }
+}
+
+/// A follower's fetch timeout from now (ms): a voter's with a fresh jitter
+/// ([`Core::random_fetch_timeout`], decisions D20), so that followers that
+/// became followers or were answered in the same step do not campaign in the
+/// same millisecond; an observer's, which never campaigns, without.
+fn fetch_timeout<L: ReplicatedLog>(core: &mut Core<L>) -> u64 {
+    if core.can_campaign() {
+        core.random_fetch_timeout()
+    } else {
+        core.config.fetch_timeout_ms
     }
 }
 

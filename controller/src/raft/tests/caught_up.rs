@@ -118,6 +118,9 @@ fn an_observer_asking_a_bootstrap_server_fetches_from_the_leader_it_names_at_onc
         id: RequestId(2),
         failure: RequestFailure::Timeout,
     };
+    // An observer never campaigns: its fetch timeout carries no jitter
+    // (decisions D20).
+    assert_eq!(e.next_deadline_ms(), t, "the fetch timeout, exactly");
     e.handle(failed, t).expect("failure");
     let commands = render(&e.handle(Event::Tick, e.next_deadline_ms()).expect("tick"));
     assert_eq!(
