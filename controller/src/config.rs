@@ -148,6 +148,58 @@ pub struct QuorumTimings {
     pub append_linger_ms: u64,
 }
 
+impl QuorumTimings {
+    /// Kafka's bounds for these `int` configs: every one at most
+    /// `i32::MAX` ms, and the election and fetch timeouts above 0.
+    ///
+    /// Errors: [`ConfigError::Invalid`] naming the first key out of bounds.
+    fn validate(&self) -> Result<()> {
+        let timings = [
+            (
+                "controller.quorum.election.timeout.ms",
+                self.election_timeout_ms,
+                1,
+            ),
+            (
+                "controller.quorum.election.backoff.max.ms",
+                self.election_backoff_max_ms,
+                0,
+            ),
+            (
+                "controller.quorum.fetch.timeout.ms",
+                self.fetch_timeout_ms,
+                1,
+            ),
+            (
+                "controller.quorum.request.timeout.ms",
+                self.request_timeout_ms,
+                0,
+            ),
+            (
+                "controller.quorum.retry.backoff.ms",
+                self.retry_backoff_ms,
+                0,
+            ),
+            (
+                "controller.quorum.append.linger.ms",
+                self.append_linger_ms,
+                0,
+            ),
+        ];
+        let max = i32::MAX as u64;
+        for (key, value, min) in timings {
+            if value < min || value > max {
+                return Err(invalid(
+                    key,
+                    &value.to_string(),
+                    format!("expected {min} to {max} ms"),
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
 impl Default for QuorumTimings {
     fn default() -> Self {
         Self {
@@ -414,13 +466,7 @@ impl ControllerConfig {
             retry_backoff_ms: p.number("controller.quorum.retry.backoff.ms", d.retry_backoff_ms)?,
             append_linger_ms: p.number("controller.quorum.append.linger.ms", d.append_linger_ms)?,
         };
-        if timings.election_timeout_ms == 0 || timings.fetch_timeout_ms == 0 {
-            return Err(invalid(
-                "controller.quorum.election.timeout.ms",
-                &timings.election_timeout_ms.to_string(),
-                "election and fetch timeouts must be positive",
-            ));
-        }
+        timings.validate()?;
         let http_raw = p
             .take("kraftwerk.http.listener")
             .filter(|v| !v.is_empty())
@@ -603,6 +649,37 @@ mod tests {
             err.to_string(),
             "invalid value \"soon\" for controller.quorum.fetch.timeout.ms: not a valid number"
         );
+    }
+
+    #[test]
+    fn a_quorum_timing_out_of_kafkas_int_range_names_its_own_key() {
+        for (line, expected) in [
+            (
+                "controller.quorum.fetch.timeout.ms=0",
+                "invalid value \"0\" for controller.quorum.fetch.timeout.ms: expected 1 to 2147483647 ms",
+            ),
+            (
+                "controller.quorum.fetch.timeout.ms=2147483648",
+                "invalid value \"2147483648\" for controller.quorum.fetch.timeout.ms: expected 1 to 2147483647 ms",
+            ),
+            (
+                "controller.quorum.election.timeout.ms=0",
+                "invalid value \"0\" for controller.quorum.election.timeout.ms: expected 1 to 2147483647 ms",
+            ),
+            (
+                "controller.quorum.append.linger.ms=99999999999",
+                "invalid value \"99999999999\" for controller.quorum.append.linger.ms: expected 0 to 2147483647 ms",
+            ),
+        ] {
+            let err = ControllerConfig::from_properties(props(&format!("{MINIMAL}{line}\n")))
+                .expect_err(line);
+            assert_eq!(err.to_string(), expected);
+        }
+        let c = ControllerConfig::from_properties(props(&format!(
+            "{MINIMAL}controller.quorum.fetch.timeout.ms=2147483647\n"
+        )))
+        .expect("Kafka's largest int is valid");
+        assert_eq!(c.timings.fetch_timeout_ms, 2_147_483_647);
     }
 
     #[test]
