@@ -721,11 +721,8 @@ async fn cleanup<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<
 
 /// What of a KraftQuorum triggers a reconcile when it changes: its
 /// generation (the spec, `kubectl scale` included), labels, annotations (the
-/// pause and the tests' ones), finalizers and deletion timestamp, and the
-/// identity in its status (`clusterId`, `initialVoters`: written once, so
-/// that a status wiped or edited by hand is acted on at once, e.g. an
-/// invalid spec that waits for a change); not the rest of its status.
-/// Every pass ends with a status write, and the status carries the
+/// pause and the tests' ones), finalizers and deletion timestamp; not its
+/// status. Every pass ends with a status write, and the status carries the
 /// leader's high watermark, which the controllers move every
 /// `metadata.max.idle.interval.ms` (500 ms) with a no-op record: when a
 /// pass took longer than that (150 controller pods on one node), each
@@ -745,12 +742,6 @@ pub fn trigger_hash(kq: &KraftQuorum) -> Option<u64> {
         .as_ref()
         .map(|t| t.0.to_string())
         .hash(&mut h);
-    if let Some(status) = &kq.status {
-        status.cluster_id.hash(&mut h);
-        for voter in &status.initial_voters {
-            (voter.node_id, &voter.directory_id).hash(&mut h);
-        }
-    }
     Some(h.finish())
 }
 

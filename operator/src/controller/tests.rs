@@ -794,29 +794,12 @@ fn the_operators_own_status_writes_do_not_trigger_a_pass() {
     deleted["metadata"]["deletionTimestamp"] = json!("2026-12-06T03:00:00Z");
     let mut unfinalized = base.clone();
     unfinalized["metadata"]["finalizers"] = json!([]);
-    let new = kq_json(3, false, json!({}));
-    let mut finalized = new.clone();
-    finalized["metadata"]["finalizers"] = json!([FINALIZER]);
-    let mut labelled = base.clone();
-    labelled["metadata"]["labels"] = json!({"team": "platform"});
-    let mut wiped = base.clone();
-    wiped["status"] = json!({});
-    let mut other_cluster = base.clone();
-    other_cluster["status"]["clusterId"] = json!("AAAAAAAAAAAAAAAAAAAAAA");
-    for (what, before, after) in [
-        ("a spec change (a new generation)", &base, &scaled),
-        ("the pause annotation", &base, &paused),
-        ("a deletion", &base, &deleted),
-        ("the finalizer gone", &base, &unfinalized),
-        ("the finalizer added", &new, &finalized),
-        ("a label", &base, &labelled),
-        ("a status wiped by hand", &base, &wiped),
-        (
-            "the cluster id in status edited by hand",
-            &base,
-            &other_cluster,
-        ),
+    for (what, changed) in [
+        ("a spec change (a new generation)", scaled),
+        ("the pause annotation", paused),
+        ("a deletion", deleted),
+        ("the finalizer gone", unfinalized),
     ] {
-        assert_ne!(hash(after), hash(before), "{what} triggers a pass");
+        assert_ne!(hash(&changed), hash(&base), "{what} triggers a pass");
     }
 }
