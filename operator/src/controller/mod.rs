@@ -50,11 +50,11 @@ use kube::{
     Api, Client, Resource, ResourceExt,
     api::{ListParams, Patch, PatchParams},
     runtime::{
-        Controller, PredicateConfig, WatchStreamExt,
+        Controller,
         controller::Action,
         events::{EventType, Recorder, Reporter},
         finalizer::{Error as FinalizerError, Event as Finalizer, finalizer},
-        reflector::{self, ObjectRef},
+        reflector::ObjectRef,
         watcher,
     },
 };
@@ -719,32 +719,6 @@ async fn cleanup<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<
     Ok(Action::await_change())
 }
 
-/// What of a KraftQuorum triggers a reconcile when it changes: its
-/// generation (the spec, `kubectl scale` included), labels, annotations (the
-/// pause and the tests' ones), finalizers and deletion timestamp; not its
-/// status. Every pass ends with a status write, and the status carries the
-/// leader's high watermark, which the controllers move every
-/// `metadata.max.idle.interval.ms` (500 ms) with a no-op record: when a
-/// pass took longer than that (150 controller pods on one node), each
-/// write started the next pass at once, in a loop that never ended (issue
-/// 23: 14.6 passes a second at 50 quorums, where the 30 s steady requeue
-/// gives 1.7). The children, the pods and the requeue trigger passes as
-/// before.
-pub fn trigger_hash(kq: &KraftQuorum) -> Option<u64> {
-    use std::hash::{Hash, Hasher};
-    let meta = kq.meta();
-    let mut h = std::collections::hash_map::DefaultHasher::new();
-    meta.generation.hash(&mut h);
-    meta.labels.hash(&mut h);
-    meta.annotations.hash(&mut h);
-    meta.finalizers.hash(&mut h);
-    meta.deletion_timestamp
-        .as_ref()
-        .map(|t| t.0.to_string())
-        .hash(&mut h);
-    Some(h.finish())
-}
-
 /// Runs the controller until `shutdown` resolves: watches KraftQuorums (in
 /// `namespace`, or all), the children it owns, and the controller pods
 /// (readiness changes drive membership), one reconcile per object at a time.
@@ -765,43 +739,34 @@ pub async fn run<Q: QuorumClient>(
     let client = &ctx.client;
     let owned = watcher::Config::default().labels(&format!("{LABEL_MANAGED_BY}=kraft-operator"));
     let pods = watcher::Config::default().labels("app.kubernetes.io/name=kraft-controller");
-    // The KraftQuorums themselves trigger a pass only when what a person or
-    // the API server changed moves: not on the operator's own status writes,
-    // which would start the next pass at once (see `trigger_hash`).
-    let (reader, writer) = reflector::store();
-    let quorums = watcher(
+    Controller::new(
         api::<KraftQuorum>(client, namespace),
         watcher::Config::default(),
     )
-    .default_backoff()
-    .reflect(writer)
-    .applied_objects()
-    .predicate_filter(trigger_hash, PredicateConfig::default());
-    Controller::for_stream(quorums, reader)
-        .owns(api::<StatefulSet>(client, namespace), owned.clone())
-        .owns(api::<Service>(client, namespace), owned.clone())
-        .owns(api::<ConfigMap>(client, namespace), owned.clone())
-        .owns(api::<PodDisruptionBudget>(client, namespace), owned.clone())
-        .owns(api::<Secret>(client, namespace), owned.clone())
-        .owns(api::<NetworkPolicy>(client, namespace), owned)
-        .watches(api::<Pod>(client, namespace), pods, |pod| {
-            let ns = pod.namespace();
-            pod.labels().get(LABEL_INSTANCE).map(|name| {
-                let r = ObjectRef::<KraftQuorum>::new(name);
-                match ns {
-                    Some(ns) => r.within(&ns),
-                    None => r,
-                }
-            })
-        })
-        .graceful_shutdown_on(shutdown)
-        .run(reconcile, error_policy, ctx.clone())
-        .for_each(|result| async move {
-            if let Err(e) = result {
-                tracing::debug!(error = %e, "reconcile round ended with an error");
+    .owns(api::<StatefulSet>(client, namespace), owned.clone())
+    .owns(api::<Service>(client, namespace), owned.clone())
+    .owns(api::<ConfigMap>(client, namespace), owned.clone())
+    .owns(api::<PodDisruptionBudget>(client, namespace), owned.clone())
+    .owns(api::<Secret>(client, namespace), owned.clone())
+    .owns(api::<NetworkPolicy>(client, namespace), owned)
+    .watches(api::<Pod>(client, namespace), pods, |pod| {
+        let ns = pod.namespace();
+        pod.labels().get(LABEL_INSTANCE).map(|name| {
+            let r = ObjectRef::<KraftQuorum>::new(name);
+            match ns {
+                Some(ns) => r.within(&ns),
+                None => r,
             }
         })
-        .await;
+    })
+    .graceful_shutdown_on(shutdown)
+    .run(reconcile, error_policy, ctx.clone())
+    .for_each(|result| async move {
+        if let Err(e) = result {
+            tracing::debug!(error = %e, "reconcile round ended with an error");
+        }
+    })
+    .await;
 }
 
 #[cfg(test)]

@@ -770,36 +770,3 @@ mod adopt_pass;
 mod late_initial_voter;
 #[path = "recovery_pass_tests.rs"]
 mod recovery_pass;
-
-#[test]
-fn the_operators_own_status_writes_do_not_trigger_a_pass() {
-    // Issue 23: every pass writes the status, whose high watermark the
-    // controllers move every 500 ms; a pass slower than that started the
-    // next one at once, forever.
-    let kq =
-        |value: Value| -> KraftQuorum { serde_json::from_value(value).expect("a KraftQuorum") };
-    let base = kq_json(3, true, bootstrapped_status(3));
-    let hash = |v: &Value| trigger_hash(&kq(v.clone()));
-    let mut moved = base.clone();
-    moved["status"]["highWatermark"] = json!(12_345);
-    moved["metadata"]["resourceVersion"] = json!("2");
-    assert_eq!(hash(&moved), hash(&base), "a status write alone");
-
-    let mut scaled = base.clone();
-    scaled["spec"]["replicas"] = json!(5);
-    scaled["metadata"]["generation"] = json!(4);
-    let mut paused = base.clone();
-    paused["metadata"]["annotations"][ANNOTATION_PAUSE] = json!("true");
-    let mut deleted = base.clone();
-    deleted["metadata"]["deletionTimestamp"] = json!("2026-12-06T03:00:00Z");
-    let mut unfinalized = base.clone();
-    unfinalized["metadata"]["finalizers"] = json!([]);
-    for (what, changed) in [
-        ("a spec change (a new generation)", scaled),
-        ("the pause annotation", paused),
-        ("a deletion", deleted),
-        ("the finalizer gone", unfinalized),
-    ] {
-        assert_ne!(hash(&changed), hash(&base), "{what} triggers a pass");
-    }
-}
