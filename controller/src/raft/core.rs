@@ -152,13 +152,17 @@ impl<L: ReplicatedLog> Core<L> {
         t + self.rng.next_u64() % t
     }
 
-    /// A voter's fetch timeout after a successful fetch (ms): the configured
-    /// F plus a jitter in `[0, F / 10)`. Kafka's `FollowerState` uses F
-    /// alone; the jitter keeps followers whose fetches the leader answered
-    /// together from becoming Prospective in the same millisecond and
-    /// splitting the vote (decisions D20).
-    pub(crate) fn random_fetch_timeout(&mut self) -> u64 {
+    /// The fetch timeout of a new follower state (ms), drawn once for the
+    /// state: a voter's is the configured F plus a jitter in `[0, F / 10)`,
+    /// so that followers made or answered in the same step do not become
+    /// Prospective in the same millisecond and split the vote (Kafka's
+    /// `FollowerState` uses F alone; decisions D20); an observer's, which
+    /// never campaigns, is F.
+    pub(crate) fn follower_fetch_timeout(&mut self) -> u64 {
         let f = self.config.fetch_timeout_ms;
+        if !self.can_campaign() {
+            return f;
+        }
         f + self.rng.next_u64() % (f / 10).max(1)
     }
 

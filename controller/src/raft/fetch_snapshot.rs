@@ -160,7 +160,7 @@ impl FollowerState {
         }
         // The leader answered: the fetch timeout restarts, for a snapshot
         // fetch as for Fetch.
-        self.leader_answered(core, now_ms);
+        self.leader_answered(now_ms);
         self.use_bootstrap = false;
         self.fetch.next_fetch_ms = now_ms;
         let received = core

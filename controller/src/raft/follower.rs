@@ -155,8 +155,11 @@ pub(crate) struct FollowerState {
     pub(crate) leader_id: i32,
     pub(crate) leader_endpoint: Option<Endpoint>,
     pub(crate) voted_key: Option<ReplicaKey>,
-    /// When the fetch timeout expires (pushed back by each successful fetch,
-    /// with a jitter; pulled in by EndQuorumEpoch).
+    /// This state's fetch timeout (ms): F, plus a voter's jitter drawn once
+    /// ([`Core::follower_fetch_timeout`]).
+    pub(crate) fetch_timeout_ms: u64,
+    /// When the fetch timeout expires (pushed back by each successful fetch;
+    /// pulled in by EndQuorumEpoch).
     pub(crate) fetch_deadline_ms: u64,
     pub(crate) last_fetch_ok_ms: Option<u64>,
     /// The high watermark the leader sent in its last Fetch answer, as sent:
@@ -191,6 +194,7 @@ impl FollowerState {
         voted_key: Option<ReplicaKey>,
         now_ms: u64,
     ) -> Self {
+        let fetch_timeout_ms = core.follower_fetch_timeout();
         let leader_endpoint = core
             .voters()
             .get(leader_id)
@@ -201,7 +205,8 @@ impl FollowerState {
             leader_id,
             leader_endpoint,
             voted_key,
-            fetch_deadline_ms: now_ms + fetch_timeout(core),
+            fetch_timeout_ms,
+            fetch_deadline_ms: now_ms + fetch_timeout_ms,
             last_fetch_ok_ms: None,
             leader_high_watermark: None,
             last_caught_up_ms: None,
@@ -238,9 +243,9 @@ impl FollowerState {
 
     /// The leader answered a Fetch or FetchSnapshot at `now_ms`: the fetch
     /// timeout restarts (Kafka's `resetFetchTimeoutForSuccessfulFetch`).
-    pub(crate) fn leader_answered<L: ReplicatedLog>(&mut self, core: &mut Core<L>, now_ms: u64) {
+    pub(crate) fn leader_answered(&mut self, now_ms: u64) {
         self.last_fetch_ok_ms = Some(now_ms);
-        self.fetch_deadline_ms = now_ms + fetch_timeout(core);
+        self.fetch_deadline_ms = now_ms + self.fetch_timeout_ms;
     }
 
     /// Whether the leader answered a fetch within the fetch timeout (a
@@ -265,7 +270,7 @@ impl FollowerState {
                 return Some(Next::Prospective);
             }
             self.use_bootstrap = !core.config.bootstrap_servers.is_empty();
-            self.fetch_deadline_ms = now_ms + core.config.fetch_timeout_ms;
+            self.fetch_deadline_ms = now_ms + self.fetch_timeout_ms;
         }
         if !self.fetch.ready_to_send(&core.log, out, now_ms) {
             return None;
@@ -357,7 +362,7 @@ impl FollowerState {
             return Ok(());
         };
         self.use_bootstrap = false;
-        self.leader_answered(core, now_ms);
+        self.leader_answered(now_ms);
         if p.diverging_epoch.epoch >= 0 && p.diverging_epoch.end_offset >= 0 {
             // The leader's log diverges from ours: truncate to where the
             // epochs agree (Kafka's `truncateToEndOffset`) and fetch again.
@@ -461,21 +466,9 @@ impl FollowerState {
         }
         if self.leader_endpoint.is_some() {
             self.use_bootstrap = false;
-            self.fetch_deadline_ms = now_ms + core.config.fetch_timeout_ms;
+            self.fetch_deadline_ms = now_ms + self.fetch_timeout_ms;
             self.fetch.next_fetch_ms = now_ms;
         }
-    }
-}
-
-/// A follower's fetch timeout from now (ms): a voter's with a fresh jitter
-/// ([`Core::random_fetch_timeout`], decisions D20), so that followers that
-/// became followers or were answered in the same step do not campaign in the
-/// same millisecond; an observer's, which never campaigns, without.
-fn fetch_timeout<L: ReplicatedLog>(core: &mut Core<L>) -> u64 {
-    if core.can_campaign() {
-        core.random_fetch_timeout()
-    } else {
-        core.config.fetch_timeout_ms
     }
 }
 
