@@ -40,33 +40,12 @@ fn observer() -> RaftEngine<MemoryLog> {
     e
 }
 
-/// The leader's Fetch answer `id`: one batch of one record at `base` (none
-/// when `base` is `None`), the leader's high watermark `hw`.
-fn answer(id: u64, base: Option<i64>, hw: i64) -> Event {
-    let records =
-        base.map(|b| encode_data_batch(b, 1, 0, &[Bytes::from_static(b"x")]).expect("encodes"));
-    Event::Response {
-        id: RequestId(id),
-        response: RaftResponse::Fetch(FetchResponse::default().with_responses(vec![
-            fetch_response::FetchableTopicResponse::default().with_partitions(vec![
-                fetch_response::PartitionData::default()
-                    .with_high_watermark(hw)
-                    .with_current_leader(
-                        fetch_response::LeaderIdAndEpoch::default()
-                            .with_leader_id(1.into())
-                            .with_leader_epoch(1),
-                    )
-                    .with_records(records),
-            ]),
-        ])),
-    }
-}
-
 #[test]
 fn a_node_that_got_fetch_answers_is_not_caught_up_while_behind_the_leaders_high_watermark() {
     let mut e = observer();
     // The leader has 1000 committed records; this answer carries the first.
-    e.handle(answer(1, Some(0), 1_000), 10).expect("answer");
+    e.handle(leader_1_answer(1, Some(0), 1_000), 10)
+        .expect("answer");
     e.handle(Event::Flush, 11).expect("flush");
     let s = e.status();
     // What made every fetching node "caught up" before issue 27: the high
@@ -77,7 +56,8 @@ fn a_node_that_got_fetch_answers_is_not_caught_up_while_behind_the_leaders_high_
 
     // The leader's next answer brings it to the leader's high watermark: caught
     // up once the append is flushed, not before.
-    e.handle(answer(2, Some(1), 2), 20).expect("answer");
+    e.handle(leader_1_answer(2, Some(1), 2), 20)
+        .expect("answer");
     assert!(!e.status().caught_up, "the append is not flushed yet");
     e.handle(Event::Flush, 21).expect("flush");
     let s = e.status();
@@ -90,7 +70,7 @@ fn a_node_that_got_fetch_answers_is_not_caught_up_while_behind_the_leaders_high_
 #[test]
 fn a_node_whose_fetches_stop_being_answered_is_not_caught_up_after_the_fetch_timeout() {
     let mut e = observer();
-    e.handle(answer(1, None, 0), 10).expect("answer");
+    e.handle(leader_1_answer(1, None, 0), 10).expect("answer");
     assert!(e.status().caught_up, "an empty log at the leader's end");
     // Caught up as of when that Fetch was sent (the observer's start, 0).
     let sent = e.status().last_caught_up_ms.expect("caught up");
@@ -108,7 +88,7 @@ fn a_node_whose_fetches_stop_being_answered_is_not_caught_up_after_the_fetch_tim
 fn an_observer_asking_a_bootstrap_server_fetches_from_the_leader_it_names_at_once() {
     use kafka_protocol::messages::fetch_response::NodeEndpoint;
     let mut e = observer();
-    e.handle(answer(1, None, 0), 10).expect("answer");
+    e.handle(leader_1_answer(1, None, 0), 10).expect("answer");
     // The leader goes silent (its Fetch, id 2, times out) for the fetch
     // timeout: the observer asks a bootstrap server, a follower of the same
     // leader.

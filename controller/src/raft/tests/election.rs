@@ -99,7 +99,9 @@ fn a_follower_that_heard_from_its_leader_recently_rejects_a_pre_vote() {
             "send 1 fetch epoch=1 offset=0 last_epoch=0"
         ]
     );
-    let commands = e.handle(leader_answer(1), 100).expect("fetch response");
+    let commands = e
+        .handle(leader_1_answer(1, None, -1), 100)
+        .expect("fetch response");
     assert_eq!(
         render(&commands),
         ["send 1 fetch epoch=1 offset=0 last_epoch=0"]
@@ -360,27 +362,6 @@ fn an_observer_with_unflushed_appends_flushes_before_it_asks_the_bootstrap_serve
     );
 }
 
-/// Leader 1's answer, in epoch 1, to this node's Fetch `id`: nothing new.
-fn leader_answer(id: u64) -> Event {
-    Event::Response {
-        id: RequestId(id),
-        response: RaftResponse::Fetch(
-            kafka_protocol::messages::FetchResponse::default().with_responses(vec![
-                kafka_protocol::messages::fetch_response::FetchableTopicResponse::default()
-                    .with_partitions(vec![
-                    kafka_protocol::messages::fetch_response::PartitionData::default()
-                        .with_high_watermark(-1)
-                        .with_current_leader(
-                            kafka_protocol::messages::fetch_response::LeaderIdAndEpoch::default()
-                                .with_leader_id(1.into())
-                                .with_leader_epoch(1),
-                        ),
-                ]),
-            ]),
-        ),
-    }
-}
-
 #[test]
 fn voters_their_leader_answered_in_the_same_millisecond_campaign_at_different_times() {
     // Two followers whose parked fetches the leader answered together would
@@ -401,7 +382,8 @@ fn voters_their_leader_answered_in_the_same_millisecond_campaign_at_different_ti
             0,
         )
         .expect("engine starts");
-        e.handle(leader_answer(1), 100).expect("fetch response");
+        e.handle(leader_1_answer(1, None, -1), 100)
+            .expect("fetch response");
         let deadline = e.next_deadline_ms();
         assert!(
             (2_100..2_300).contains(&deadline),

@@ -327,6 +327,28 @@ fn elected_leader(mut c: RaftConfig) -> RaftEngine<MemoryLog> {
     e
 }
 
+/// Leader 1's Fetch answer `id` in epoch 1: high watermark `hw`, and one
+/// record at offset `base` if given.
+fn leader_1_answer(id: u64, base: Option<i64>, hw: i64) -> Event {
+    let records =
+        base.map(|b| encode_data_batch(b, 1, 0, &[Bytes::from_static(b"x")]).expect("encodes"));
+    Event::Response {
+        id: RequestId(id),
+        response: RaftResponse::Fetch(FetchResponse::default().with_responses(vec![
+            fetch_response::FetchableTopicResponse::default().with_partitions(vec![
+                fetch_response::PartitionData::default()
+                    .with_high_watermark(hw)
+                    .with_current_leader(
+                        fetch_response::LeaderIdAndEpoch::default()
+                            .with_leader_id(1.into())
+                            .with_leader_epoch(1),
+                    )
+                    .with_records(records),
+            ]),
+        ])),
+    }
+}
+
 /// Leader 2's Fetch answer `id` in epoch 3: high watermark 2 and `batch`.
 fn leader_2_answer(id: u64, batch: Bytes) -> Event {
     Event::Response {
