@@ -161,6 +161,9 @@ pub struct Context<Q> {
     pub operator_peer: Option<crate::validate::OperatorPeer>,
     /// Consecutive failures per object, for the backoff.
     failures: Mutex<HashMap<String, u32>>,
+    /// When each object's status was last written by a steady pass (see
+    /// [`STEADY_REQUEUE`] and [`status::differs_only_in_progress`]).
+    progress_written: Mutex<HashMap<String, Timestamp>>,
 }
 
 impl<Q> std::fmt::Debug for Context<Q> {
@@ -184,6 +187,7 @@ impl<Q: QuorumClient> Context<Q> {
             clock: Box::new(Timestamp::now),
             operator_peer: None,
             failures: Mutex::new(HashMap::new()),
+            progress_written: Mutex::new(HashMap::new()),
         }
     }
 
@@ -197,6 +201,21 @@ impl<Q: QuorumClient> Context<Q> {
         self.failures
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn progress_written(&self) -> std::sync::MutexGuard<'_, HashMap<String, Timestamp>> {
+        self.progress_written
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Whether a steady pass over `key` wrote its status less than
+    /// [`STEADY_REQUEUE`] before `now`.
+    fn progress_recently_written(&self, key: &str, now: Timestamp) -> bool {
+        let steady_ms = i64::try_from(STEADY_REQUEUE.as_millis()).unwrap_or(i64::MAX);
+        self.progress_written()
+            .get(key)
+            .is_some_and(|t| now.as_millisecond().saturating_sub(t.as_millisecond()) < steady_ms)
     }
 }
 
@@ -234,6 +253,7 @@ pub async fn reconcile<Q: QuorumClient>(
         .map(Arc::new)
     else {
         ctx.failures().remove(&k);
+        ctx.progress_written().remove(&k);
         return Ok(Action::await_change());
     };
     let result = finalizer(&api, FINALIZER, kq, |event| async {
@@ -679,9 +699,26 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
         publish(&ctx.recorder, &kq, event).await;
     }
 
-    // 8. Status.
+    // 8. Status. A steady quorum's high watermark moves every 500 ms (the
+    // leader's no-op record), and every status write starts a pass (the
+    // watch sees it): a steady pass writes that progress at most once per
+    // STEADY_REQUEUE, or a pass slower than 500 ms would find a new high
+    // watermark each time and start itself again, for ever. Passes in the
+    // middle of a change write every time: the next step starts from it.
     status.conditions = status::conditions(&status.conditions, &outcome, generation, now);
-    write_status(client, &kq, &status).await?;
+    let k = key(&kq);
+    if requeue == STEADY_REQUEUE {
+        if status::differs_only_in_progress(kq.status.as_ref(), &status)
+            && ctx.progress_recently_written(&k, now)
+        {
+            return Ok(Action::requeue(requeue));
+        }
+        write_status(client, &kq, &status).await?;
+        ctx.progress_written().insert(k, now);
+    } else {
+        write_status(client, &kq, &status).await?;
+        ctx.progress_written().remove(&k);
+    }
     Ok(Action::requeue(requeue))
 }
 

@@ -156,6 +156,24 @@ pub fn observe_into(status: &mut KraftQuorumStatus, d: Option<&QuorumDescription
     }
 }
 
+/// Whether `new` differs from `old` at most in the fields that move by
+/// themselves on a steady quorum: the leader's high watermark and each
+/// voter's and observer's lag (records). The controllers commit a no-op
+/// record every 500 ms (Kafka's `metadata.max.idle.interval.ms`), so these
+/// change at every DescribeQuorum. `old`: the stored status (`None`: never
+/// written, which is a difference).
+pub fn differs_only_in_progress(old: Option<&KraftQuorumStatus>, new: &KraftQuorumStatus) -> bool {
+    fn without_progress(s: &KraftQuorumStatus) -> KraftQuorumStatus {
+        let mut s = s.clone();
+        s.high_watermark = None;
+        for r in s.voters.iter_mut().chain(s.observers.iter_mut()) {
+            r.lag = 0;
+        }
+        s
+    }
+    old.is_some_and(|old| without_progress(old) == without_progress(new))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -47,6 +47,9 @@ enum Reply {
     KqWithStatus,
     /// The KraftQuorum fixture (after the finalizer JSON patch).
     Kq,
+    /// The KraftQuorum fixture with the status of the last status apply
+    /// the script saw, passed through this edit (a later pass's read).
+    KqWithLastStatus(fn(&mut Value)),
 }
 
 struct Step {
@@ -86,6 +89,7 @@ fn serve(mut handle: ApiHandle, kq: Value, steps: Vec<Step>) -> Script {
     let (seen2, unexpected2) = (seen.clone(), unexpected.clone());
     let task = tokio::spawn(async move {
         let mut steps = steps.into_iter();
+        let mut last_status = Value::Null;
         while let Some((req, send)) = handle.next_request().await {
             let method = req.method().to_string();
             let path = req.uri().path().to_string();
@@ -127,9 +131,16 @@ fn serve(mut handle: ApiHandle, kq: Value, steps: Vec<Step>) -> Script {
                 Some(Reply::KqWithStatus) => {
                     let mut k = kq.clone();
                     k["status"] = body["status"].clone();
+                    last_status = body["status"].clone();
                     (200, k)
                 }
                 Some(Reply::Kq) => (200, kq.clone()),
+                Some(Reply::KqWithLastStatus(edit)) => {
+                    let mut k = kq.clone();
+                    k["status"] = last_status.clone();
+                    edit(&mut k["status"]);
+                    (200, k)
+                }
             };
             let response = Response::builder()
                 .status(code)
@@ -259,6 +270,16 @@ fn pods_json(n: i32) -> Value {
 type ApiHandle = tower_test::mock::Handle<Request<Body>, Response<Body>>;
 
 fn context(quorum: Arc<FakeQuorum>) -> (Arc<Context<Arc<FakeQuorum>>>, ApiHandle) {
+    context_with_clock(
+        quorum,
+        Box::new(|| "2026-11-30T00:00:00Z".parse::<Timestamp>().expect("time")),
+    )
+}
+
+fn context_with_clock(
+    quorum: Arc<FakeQuorum>,
+    clock: Box<dyn Fn() -> Timestamp + Send + Sync>,
+) -> (Arc<Context<Arc<FakeQuorum>>>, ApiHandle) {
     let (service, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
     let client = Client::new(service, NS);
     let reporter = Reporter {
@@ -271,7 +292,7 @@ fn context(quorum: Arc<FakeQuorum>) -> (Arc<Context<Arc<FakeQuorum>>>, ApiHandle
         n += 1;
         Uuid::from_u128(n)
     }));
-    ctx.clock = Box::new(|| "2026-11-30T00:00:00Z".parse::<Timestamp>().expect("time"));
+    ctx.clock = clock;
     (Arc::new(ctx), handle)
 }
 
@@ -770,3 +791,4 @@ mod adopt_pass;
 mod late_initial_voter;
 #[path = "recovery_pass_tests.rs"]
 mod recovery_pass;
+mod steady_progress;
