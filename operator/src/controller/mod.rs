@@ -161,9 +161,10 @@ pub struct Context<Q> {
     pub operator_peer: Option<crate::validate::OperatorPeer>,
     /// Consecutive failures per object, for the backoff.
     failures: Mutex<HashMap<String, u32>>,
-    /// When each object's status was last written by a steady pass (see
-    /// [`STEADY_REQUEUE`] and [`status::differs_only_in_progress`]).
-    progress_written: Mutex<HashMap<String, Timestamp>>,
+    /// Per object, the start of the steady pass that last wrote its status
+    /// (see [`status::differs_only_in_offsets`]); cleared by any other
+    /// pass's write.
+    steady_status_written: Mutex<HashMap<String, Timestamp>>,
 }
 
 impl<Q> std::fmt::Debug for Context<Q> {
@@ -187,7 +188,7 @@ impl<Q: QuorumClient> Context<Q> {
             clock: Box::new(Timestamp::now),
             operator_peer: None,
             failures: Mutex::new(HashMap::new()),
-            progress_written: Mutex::new(HashMap::new()),
+            steady_status_written: Mutex::new(HashMap::new()),
         }
     }
 
@@ -203,19 +204,22 @@ impl<Q: QuorumClient> Context<Q> {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn progress_written(&self) -> std::sync::MutexGuard<'_, HashMap<String, Timestamp>> {
-        self.progress_written
+    fn steady_status_written(&self) -> std::sync::MutexGuard<'_, HashMap<String, Timestamp>> {
+        self.steady_status_written
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Whether a steady pass over `key` wrote its status less than
-    /// [`STEADY_REQUEUE`] before `now`.
-    fn progress_recently_written(&self, key: &str, now: Timestamp) -> bool {
-        let steady_ms = i64::try_from(STEADY_REQUEUE.as_millis()).unwrap_or(i64::MAX);
-        self.progress_written()
-            .get(key)
-            .is_some_and(|t| now.as_millisecond().saturating_sub(t.as_millisecond()) < steady_ms)
+    /// While a steady pass over `key` wrote its status less than
+    /// [`STEADY_REQUEUE`] before `now`: the time left until then. `None`
+    /// when none did, or the clock went back past that write.
+    fn steady_status_fresh_for(&self, key: &str, now: Timestamp) -> Option<Duration> {
+        let written = *self.steady_status_written().get(key)?;
+        let elapsed_ms = now.as_millisecond().checked_sub(written.as_millisecond())?;
+        let elapsed = Duration::from_millis(u64::try_from(elapsed_ms).ok()?);
+        STEADY_REQUEUE
+            .checked_sub(elapsed)
+            .filter(|left| !left.is_zero())
     }
 }
 
@@ -253,7 +257,7 @@ pub async fn reconcile<Q: QuorumClient>(
         .map(Arc::new)
     else {
         ctx.failures().remove(&k);
-        ctx.progress_written().remove(&k);
+        ctx.steady_status_written().remove(&k);
         return Ok(Action::await_change());
     };
     let result = finalizer(&api, FINALIZER, kq, |event| async {
@@ -372,6 +376,8 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
         }
         None => kq.clone(),
     };
+    // The status as stored, for step 8's comparison.
+    let stored_status = kq.status.clone();
     // Bootstrapped never goes back (see identity::bootstrapped_on_record).
     let mut kq = kq;
     if identity::bootstrapped_on_record(kq.status.as_ref(), recorded.as_ref())
@@ -699,25 +705,28 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
         publish(&ctx.recorder, &kq, event).await;
     }
 
-    // 8. Status. A steady quorum's high watermark moves every 500 ms (the
-    // leader's no-op record), and every status write starts a pass (the
-    // watch sees it): a steady pass writes that progress at most once per
-    // STEADY_REQUEUE, or a pass slower than 500 ms would find a new high
-    // watermark each time and start itself again, for ever. Passes in the
-    // middle of a change write every time: the next step starts from it.
+    // 8. Status. On a steady quorum the leader's high watermark and the
+    // replicas' lags move every 500 ms (the leader's no-op record), and
+    // every status write starts a pass (the watch sees it): a pass slower
+    // than 500 ms found new offsets each time, wrote them and started the
+    // next, for ever (14.6 passes/s at 50 quorums, BENCHMARKS.md). So a
+    // steady pass that would change only those offsets writes them at most
+    // once per STEADY_REQUEUE, and requeues for the moment it may. Passes
+    // in the middle of a change write every time: the next step starts
+    // from that write.
     status.conditions = status::conditions(&status.conditions, &outcome, generation, now);
     let k = key(&kq);
-    if requeue == STEADY_REQUEUE {
-        if status::differs_only_in_progress(kq.status.as_ref(), &status)
-            && ctx.progress_recently_written(&k, now)
+    if plan == planner::Action::Steady {
+        if status::differs_only_in_offsets(stored_status.as_ref(), &status)
+            && let Some(left) = ctx.steady_status_fresh_for(&k, now)
         {
-            return Ok(Action::requeue(requeue));
+            return Ok(Action::requeue(left));
         }
         write_status(client, &kq, &status).await?;
-        ctx.progress_written().insert(k, now);
+        ctx.steady_status_written().insert(k, now);
     } else {
         write_status(client, &kq, &status).await?;
-        ctx.progress_written().remove(&k);
+        ctx.steady_status_written().remove(&k);
     }
     Ok(Action::requeue(requeue))
 }
@@ -750,6 +759,7 @@ pub const SINGLE_VOTER_RESTART: &str = "SingleVoterRestart";
 /// StatefulSet's PVC retention policy, so only an Event is left to publish.
 async fn cleanup<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Action, Error> {
     let policy = kq.spec.storage.on_delete.as_str();
+    ctx.steady_status_written().remove(&key(kq));
     let note = format!("deleting the quorum; volumes: {policy}");
     let event = EventSpec::new(EventType::Normal, "Deleting", "Cleanup", note);
     publish(&ctx.recorder, kq, event).await;

@@ -156,14 +156,16 @@ pub fn observe_into(status: &mut KraftQuorumStatus, d: Option<&QuorumDescription
     }
 }
 
-/// Whether `new` differs from `old` at most in the fields that move by
-/// themselves on a steady quorum: the leader's high watermark and each
-/// voter's and observer's lag (records). The controllers commit a no-op
-/// record every 500 ms (Kafka's `metadata.max.idle.interval.ms`), so these
+/// Whether `new` equals `old` but for the offsets that move by themselves
+/// on a steady quorum: the leader's high watermark and each voter's and
+/// observer's lag (records). The leader commits a no-op record every 500 ms
+/// (Kafka's `metadata.max.idle.interval.ms`, `QuorumController`), so these
 /// change at every DescribeQuorum. `old`: the stored status (`None`: never
-/// written, which is a difference).
-pub fn differs_only_in_progress(old: Option<&KraftQuorumStatus>, new: &KraftQuorumStatus) -> bool {
-    fn without_progress(s: &KraftQuorumStatus) -> KraftQuorumStatus {
+/// written, which is a difference). Replicas are compared in order: ours
+/// are listed by node id (DescribeQuorum's answer is built from ordered
+/// maps), so a reordering counts as a change.
+pub fn differs_only_in_offsets(old: Option<&KraftQuorumStatus>, new: &KraftQuorumStatus) -> bool {
+    fn without_offsets(s: &KraftQuorumStatus) -> KraftQuorumStatus {
         let mut s = s.clone();
         s.high_watermark = None;
         for r in s.voters.iter_mut().chain(s.observers.iter_mut()) {
@@ -171,7 +173,7 @@ pub fn differs_only_in_progress(old: Option<&KraftQuorumStatus>, new: &KraftQuor
         }
         s
     }
-    old.is_some_and(|old| without_progress(old) == without_progress(new))
+    old.is_some_and(|old| without_offsets(old) == without_offsets(new))
 }
 
 #[cfg(test)]

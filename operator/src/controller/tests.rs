@@ -47,9 +47,10 @@ enum Reply {
     KqWithStatus,
     /// The KraftQuorum fixture (after the finalizer JSON patch).
     Kq,
-    /// The KraftQuorum fixture with the status of the last status apply
-    /// the script saw, passed through this edit (a later pass's read).
-    KqWithLastStatus(fn(&mut Value)),
+    /// The KraftQuorum fixture with the status of the script's `write`th
+    /// status apply (from 0), the whole object then passed through `edit`:
+    /// a later pass's read.
+    KqWithWrittenStatus { write: usize, edit: fn(&mut Value) },
 }
 
 struct Step {
@@ -89,7 +90,7 @@ fn serve(mut handle: ApiHandle, kq: Value, steps: Vec<Step>) -> Script {
     let (seen2, unexpected2) = (seen.clone(), unexpected.clone());
     let task = tokio::spawn(async move {
         let mut steps = steps.into_iter();
-        let mut last_status = Value::Null;
+        let mut written = Vec::new();
         while let Some((req, send)) = handle.next_request().await {
             let method = req.method().to_string();
             let path = req.uri().path().to_string();
@@ -131,14 +132,14 @@ fn serve(mut handle: ApiHandle, kq: Value, steps: Vec<Step>) -> Script {
                 Some(Reply::KqWithStatus) => {
                     let mut k = kq.clone();
                     k["status"] = body["status"].clone();
-                    last_status = body["status"].clone();
+                    written.push(body["status"].clone());
                     (200, k)
                 }
                 Some(Reply::Kq) => (200, kq.clone()),
-                Some(Reply::KqWithLastStatus(edit)) => {
+                Some(Reply::KqWithWrittenStatus { write, edit }) => {
                     let mut k = kq.clone();
-                    k["status"] = last_status.clone();
-                    edit(&mut k["status"]);
+                    k["status"] = written.get(write).cloned().unwrap_or(Value::Null);
+                    edit(&mut k);
                     (200, k)
                 }
             };

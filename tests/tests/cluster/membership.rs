@@ -200,11 +200,12 @@ async fn a_lost_volume_is_replaced_with_a_new_directory_id() {
         .must("the status")
         .high_watermark
         .expect("a Ready quorum has a high watermark in its status");
+    // A steady quorum's status carries offsets at most STEADY_REQUEUE old.
     wait::quorum(
         &ns,
         Q,
         &format!("the high watermark grows past {hw}"),
-        DESCRIBE_TIMEOUT,
+        DESCRIBE_TIMEOUT + kraft_operator::controller::STEADY_REQUEUE,
         move |kq| {
             kq.status
                 .as_ref()

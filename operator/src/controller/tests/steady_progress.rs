@@ -1,6 +1,7 @@
 //! Steady passes and their status writes: the high watermark and the lags,
 //! which move every 500 ms on a steady quorum, are written at most once per
-//! STEADY_REQUEUE, so a pass's own write does not start pass after pass.
+//! STEADY_REQUEUE, so a pass's own write does not start pass after pass;
+//! a pass in the middle of a change writes every time.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 
@@ -9,19 +10,25 @@ use super::*;
 /// The stored status one commit behind the quorum: the leader's high
 /// watermark 99 and voter 2 one record behind it (the fake quorum says 100
 /// and 0).
-fn one_behind(status: &mut Value) {
-    status["highWatermark"] = json!(99);
-    status["voters"][2]["lag"] = json!(1);
+fn one_behind(kq: &mut Value) {
+    kq["status"]["highWatermark"] = json!(99);
+    kq["status"]["voters"][2]["lag"] = json!(1);
 }
 
-/// The stored status with one pod less Ready than the fake's 3.
-fn one_less_ready(status: &mut Value) {
-    one_behind(status);
-    status["readyReplicas"] = json!(2);
+/// [`one_behind`], and one pod less Ready than the fake's 3.
+fn one_less_ready(kq: &mut Value) {
+    one_behind(kq);
+    kq["status"]["readyReplicas"] = json!(2);
+}
+
+/// [`one_behind`], and `spec.replicas` 4: the pass grows the StatefulSet.
+fn one_behind_scaling_to_four(kq: &mut Value) {
+    one_behind(kq);
+    kq["spec"]["replicas"] = json!(4);
 }
 
 #[tokio::test]
-async fn a_steady_pass_writes_progress_alone_at_most_once_per_steady_requeue() {
+async fn a_steady_pass_writes_offsets_alone_at_most_once_per_steady_requeue() {
     let kq = kq_json(3, true, bootstrapped_status(3));
     let start: Timestamp = "2026-11-30T00:00:00Z".parse().expect("time");
     let now_ms = Arc::new(AtomicI64::new(start.as_millisecond()));
@@ -32,39 +39,79 @@ async fn a_steady_pass_writes_progress_alone_at_most_once_per_steady_requeue() {
             Timestamp::from_millisecond(clock_ms.load(Ordering::SeqCst)).expect("time")
         }),
     );
-    let read = |reply| step("GET", KQ, reply);
-    let mut steps = vec![read(Reply::Kq)];
-    // 1: the first steady pass writes.
-    steps.extend(children_steps(3, 3));
-    steps.push(step("PATCH", KQ_STATUS, Reply::KqWithStatus));
-    // 2: at once, only the progress differs: nothing written.
-    steps.push(read(Reply::KqWithLastStatus(one_behind)));
-    steps.extend(children_steps(3, 3));
-    // 3: a Ready pod less is more than progress: written at once.
-    steps.push(read(Reply::KqWithLastStatus(one_less_ready)));
-    steps.extend(children_steps(3, 3));
-    steps.push(step("PATCH", KQ_STATUS, Reply::KqWithStatus));
-    // 4: 1 ms short of STEADY_REQUEUE after 3's write: nothing written.
-    steps.push(read(Reply::KqWithLastStatus(one_behind)));
-    steps.extend(children_steps(3, 3));
-    // 5: STEADY_REQUEUE after 3's write: the progress is written.
-    steps.push(read(Reply::KqWithLastStatus(one_behind)));
-    steps.extend(children_steps(3, 3));
-    steps.push(step("PATCH", KQ_STATUS, Reply::KqWithStatus));
-    let script = serve(handle, kq.clone(), steps);
-    let obj: Arc<KraftQuorum> = Arc::new(serde_json::from_value(kq).expect("kq fixture"));
+    let read = |write, edit| step("GET", KQ, Reply::KqWithWrittenStatus { write, edit });
+    let steady = Action::requeue(STEADY_REQUEUE);
+    let ms = Duration::from_millis;
     let steady_ms = i64::try_from(STEADY_REQUEUE.as_millis()).expect("ms");
-    for (pass, at) in [0, 0, 0, steady_ms - 1, steady_ms].into_iter().enumerate() {
+    // (time in ms, the pass's steps, what it returns)
+    let mut passes: Vec<(i64, Vec<Step>, Action)> = Vec::new();
+    let mut then = |at, read: Step, write: bool, extra: Vec<Step>, action| {
+        let mut steps = vec![read];
+        steps.extend(children_steps(3, 3));
+        steps.extend(extra);
+        if write {
+            steps.push(step("PATCH", KQ_STATUS, Reply::KqWithStatus));
+        }
+        passes.push((at, steps, action));
+    };
+    // 1: the first steady pass writes (write 0).
+    then(0, step("GET", KQ, Reply::Kq), true, vec![], steady.clone());
+    // 2: at once, only the offsets differ: nothing written; requeued for
+    // the moment a write is due.
+    then(
+        0,
+        read(0, one_behind),
+        false,
+        vec![],
+        Action::requeue(STEADY_REQUEUE),
+    );
+    // 3: 10 s on, a Ready pod less is more than offsets: written (write 1).
+    then(
+        10_000,
+        read(0, one_less_ready),
+        true,
+        vec![],
+        steady.clone(),
+    );
+    // 4: 1 ms short of STEADY_REQUEUE after 3's write: nothing written.
+    let due = 10_000 + steady_ms;
+    then(
+        due - 1,
+        read(1, one_behind),
+        false,
+        vec![],
+        Action::requeue(ms(1)),
+    );
+    // 5: STEADY_REQUEUE after 3's write: the offsets are written (write 2).
+    then(due, read(1, one_behind), true, vec![], steady.clone());
+    // 6: at once, a scale-up with only the offsets stale: a pass in a
+    // change writes (write 3).
+    let scale = vec![
+        step("PATCH", STS, Reply::Echo),
+        step("POST", EVENTS, Reply::Echo),
+    ];
+    let busy = Action::requeue(BUSY_REQUEUE);
+    then(due, read(2, one_behind_scaling_to_four), true, scale, busy);
+    // 7: at once, steady again with only the offsets stale against 5's
+    // write: 6 cleared the record of 5, so it is written (write 4).
+    then(due, read(2, one_behind), true, vec![], steady);
+    let script = serve(
+        handle,
+        kq.clone(),
+        passes.iter_mut().flat_map(|p| p.1.drain(..)).collect(),
+    );
+    let obj: Arc<KraftQuorum> = Arc::new(serde_json::from_value(kq).expect("kq fixture"));
+    for (n, (at, _, action)) in passes.into_iter().enumerate() {
         now_ms.store(start.as_millisecond() + at, Ordering::SeqCst);
         let result =
             tokio::time::timeout(Duration::from_secs(10), reconcile(obj.clone(), ctx.clone()))
                 .await
                 .expect("the pass finishes");
+        let pass = n + 1;
         assert_eq!(
-            result.unwrap_or_else(|e| panic!("pass {}: {e}", pass + 1)),
-            Action::requeue(STEADY_REQUEUE),
-            "pass {}",
-            pass + 1
+            result.unwrap_or_else(|e| panic!("pass {pass}: {e}")),
+            action,
+            "pass {pass}"
         );
     }
     let seen = script.finish();
@@ -73,7 +120,7 @@ async fn a_steady_pass_writes_progress_alone_at_most_once_per_steady_requeue() {
         .filter(|s| s.path == KQ_STATUS)
         .map(status_of)
         .collect();
-    assert_eq!(writes.len(), 3, "{:#?}", calls(&seen));
+    assert_eq!(writes.len(), 5, "{:#?}", calls(&seen));
     for written in writes {
         assert_eq!(written["highWatermark"], 100);
         assert_eq!(written["voters"][2]["lag"], 0);
@@ -82,7 +129,7 @@ async fn a_steady_pass_writes_progress_alone_at_most_once_per_steady_requeue() {
 }
 
 #[test]
-fn only_the_high_watermark_and_lags_are_progress() {
+fn only_the_high_watermark_and_lags_are_offsets() {
     use crate::crd::{KraftQuorumStatus, VoterStatus};
     let voter = |node_id, lag| VoterStatus {
         node_id,
@@ -103,16 +150,16 @@ fn only_the_high_watermark_and_lags_are_progress() {
     new.high_watermark = Some(12);
     new.voters[1].lag = 0;
     new.observers[0].lag = 1;
-    assert!(status::differs_only_in_progress(Some(&old), &new));
-    assert!(status::differs_only_in_progress(Some(&old), &old));
-    assert!(!status::differs_only_in_progress(None, &new));
+    assert!(status::differs_only_in_offsets(Some(&old), &new));
+    assert!(status::differs_only_in_offsets(Some(&old), &old));
+    assert!(!status::differs_only_in_offsets(None, &new));
     let mut caught_up = new.clone();
     caught_up.voters[1].caught_up = false;
-    assert!(!status::differs_only_in_progress(Some(&old), &caught_up));
+    assert!(!status::differs_only_in_offsets(Some(&old), &caught_up));
     let mut epoch = new.clone();
     epoch.leader_epoch = Some(5);
-    assert!(!status::differs_only_in_progress(Some(&old), &epoch));
+    assert!(!status::differs_only_in_offsets(Some(&old), &epoch));
     let mut observers = new;
     observers.observers.clear();
-    assert!(!status::differs_only_in_progress(Some(&old), &observers));
+    assert!(!status::differs_only_in_offsets(Some(&old), &observers));
 }
