@@ -11,11 +11,11 @@ mod interop;
 use std::time::Duration;
 
 use interop::{
-    brokers::{KeptDir, Quorum},
+    brokers::{FIRST_LEADER_TIMEOUT, KeptDir, Quorum},
     our_status, run_ours, wait_for,
 };
 
-/// Long enough for three JVMs to start and elect on a loaded 2-core machine.
+/// Long enough for one JVM to start alone on the recovered files and lead.
 const TIMEOUT: Duration = Duration::from_secs(120);
 
 crate::per_kafka_version!(recovered_by_our_tool_leads_alone;
@@ -26,7 +26,7 @@ crate::per_kafka_version!(recovered_by_our_tool_leads_alone;
 fn recovered_by_our_tool_leads_alone(version: &'static str) {
     let root = KeptDir::new("interop-recover-");
     let mut quorum = Quorum::kafka(root.path(), version, "");
-    let (survivor, old_hw) = quorum.wait_for_leader(TIMEOUT, None);
+    let (survivor, old_hw) = quorum.wait_for_leader(FIRST_LEADER_TIMEOUT, None);
     for id in quorum.ids() {
         quorum.kill(id);
     }

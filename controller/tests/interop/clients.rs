@@ -312,6 +312,9 @@ pub struct Load<'a> {
     pub throughput: i64,
     /// Value prefix (an integer).
     pub prefix: &'a str,
+    /// `max.in.flight.requests.per.connection` (Kafka's default 5; at most
+    /// 5 with idempotence).
+    pub max_in_flight: u32,
 }
 
 /// A `VerifiableProducer` running in the background, its JSON lines going
@@ -341,14 +344,19 @@ pub struct ProduceReport {
 
 impl Producer {
     /// Starts `VerifiableProducer` of `version` sending `load` through
-    /// `bootstrap`, with `acks=all`, idempotence on and unlimited retries;
+    /// `bootstrap`, with `acks=all`, idempotence on, unlimited retries and
+    /// `load.max_in_flight` requests in flight per connection;
     /// `dir` holds its files, named after `name`.
     pub fn start(version: &str, dir: &Path, name: &str, bootstrap: &str, load: &Load<'_>) -> Self {
         let config = dir.join(format!("{name}.producer.properties"));
         std::fs::write(
             &config,
-            "acks=all\nenable.idempotence=true\nretries=2147483647\nlinger.ms=5\nmax.block.ms=30000\n\
-             delivery.timeout.ms=120000\nrequest.timeout.ms=10000\n",
+            format!(
+                "acks=all\nenable.idempotence=true\nretries=2147483647\nlinger.ms=5\nmax.block.ms=30000\n\
+                 delivery.timeout.ms=120000\nrequest.timeout.ms=10000\n\
+                 max.in.flight.requests.per.connection={}\n",
+                load.max_in_flight
+            ),
         )
         .expect("write producer properties");
         let out = dir.join(format!("{name}.producer.out"));
