@@ -299,7 +299,7 @@ fn kafka_4_4_0s_controller_leads_on_a_directory_our_format_wrote_in_the_kip_1170
     );
     server.start();
     let address = server.address();
-    let status = wait_for_leader(&address);
+    let status = wait_for_leader_within(&address, FIRST_LEADER_TIMEOUT);
     assert_eq!(status["LeaderId"], "1", "{status:?}");
     assert_eq!(status["ClusterId"], CLUSTER_ID, "{status:?}");
     let row = wait_for(

@@ -72,7 +72,7 @@ const FEATURE_COMMAND: &str = "org.apache.kafka.tools.FeatureCommand";
 /// records the other implementation wrote.
 const CONTROLLER_EXTRA: &str = "metadata.log.max.record.bytes.between.snapshots=4096\n";
 /// How long a JVM controller may take to start and win or follow.
-const JVM_START: Duration = Duration::from_secs(60);
+const JVM_START: Duration = FIRST_LEADER_TIMEOUT;
 
 /// The four controllers, the broker and the test's directory.
 struct Mixed {

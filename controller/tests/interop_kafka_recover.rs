@@ -11,7 +11,8 @@ mod interop;
 use std::time::Duration;
 
 use interop::{
-    brokers::{FIRST_LEADER_TIMEOUT, KeptDir, Quorum},
+    FIRST_LEADER_TIMEOUT,
+    brokers::{KeptDir, Quorum},
     our_status, run_ours, wait_for,
 };
 

@@ -492,13 +492,6 @@ pub fn release_version_of(version: &str) -> &'static str {
     }
 }
 
-/// How long a quorum just started (or restarted whole) may take to elect a
-/// leader and commit. Kafka's own three JVM controllers took over 60 s on
-/// the 2-core machine while two interop groups ran side by side after a
-/// fresh build (one took 40 s from "Starting controller" to its socket
-/// server, session 21); ours elect in about a second.
-pub const FIRST_LEADER_TIMEOUT: Duration = Duration::from_secs(180);
-
 /// Three controllers, ours or Kafka's, formatted with `--initial-controllers`
 /// and started; the steps of the test call the same methods on both.
 #[derive(Debug)]

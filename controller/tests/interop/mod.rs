@@ -562,20 +562,30 @@ pub fn our_status(address: &str) -> Option<BTreeMap<String, String>> {
         .then(|| parse_status(&String::from_utf8_lossy(&output.stdout)))
 }
 
-/// Waits until `address` reports a leader and a high watermark above 0.
+/// How long a quorum just started (or restarted whole) may take to elect a
+/// leader and commit. Kafka's own three JVM controllers took over 60 s on
+/// the 2-core machine while two interop groups ran side by side after a
+/// fresh build (one took 40 s from "Starting controller" to its socket
+/// server, session 21); ours elect in about a second.
+pub const FIRST_LEADER_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// Waits until `address` reports a leader and a high watermark above 0
+/// (30 s: ours, or a JVM already running).
 pub fn wait_for_leader(address: &str) -> BTreeMap<String, String> {
-    wait_for(
-        Duration::from_secs(30),
-        "a leader with a high watermark",
-        || {
-            our_status(address).filter(|s| {
-                s.get("LeaderId").is_some_and(|l| l != "-1")
-                    && s.get("HighWatermark")
-                        .and_then(|h| h.parse::<i64>().ok())
-                        .is_some_and(|h| h > 0)
-            })
-        },
-    )
+    wait_for_leader_within(address, Duration::from_secs(30))
+}
+
+/// Waits up to `timeout` until `address` reports a leader and a high
+/// watermark above 0.
+pub fn wait_for_leader_within(address: &str, timeout: Duration) -> BTreeMap<String, String> {
+    wait_for(timeout, "a leader with a high watermark", || {
+        our_status(address).filter(|s| {
+            s.get("LeaderId").is_some_and(|l| l != "-1")
+                && s.get("HighWatermark")
+                    .and_then(|h| h.parse::<i64>().ok())
+                    .is_some_and(|h| h > 0)
+        })
+    })
 }
 
 /// Kafka's `DumpLogSegments --cluster-metadata-decoder` of `file`, with the

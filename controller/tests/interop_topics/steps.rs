@@ -7,7 +7,7 @@ use std::{
 };
 
 use super::{Cluster, Outcome, RUNNING, SESSION_TIMEOUT, START_TIMEOUT, healthy};
-use crate::interop::{brokers::newest_snapshot, clients::*, wait_for};
+use crate::interop::{FIRST_LEADER_TIMEOUT, brokers::newest_snapshot, clients::*, wait_for};
 
 /// The topic of the traffic steps.
 const TOPIC: &str = "orders";
@@ -197,16 +197,20 @@ fn tail_of(text: &str) -> String {
 
 /// Starts a slow producer and waits for its first 2,000 acks.
 ///
-/// One request in flight per connection: with two, Kafka 4.1.2's idempotent
-/// producer can lose its own order across a partition leader change and
-/// retry OUT_OF_ORDER_SEQUENCE_NUMBER until its records expire. Seen in
-/// step 3 (session 21): of two batches to orders-3 in flight, the first
-/// reached broker 11 just before it became leader (NOT_LEADER_OR_FOLLOWER),
-/// the second just after, and was written; the first, retried, was refused
-/// for good. No acknowledged record was lost, and the controllers had moved
-/// the leadership correctly (13 fenced, 11 leader with ISR [12, 11]); what
-/// these steps check is the controllers' part, every send acknowledged and
-/// read back, so they leave that client race out.
+/// One request in flight per connection: with more than one, the
+/// idempotent producer can lose its own order across a partition leader
+/// change and retry OUT_OF_ORDER_SEQUENCE_NUMBER until its records expire.
+/// Seen in step 3 on our controllers with Kafka 4.1.2's brokers and
+/// client (session 21): of two batches to orders-3 in flight, the first
+/// (the producer's first to that partition) reached broker 11 just before
+/// it became leader (NOT_LEADER_OR_FOLLOWER); the second arrived just
+/// after, and 11, holding no state for that producer on orders-3, took it
+/// at any sequence (Kafka's `ProducerAppendInfo`); the first, retried with
+/// sequence 0, was then refused for good. No acknowledged record was lost,
+/// and the controllers had moved the leadership correctly (13 fenced, 11
+/// leader with ISR [12, 11]); what these steps check is the controllers'
+/// part, every send acknowledged and read back in order, so they leave
+/// that client-broker race out. Step 2 keeps Kafka's default of 5.
 fn slow_producer(c: &Cluster, name: &str, topic: &str, prefix: &str) -> Producer {
     let load = Load {
         topic,
@@ -611,7 +615,7 @@ pub fn restart(c: &mut Cluster, o: &mut Outcome) -> String {
     for &id in &ids {
         c.quorum.start(id);
     }
-    c.quorum.wait_for_leader(Duration::from_secs(60), None);
+    c.quorum.wait_for_leader(FIRST_LEADER_TIMEOUT, None);
     let mut loaded = Vec::new();
     if matches!(c.quorum, crate::interop::brokers::Quorum::Ours(_)) {
         for &id in &ids {
