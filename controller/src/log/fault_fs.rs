@@ -27,7 +27,9 @@
 //! paths containing a string, with EIO or ENOSPC ([`Errno`]), once or from
 //! then on ([`Fault::sticky`]). [`MemoryFs::set_short_writes`] caps the bytes
 //! each write accepts; [`MemoryFs::set_capacity`] makes writes past a total
-//! size short, then ENOSPC.
+//! size short, then ENOSPC. [`MemoryFs::hold_syncs`] makes syncs wait (the
+//! threads that call them block) until [`MemoryFs::release_syncs`], so a test
+//! can act while an fsync is under way; the fault plan applies at release.
 //!
 //! Owns the model and the plan; it must not know any file format.
 
@@ -35,7 +37,7 @@ use std::{
     collections::{BTreeMap, BTreeSet, HashMap},
     io,
     path::{Path, PathBuf},
-    sync::{Arc, Mutex, MutexGuard},
+    sync::{Arc, Condvar, Mutex, MutexGuard},
 };
 
 use super::fs::{LogFile, LogFs, OpenMode};
@@ -207,6 +209,40 @@ impl State {
 #[derive(Debug, Clone, Default)]
 pub struct MemoryFs {
     state: Arc<Mutex<State>>,
+    gate: Arc<SyncGate>,
+}
+
+/// Holds syncs back while closed ([`MemoryFs::hold_syncs`]). Apart from the
+/// state's lock, so that held syncs leave every other operation free.
+#[derive(Debug, Default)]
+struct SyncGate {
+    /// (held, syncs waiting).
+    state: Mutex<(bool, usize)>,
+    opened: Condvar,
+}
+
+impl SyncGate {
+    fn lock(&self) -> MutexGuard<'_, (bool, usize)> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Blocks the calling thread while the gate is held.
+    fn pass(&self) {
+        let mut gate = self.lock();
+        if !gate.0 {
+            return;
+        }
+        gate.1 += 1;
+        while gate.0 {
+            gate = self
+                .opened
+                .wait(gate)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        gate.1 -= 1;
+    }
 }
 
 fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
@@ -250,6 +286,24 @@ impl MemoryFs {
     /// it is short, and one that can write nothing fails with ENOSPC.
     pub fn set_capacity(&self, bytes: Option<u64>) {
         lock(&self.state).capacity = bytes;
+    }
+
+    /// From now on every sync of a file blocks its thread until
+    /// [`MemoryFs::release_syncs`].
+    pub fn hold_syncs(&self) {
+        self.gate.lock().0 = true;
+    }
+
+    /// Lets the held syncs go on (each then meets the fault plan) and the
+    /// later ones run at once.
+    pub fn release_syncs(&self) {
+        self.gate.lock().0 = false;
+        self.gate.opened.notify_all();
+    }
+
+    /// How many syncs are blocked by [`MemoryFs::hold_syncs`] now.
+    pub fn syncs_waiting(&self) -> usize {
+        self.gate.lock().1
     }
 
     /// The faults that fired so far, one line each (`Sync <path> -> Eio`).
@@ -307,6 +361,7 @@ impl MemoryFs {
 #[derive(Debug)]
 struct MemoryFile {
     state: Arc<Mutex<State>>,
+    gate: Arc<SyncGate>,
     inode: u64,
     path: PathBuf,
     generation: u64,
@@ -326,6 +381,7 @@ impl MemoryFile {
     }
 
     fn sync(&self) -> io::Result<()> {
+        self.gate.pass();
         let mut state = self.state()?;
         let result = state.check(FsOp::Sync, &self.path);
         let inode = state.inodes.entry(self.inode).or_default();
@@ -455,6 +511,7 @@ impl LogFs for MemoryFs {
         };
         Ok(Box::new(MemoryFile {
             state: self.state.clone(),
+            gate: self.gate.clone(),
             inode,
             path: path.to_path_buf(),
             generation: state.generation,

@@ -46,6 +46,8 @@ enum Call {
     Request(Option<ApiKey>),
     /// The listener's own proposal (as leader), at this last offset.
     Proposed(i64),
+    /// The first poll after the loop started its graceful shutdown.
+    ShuttingDown,
 }
 
 /// Reports every call; proposes one record when it becomes leader; answers
@@ -57,6 +59,8 @@ struct Recorder {
     /// Proposes one record at every poll while leader (a workload always
     /// behind its schedule).
     propose_on_every_poll: bool,
+    /// [`Call::ShuttingDown`] was reported.
+    reported_shutdown: bool,
 }
 
 impl Recorder {
@@ -145,6 +149,10 @@ impl Listener<FileLog> for Recorder {
     }
 
     fn poll(&mut self, client: &mut RaftClient<'_, FileLog>) -> Result<(), RecorderError> {
+        if client.shutting_down() && !self.reported_shutdown {
+            self.reported_shutdown = true;
+            self.report(Call::ShuttingDown);
+        }
         if self.propose_on_every_poll && client.role() == Role::Leader {
             client.propose(&[Bytes::from_static(b"busy record")])?;
         }
@@ -238,6 +246,7 @@ fn start_with(dir: &std::path::Path, options: Options) -> Node {
         calls: calls_tx,
         propose_on_leadership,
         propose_on_every_poll,
+        reported_shutdown: false,
     };
     let (shutdown, shutdown_rx) = watch::channel(false);
     let task = tokio::spawn(run(engine, initial, ctx, listener, shutdown_rx));
@@ -513,5 +522,73 @@ async fn a_failed_fsync_in_a_flush_job_stops_the_loop_with_nothing_past_it_commi
     assert!(
         highest <= durable,
         "committed up to {highest}, durable only to {durable} (commits {committed:?})"
+    );
+}
+
+#[tokio::test]
+async fn a_flush_job_running_at_shutdown_is_awaited_and_its_failed_fsync_reported() {
+    // Issue 23 (decisions D5): the loop may finish its shutdown while a
+    // flush job's fsync runs on a blocking thread. It must wait for the job
+    // and hand its result to the engine: a fsync that fails then is the
+    // node's error, not lost with a dropped job.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fs = MemoryFs::new();
+    let mut node = start_with(
+        dir.path(),
+        Options {
+            propose_on_every_poll: true,
+            append_linger_ms: Some(0),
+            fs: Some(fs.clone()),
+            ..Options::default()
+        },
+    );
+    let mut calls = node
+        .calls_until(
+            "a first commit",
+            |c| matches!(c, Call::Commit(hw) if *hw > 0),
+        )
+        .await;
+    fs.hold_syncs();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while fs.syncs_waiting() == 0 {
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await
+    .expect("a flush job's fsync starts within 10 s");
+    fs.inject(Fault::next(FsOp::Sync, Errno::Eio).on_path(".log"));
+    let _ = node.shutdown.send(true);
+    calls.extend(
+        node.calls_until("the loop's shutdown", |c| *c == Call::ShuttingDown)
+            .await,
+    );
+    fs.release_syncs();
+    let result = tokio::time::timeout(Duration::from_secs(10), &mut node.task)
+        .await
+        .expect("the loop stops within 10 s of the fsync's end")
+        .expect("the loop does not panic");
+    let err = result.expect_err("the held fsync's failure is the loop's error");
+    assert!(
+        err.to_string().contains("fsync of") && err.to_string().contains("os error 5"),
+        "the error names the failed fsync: {err}"
+    );
+    while let Ok(call) = node.calls.try_recv() {
+        calls.push(call);
+    }
+    let highest = calls
+        .iter()
+        .filter_map(|c| match c {
+            Call::Commit(hw) => Some(*hw),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+    fs.crash();
+    let log = FileLog::open_on(Arc::new(fs), dir.path(), FileLogConfig::default())
+        .expect("the log reopens after the crash");
+    let durable = log.end_offset().offset;
+    assert!(
+        highest <= durable,
+        "committed up to {highest}, durable only to {durable}"
     );
 }
