@@ -328,6 +328,17 @@ impl Node {
     }
 }
 
+/// The high watermarks of the [`Call::Commit`]s among `calls`, in order.
+fn high_watermarks(calls: &[Call]) -> Vec<i64> {
+    calls
+        .iter()
+        .filter_map(|c| match c {
+            Call::Commit(hw) => Some(*hw),
+            _ => None,
+        })
+        .collect()
+}
+
 fn is_leader(call: &Call) -> bool {
     matches!(call, Call::LeaderChange(c) if c.role == Role::Leader && c.leader_id == Some(1))
 }
@@ -356,13 +367,7 @@ async fn the_listener_hears_leadership_then_the_commit_of_what_it_proposed() {
         )
         .await;
     // Kafka's handleCommit: the high watermark only moves forward.
-    let hws: Vec<i64> = commits
-        .iter()
-        .filter_map(|c| match c {
-            Call::Commit(hw) => Some(*hw),
-            _ => None,
-        })
-        .collect();
+    let hws = high_watermarks(&commits);
     assert!(
         hws.windows(2).all(|w| w[0] < w[1]),
         "commits in order: {hws:?}"
@@ -489,7 +494,7 @@ async fn a_failed_fsync_in_a_flush_job_stops_the_loop_with_nothing_past_it_commi
     let dir = tempfile::tempdir().expect("temp dir");
     let fs = MemoryFs::new();
     fs.inject(Fault::next(FsOp::Sync, Errno::Eio).on_path(".log").nth(3));
-    let mut node = start_with(
+    let node = start_with(
         dir.path(),
         Options {
             propose_on_every_poll: true,
@@ -498,31 +503,7 @@ async fn a_failed_fsync_in_a_flush_job_stops_the_loop_with_nothing_past_it_commi
             ..Options::default()
         },
     );
-    let result = tokio::time::timeout(Duration::from_secs(10), &mut node.task)
-        .await
-        .expect("the loop stops within 10 s")
-        .expect("the loop does not panic");
-    let err = result.expect_err("the loop stops with an error");
-    assert!(
-        err.to_string().contains("fsync of") && err.to_string().contains("os error 5"),
-        "the error names the failed fsync: {err}"
-    );
-    let mut committed = Vec::new();
-    while let Ok(call) = node.calls.try_recv() {
-        if let Call::Commit(hw) = call {
-            committed.push(hw);
-        }
-    }
-    let highest = *committed.last().expect("commits before the failed fsync");
-    // What the failed fsync left on disk holds every committed offset.
-    fs.crash();
-    let log = FileLog::open_on(Arc::new(fs), dir.path(), FileLogConfig::default())
-        .expect("the log reopens after the crash");
-    let durable = log.end_offset().offset;
-    assert!(
-        highest <= durable,
-        "committed up to {highest}, durable only to {durable} (commits {committed:?})"
-    );
+    stopped_on_the_failed_fsync(node, Vec::new(), fs, dir.path()).await;
 }
 
 #[tokio::test]
@@ -563,32 +544,39 @@ async fn a_flush_job_running_at_shutdown_is_awaited_and_its_failed_fsync_reporte
             .await,
     );
     fs.release_syncs();
+    stopped_on_the_failed_fsync(node, calls, fs, dir.path()).await;
+}
+
+/// Waits up to 10 s for `node`'s loop to stop with the error of a failed
+/// fsync (EIO), then checks that a crash of `fs` now leaves every offset the
+/// listener was told was committed (`seen`: the calls already taken from
+/// the node).
+async fn stopped_on_the_failed_fsync(
+    mut node: Node,
+    mut seen: Vec<Call>,
+    fs: MemoryFs,
+    dir: &std::path::Path,
+) {
     let result = tokio::time::timeout(Duration::from_secs(10), &mut node.task)
         .await
-        .expect("the loop stops within 10 s of the fsync's end")
+        .expect("the loop stops within 10 s")
         .expect("the loop does not panic");
-    let err = result.expect_err("the held fsync's failure is the loop's error");
+    let err = result.expect_err("the loop stops with an error");
     assert!(
         err.to_string().contains("fsync of") && err.to_string().contains("os error 5"),
         "the error names the failed fsync: {err}"
     );
     while let Ok(call) = node.calls.try_recv() {
-        calls.push(call);
+        seen.push(call);
     }
-    let highest = calls
-        .iter()
-        .filter_map(|c| match c {
-            Call::Commit(hw) => Some(*hw),
-            _ => None,
-        })
-        .max()
-        .unwrap_or(0);
+    let committed = high_watermarks(&seen);
+    let highest = *committed.last().expect("commits before the failed fsync");
     fs.crash();
-    let log = FileLog::open_on(Arc::new(fs), dir.path(), FileLogConfig::default())
+    let log = FileLog::open_on(Arc::new(fs), dir, FileLogConfig::default())
         .expect("the log reopens after the crash");
     let durable = log.end_offset().offset;
     assert!(
         highest <= durable,
-        "committed up to {highest}, durable only to {durable}"
+        "committed up to {highest}, durable only to {durable} (commits {committed:?})"
     );
 }
