@@ -471,8 +471,9 @@ pub struct VoterStatus {
     /// Controller endpoint `host:port`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub endpoint: Option<String>,
-    /// High watermark minus this replica's log end offset (records). On a
-    /// steady quorum refreshed about every 30 s, not at every pass.
+    /// High watermark minus this replica's log end offset (records).
+    /// Refreshed about every 30 s on a steady quorum (5 s while the operator
+    /// waits), not at every pass.
     #[serde(default)]
     pub lag: i64,
     /// Whether the replica is caught up with the leader.
@@ -552,8 +553,8 @@ pub struct KraftQuorumStatus {
     /// Current leader epoch.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub leader_epoch: Option<i32>,
-    /// Leader's high watermark (offset). On a steady quorum refreshed about
-    /// every 30 s, not at every pass.
+    /// Leader's high watermark (offset). Refreshed about every 30 s on a
+    /// steady quorum (5 s while the operator waits), not at every pass.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub high_watermark: Option<i64>,
     /// The voter set as last observed.

@@ -161,10 +161,11 @@ pub struct Context<Q> {
     pub operator_peer: Option<crate::validate::OperatorPeer>,
     /// Consecutive failures per object, for the backoff.
     failures: Mutex<HashMap<String, u32>>,
-    /// Per object, the start of the steady pass that last wrote its status
-    /// (see [`status::differs_only_in_offsets`]); cleared by any other
-    /// pass's write.
-    steady_status_written: Mutex<HashMap<String, Timestamp>>,
+    /// Per object, the start of the last pass that wrote its status at
+    /// step 8 and acted on nothing (plan `Steady`, `Wait` or `Refuse`; see
+    /// [`status::differs_only_in_offsets`]); removed by a step-8 write of
+    /// a pass that acts, and with the object.
+    idle_status_written: Mutex<HashMap<String, Timestamp>>,
 }
 
 impl<Q> std::fmt::Debug for Context<Q> {
@@ -188,7 +189,7 @@ impl<Q: QuorumClient> Context<Q> {
             clock: Box::new(Timestamp::now),
             operator_peer: None,
             failures: Mutex::new(HashMap::new()),
-            steady_status_written: Mutex::new(HashMap::new()),
+            idle_status_written: Mutex::new(HashMap::new()),
         }
     }
 
@@ -204,22 +205,25 @@ impl<Q: QuorumClient> Context<Q> {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn steady_status_written(&self) -> std::sync::MutexGuard<'_, HashMap<String, Timestamp>> {
-        self.steady_status_written
+    fn idle_status_written(&self) -> std::sync::MutexGuard<'_, HashMap<String, Timestamp>> {
+        self.idle_status_written
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// While a steady pass over `key` wrote its status less than
-    /// [`STEADY_REQUEUE`] before `now`: the time left until then. `None`
-    /// when none did, or the clock went back past that write.
-    fn steady_status_fresh_for(&self, key: &str, now: Timestamp) -> Option<Duration> {
-        let written = *self.steady_status_written().get(key)?;
+    /// While a pass over `key` that acted on nothing wrote its status less
+    /// than `interval` before `now`: the time left until then. `None` when
+    /// none did, or the clock went back past that write.
+    fn idle_status_fresh_for(
+        &self,
+        key: &str,
+        now: Timestamp,
+        interval: Duration,
+    ) -> Option<Duration> {
+        let written = *self.idle_status_written().get(key)?;
         let elapsed_ms = now.as_millisecond().checked_sub(written.as_millisecond())?;
         let elapsed = Duration::from_millis(u64::try_from(elapsed_ms).ok()?);
-        STEADY_REQUEUE
-            .checked_sub(elapsed)
-            .filter(|left| !left.is_zero())
+        interval.checked_sub(elapsed).filter(|left| !left.is_zero())
     }
 }
 
@@ -257,7 +261,7 @@ pub async fn reconcile<Q: QuorumClient>(
         .map(Arc::new)
     else {
         ctx.failures().remove(&k);
-        ctx.steady_status_written().remove(&k);
+        ctx.idle_status_written().remove(&k);
         return Ok(Action::await_change());
     };
     let result = finalizer(&api, FINALIZER, kq, |event| async {
@@ -705,28 +709,35 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
         publish(&ctx.recorder, &kq, event).await;
     }
 
-    // 8. Status. On a steady quorum the leader's high watermark and the
-    // replicas' lags move every 500 ms (the leader's no-op record), and
-    // every status write starts a pass (the watch sees it): a pass slower
-    // than 500 ms found new offsets each time, wrote them and started the
-    // next, for ever (14.6 passes/s at 50 quorums, BENCHMARKS.md). So a
-    // steady pass that would change only those offsets writes them at most
-    // once per STEADY_REQUEUE, and requeues for the moment it may. Passes
-    // in the middle of a change write every time: the next step starts
-    // from that write.
+    // 8. Status. The leader's high watermark and the replicas' lags move
+    // every 500 ms (the leader's no-op record), and every status write
+    // starts a pass (the watch sees it): a pass slower than 500 ms found
+    // new offsets each time, wrote them and started the next, for ever
+    // (14.6 passes/s at 50 steady quorums, BENCHMARKS.md). So a pass that
+    // acts on nothing (steady, waiting, or refusing) and would change only
+    // those offsets writes them at most once per its requeue interval
+    // (30 s steady, 5 s waiting), and requeues for the moment it may: what
+    // it waits for shows in other fields (caughtUp, the voters, the pods'
+    // readiness), which are written at once. A pass that acts writes every
+    // time: the next step starts from that write.
     status.conditions = status::conditions(&status.conditions, &outcome, generation, now);
     let k = key(&kq);
-    if plan == planner::Action::Steady {
+    let idle = matches!(
+        plan,
+        planner::Action::Steady | planner::Action::Wait { .. } | planner::Action::Refuse { .. }
+    );
+    if idle {
         if status::differs_only_in_offsets(stored_status.as_ref(), &status)
-            && let Some(left) = ctx.steady_status_fresh_for(&k, now)
+            && let Some(left) = ctx.idle_status_fresh_for(&k, now, requeue)
         {
+            tracing::debug!(next_write_in = ?left, "status differs only in offsets: not written");
             return Ok(Action::requeue(left));
         }
         write_status(client, &kq, &status).await?;
-        ctx.steady_status_written().insert(k, now);
+        ctx.idle_status_written().insert(k, now);
     } else {
         write_status(client, &kq, &status).await?;
-        ctx.steady_status_written().remove(&k);
+        ctx.idle_status_written().remove(&k);
     }
     Ok(Action::requeue(requeue))
 }
@@ -759,7 +770,7 @@ pub const SINGLE_VOTER_RESTART: &str = "SingleVoterRestart";
 /// StatefulSet's PVC retention policy, so only an Event is left to publish.
 async fn cleanup<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Action, Error> {
     let policy = kq.spec.storage.on_delete.as_str();
-    ctx.steady_status_written().remove(&key(kq));
+    ctx.idle_status_written().remove(&key(kq));
     let note = format!("deleting the quorum; volumes: {policy}");
     let event = EventSpec::new(EventType::Normal, "Deleting", "Cleanup", note);
     publish(&ctx.recorder, kq, event).await;

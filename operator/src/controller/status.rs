@@ -157,7 +157,7 @@ pub fn observe_into(status: &mut KraftQuorumStatus, d: Option<&QuorumDescription
 }
 
 /// Whether `new` equals `old` but for the offsets that move by themselves
-/// on a steady quorum: the leader's high watermark and each voter's and
+/// on a running quorum: the leader's high watermark and each voter's and
 /// observer's lag (records). The leader commits a no-op record every 500 ms
 /// (Kafka's `metadata.max.idle.interval.ms`, `QuorumController`), so these
 /// change at every DescribeQuorum. `old`: the stored status (`None`: never

@@ -136,12 +136,25 @@ fn serve(mut handle: ApiHandle, kq: Value, steps: Vec<Step>) -> Script {
                     (200, k)
                 }
                 Some(Reply::Kq) => (200, kq.clone()),
-                Some(Reply::KqWithWrittenStatus { write, edit }) => {
-                    let mut k = kq.clone();
-                    k["status"] = written.get(write).cloned().unwrap_or(Value::Null);
-                    edit(&mut k);
-                    (200, k)
-                }
+                Some(Reply::KqWithWrittenStatus { write, edit }) => match written.get(write) {
+                    Some(status) => {
+                        let mut k = kq.clone();
+                        k["status"] = status.clone();
+                        edit(&mut k);
+                        (200, k)
+                    }
+                    None => {
+                        unexpected2.lock().expect("lock").push(format!(
+                            "{method} {path} reads status write {write}, but the script saw {}",
+                            written.len()
+                        ));
+                        (
+                            404,
+                            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                                     "message": "no such status write", "reason": "NotFound", "code": 404}),
+                        )
+                    }
+                },
             };
             let response = Response::builder()
                 .status(code)
@@ -789,7 +802,7 @@ mod restart;
 mod rotation_tests;
 
 mod adopt_pass;
+mod idle_offsets;
 mod late_initial_voter;
 #[path = "recovery_pass_tests.rs"]
 mod recovery_pass;
-mod steady_progress;
