@@ -27,9 +27,12 @@
 //! paths containing a string, with EIO or ENOSPC ([`Errno`]), once or from
 //! then on ([`Fault::sticky`]). [`MemoryFs::set_short_writes`] caps the bytes
 //! each write accepts; [`MemoryFs::set_capacity`] makes writes past a total
-//! size short, then ENOSPC. [`MemoryFs::hold_syncs`] makes syncs wait (the
-//! threads that call them block) until [`MemoryFs::release_syncs`], so a test
-//! can act while an fsync is under way; the fault plan applies at release.
+//! size short, then ENOSPC. [`MemoryFs::hold_syncs`] makes syncs of files
+//! wait (the threads that call them block) until its [`SyncHold`] is
+//! dropped, so a test can act while an fsync is under way; the fault plan
+//! applies at release. Only for syncs made on threads that may block (a
+//! flush job's): a sync held on the thread of a current-thread runtime
+//! would hold the runtime too.
 //!
 //! Owns the model and the plan; it must not know any file format.
 
@@ -216,13 +219,19 @@ pub struct MemoryFs {
 /// state's lock, so that held syncs leave every other operation free.
 #[derive(Debug, Default)]
 struct SyncGate {
-    /// (held, syncs waiting).
-    state: Mutex<(bool, usize)>,
+    state: Mutex<GateState>,
     opened: Condvar,
 }
 
+#[derive(Debug, Default)]
+struct GateState {
+    held: bool,
+    /// Syncs blocked now.
+    waiting: usize,
+}
+
 impl SyncGate {
-    fn lock(&self) -> MutexGuard<'_, (bool, usize)> {
+    fn lock(&self) -> MutexGuard<'_, GateState> {
         self.state
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -231,17 +240,36 @@ impl SyncGate {
     /// Blocks the calling thread while the gate is held.
     fn pass(&self) {
         let mut gate = self.lock();
-        if !gate.0 {
+        if !gate.held {
             return;
         }
-        gate.1 += 1;
-        while gate.0 {
+        gate.waiting += 1;
+        while gate.held {
             gate = self
                 .opened
                 .wait(gate)
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
-        gate.1 -= 1;
+        gate.waiting -= 1;
+    }
+
+    fn release(&self) {
+        self.lock().held = false;
+        self.opened.notify_all();
+    }
+}
+
+/// Syncs of files held back ([`MemoryFs::hold_syncs`]) until this is
+/// dropped (also when a test panics, so that no thread stays blocked).
+#[derive(Debug)]
+#[must_use = "the syncs are released when the hold is dropped"]
+pub struct SyncHold {
+    gate: Arc<SyncGate>,
+}
+
+impl Drop for SyncHold {
+    fn drop(&mut self) {
+        self.gate.release();
     }
 }
 
@@ -288,22 +316,19 @@ impl MemoryFs {
         lock(&self.state).capacity = bytes;
     }
 
-    /// From now on every sync of a file blocks its thread until
-    /// [`MemoryFs::release_syncs`].
-    pub fn hold_syncs(&self) {
-        self.gate.lock().0 = true;
-    }
-
-    /// Lets the held syncs go on (each then meets the fault plan) and the
-    /// later ones run at once.
-    pub fn release_syncs(&self) {
-        self.gate.lock().0 = false;
-        self.gate.opened.notify_all();
+    /// From now on every sync of a file blocks its thread until the
+    /// returned hold is dropped; then the held syncs go on (each meeting the
+    /// fault plan) and later ones run at once.
+    pub fn hold_syncs(&self) -> SyncHold {
+        self.gate.lock().held = true;
+        SyncHold {
+            gate: self.gate.clone(),
+        }
     }
 
     /// How many syncs are blocked by [`MemoryFs::hold_syncs`] now.
     pub fn syncs_waiting(&self) -> usize {
-        self.gate.lock().1
+        self.gate.lock().waiting
     }
 
     /// The faults that fired so far, one line each (`Sync <path> -> Eio`).

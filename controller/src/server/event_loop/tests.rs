@@ -529,7 +529,7 @@ async fn a_flush_job_running_at_shutdown_is_awaited_and_its_failed_fsync_reporte
             |c| matches!(c, Call::Commit(hw) if *hw > 0),
         )
         .await;
-    fs.hold_syncs();
+    let hold = fs.hold_syncs();
     tokio::time::timeout(Duration::from_secs(10), async {
         while fs.syncs_waiting() == 0 {
             tokio::time::sleep(Duration::from_millis(1)).await;
@@ -543,7 +543,7 @@ async fn a_flush_job_running_at_shutdown_is_awaited_and_its_failed_fsync_reporte
         node.calls_until("the loop's shutdown", |c| *c == Call::ShuttingDown)
             .await,
     );
-    fs.release_syncs();
+    drop(hold);
     stopped_on_the_failed_fsync(node, calls, fs, dir.path()).await;
 }
 
