@@ -87,7 +87,7 @@ impl Cluster {
     /// cluster and each broker's times by its log: lifecycle manager
     /// STARTING→RUNNING, and server STARTING→RUNNING.
     fn start(root: &Path, version: &'static str, mut quorum: Quorum) -> (Self, Vec<Timing>) {
-        let (leader, _) = quorum.wait_for_leader(FIRST_LEADER_TIMEOUT, None);
+        let (leader, _) = quorum.wait_for_first_leader();
         eprintln!("[{version}] {} controllers: leader {leader}", quorum.name());
         let bootstrap = quorum.bootstrap();
         let mut brokers: Vec<KafkaServer> = BROKER_IDS
@@ -443,7 +443,7 @@ fn all_steps(root: &Path, version: &'static str, quorum: Quorum, baseline: Optio
     for &id in &ids {
         c.quorum.start(id);
     }
-    let (leader, _) = c.quorum.wait_for_leader(FIRST_LEADER_TIMEOUT, None);
+    let (leader, _) = c.quorum.wait_for_first_leader();
     if matches!(c.quorum, Quorum::Ours(_)) {
         for &id in &ids {
             let offset = wait_for(

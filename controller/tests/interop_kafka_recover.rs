@@ -11,7 +11,6 @@ mod interop;
 use std::time::Duration;
 
 use interop::{
-    FIRST_LEADER_TIMEOUT,
     brokers::{KeptDir, Quorum},
     our_status, run_ours, wait_for,
 };
@@ -27,7 +26,7 @@ crate::per_kafka_version!(recovered_by_our_tool_leads_alone;
 fn recovered_by_our_tool_leads_alone(version: &'static str) {
     let root = KeptDir::new("interop-recover-");
     let mut quorum = Quorum::kafka(root.path(), version, "");
-    let (survivor, old_hw) = quorum.wait_for_leader(FIRST_LEADER_TIMEOUT, None);
+    let (survivor, old_hw) = quorum.wait_for_first_leader();
     for id in quorum.ids() {
         quorum.kill(id);
     }

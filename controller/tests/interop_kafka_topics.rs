@@ -68,7 +68,7 @@ pub struct Cluster {
 
 impl Cluster {
     fn start(root: &Path, version: &'static str, mut quorum: Quorum) -> Self {
-        let (leader, _) = quorum.wait_for_leader(FIRST_LEADER_TIMEOUT, None);
+        let (leader, _) = quorum.wait_for_first_leader();
         eprintln!("[{version}] {} controllers: leader {leader}", quorum.name());
         let bootstrap = quorum.bootstrap();
         let mut brokers: Vec<KafkaServer> = BROKER_IDS

@@ -43,7 +43,7 @@ fn without_colours(line: &str) -> String {
 /// Waits for `quorum`'s leader and until Kafka's `list-endpoints` lists
 /// every controller's registration: (leader id, bootstrap servers, ids).
 fn led_and_all_listed(quorum: &mut Quorum) -> (i32, String, BTreeSet<i32>) {
-    let (leader, _) = quorum.wait_for_leader(FIRST_LEADER_TIMEOUT, None);
+    let (leader, _) = quorum.wait_for_first_leader();
     let bootstrap = quorum.bootstrap();
     let all: BTreeSet<i32> = quorum.ids().into_iter().collect();
     wait_for(

@@ -653,6 +653,24 @@ impl Quorum {
         None
     }
 
+    /// How long this quorum, just started or restarted whole, may take to
+    /// elect a leader and commit: [`super::FIRST_LEADER_TIMEOUT`] for
+    /// Kafka's JVM controllers; 30 s for ours, which elect in about a
+    /// second, so that a slow election of ours still fails.
+    pub fn first_leader_timeout(&self) -> Duration {
+        match self {
+            Self::Ours(_) => Duration::from_secs(30),
+            Self::Kafka(_) => super::FIRST_LEADER_TIMEOUT,
+        }
+    }
+
+    /// Waits up to [`Quorum::first_leader_timeout`] for the first leader of
+    /// this quorum, just started or restarted whole.
+    pub fn wait_for_first_leader(&mut self) -> (i32, i64) {
+        let timeout = self.first_leader_timeout();
+        self.wait_for_leader(timeout, None)
+    }
+
     /// Waits up to `timeout` for a leader other than `not` (if given) with a
     /// high watermark.
     pub fn wait_for_leader(&mut self, timeout: Duration, not: Option<i32>) -> (i32, i64) {

@@ -562,11 +562,12 @@ pub fn our_status(address: &str) -> Option<BTreeMap<String, String>> {
         .then(|| parse_status(&String::from_utf8_lossy(&output.stdout)))
 }
 
-/// How long a quorum just started (or restarted whole) may take to elect a
-/// leader and commit. Kafka's own three JVM controllers took over 60 s on
-/// the 2-core machine while two interop groups ran side by side after a
-/// fresh build (one took 40 s from "Starting controller" to its socket
-/// server, session 21); ours elect in about a second.
+/// How long Kafka's JVM controllers, just started (or restarted whole), may
+/// take to elect a leader and commit. Three of them took over 60 s on the
+/// 2-core machine while two interop groups ran side by side after a fresh
+/// build (one took 40 s from "Starting controller" to its socket server,
+/// session 21). Ours elect in about a second and get 30 s
+/// (`brokers::Quorum::first_leader_timeout`).
 pub const FIRST_LEADER_TIMEOUT: Duration = Duration::from_secs(180);
 
 /// Waits until `address` reports a leader and a high watermark above 0

@@ -7,7 +7,7 @@ use std::{
 };
 
 use super::{Cluster, Outcome, RUNNING, SESSION_TIMEOUT, START_TIMEOUT, healthy};
-use crate::interop::{FIRST_LEADER_TIMEOUT, brokers::newest_snapshot, clients::*, wait_for};
+use crate::interop::{brokers::newest_snapshot, clients::*, wait_for};
 
 /// The topic of the traffic steps.
 const TOPIC: &str = "orders";
@@ -615,7 +615,7 @@ pub fn restart(c: &mut Cluster, o: &mut Outcome) -> String {
     for &id in &ids {
         c.quorum.start(id);
     }
-    c.quorum.wait_for_leader(FIRST_LEADER_TIMEOUT, None);
+    c.quorum.wait_for_first_leader();
     let mut loaded = Vec::new();
     if matches!(c.quorum, crate::interop::brokers::Quorum::Ours(_)) {
         for &id in &ids {
