@@ -32,7 +32,7 @@ pub mod unregister;
 
 use std::{
     collections::HashMap,
-    sync::{Arc, Mutex},
+    sync::{Arc, Mutex, MutexGuard},
     time::Duration,
 };
 
@@ -193,22 +193,16 @@ impl<Q: QuorumClient> Context<Q> {
         }
     }
 
-    fn fresh_uuid_source(&self) -> std::sync::MutexGuard<'_, Box<dyn FnMut() -> Uuid + Send>> {
-        self.new_uuid
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn fresh_uuid_source(&self) -> MutexGuard<'_, Box<dyn FnMut() -> Uuid + Send>> {
+        locked(&self.new_uuid)
     }
 
-    fn failures(&self) -> std::sync::MutexGuard<'_, HashMap<String, u32>> {
-        self.failures
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn failures(&self) -> MutexGuard<'_, HashMap<String, u32>> {
+        locked(&self.failures)
     }
 
-    fn idle_status_written(&self) -> std::sync::MutexGuard<'_, HashMap<String, Timestamp>> {
-        self.idle_status_written
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn idle_status_written(&self) -> MutexGuard<'_, HashMap<String, Timestamp>> {
+        locked(&self.idle_status_written)
     }
 
     /// While a pass over `key` that acted on nothing wrote its status less
@@ -225,6 +219,14 @@ impl<Q: QuorumClient> Context<Q> {
         let elapsed = Duration::from_millis(u64::try_from(elapsed_ms).ok()?);
         interval.checked_sub(elapsed).filter(|left| !left.is_zero())
     }
+}
+
+/// `mutex`, locked; a poisoned one too (a pass that panicked while holding
+/// it left a map or a source that is still whole).
+fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn key(kq: &KraftQuorum) -> String {
