@@ -22,6 +22,7 @@ pub mod apply;
 pub mod broker_acl;
 pub mod cert_manager;
 pub mod certs;
+mod context;
 pub mod events;
 pub mod executor;
 pub mod identity;
@@ -30,21 +31,14 @@ pub mod recovery;
 pub mod status;
 pub mod unregister;
 
-use std::{
-    collections::HashMap,
-    sync::{Arc, Mutex, MutexGuard},
-    time::Duration,
-};
+use std::{sync::Arc, time::Duration};
 
 use futures::StreamExt;
-use k8s_openapi::{
-    api::{
-        apps::v1::StatefulSet,
-        core::v1::{ConfigMap, Pod, Secret, Service},
-        networking::v1::NetworkPolicy,
-        policy::v1::PodDisruptionBudget,
-    },
-    jiff::Timestamp,
+use k8s_openapi::api::{
+    apps::v1::StatefulSet,
+    core::v1::{ConfigMap, Pod, Secret, Service},
+    networking::v1::NetworkPolicy,
+    policy::v1::PodDisruptionBudget,
 };
 use kube::{
     Api, Client, Resource, ResourceExt,
@@ -52,14 +46,13 @@ use kube::{
     runtime::{
         Controller,
         controller::Action,
-        events::{EventType, Recorder, Reporter},
+        events::EventType,
         finalizer::{Error as FinalizerError, Event as Finalizer, finalizer},
         reflector::ObjectRef,
         watcher,
     },
 };
 use tracing::{info, instrument, warn};
-use uuid::Uuid;
 
 use crate::build::statefulset::unformatted_annotation;
 use crate::{
@@ -68,12 +61,12 @@ use crate::{
         ANNOTATION_UNFORMATTED_INITIAL_VOTERS, AdoptionPhase, FINALIZER, KraftQuorum,
         LABEL_INSTANCE, LABEL_MANAGED_BY,
     },
-    metrics::Metrics,
     planner,
     quorum::QuorumClient,
     validate::validate,
 };
 use apply::{apply_children, write_status};
+pub use context::Context;
 use events::{EventSpec, publish};
 use status::Outcome;
 
@@ -137,96 +130,6 @@ impl Error {
 fn kube_err(action: impl Into<String>) -> impl FnOnce(kube::Error) -> Error {
     let action = action.into();
     move |source| Error::Kube { action, source }
-}
-
-/// Shared state of the reconciler.
-pub struct Context<Q> {
-    /// Kubernetes client.
-    pub client: Client,
-    /// Admin RPCs to the controllers.
-    pub quorum: Q,
-    /// Publishes Events on the KraftQuorum.
-    pub recorder: Recorder,
-    /// Prometheus metrics.
-    pub metrics: Arc<Metrics>,
-    /// Cluster DNS domain for pod names (`cluster.local`).
-    pub cluster_domain: String,
-    /// Source of fresh UUIDs (cluster and directory ids).
-    pub new_uuid: Mutex<Box<dyn FnMut() -> Uuid + Send>>,
-    /// The clock (for `pendingChange.since` and condition times).
-    pub clock: Box<dyn Fn() -> Timestamp + Send + Sync>,
-    /// Where the operator runs (namespace, pod labels), for the quorums'
-    /// NetworkPolicies; `None`: the policies do not name the operator (it
-    /// runs outside the cluster, or was not told).
-    pub operator_peer: Option<crate::validate::OperatorPeer>,
-    /// Consecutive failures per object, for the backoff.
-    failures: Mutex<HashMap<String, u32>>,
-    /// Per object, the start of the last pass that wrote its status at
-    /// step 8 and acted on nothing (plan `Steady`, `Wait` or `Refuse`; see
-    /// [`status::differs_only_in_offsets`]); removed by a step-8 write of
-    /// a pass that acts, and with the object.
-    idle_status_written: Mutex<HashMap<String, Timestamp>>,
-}
-
-impl<Q> std::fmt::Debug for Context<Q> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Context")
-            .field("cluster_domain", &self.cluster_domain)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<Q: QuorumClient> Context<Q> {
-    /// A context with random UUIDs and the system clock.
-    pub fn new(client: Client, quorum: Q, reporter: Reporter, cluster_domain: &str) -> Self {
-        Context {
-            recorder: Recorder::new(client.clone(), reporter),
-            client,
-            quorum,
-            metrics: Arc::new(Metrics::new()),
-            cluster_domain: cluster_domain.to_string(),
-            new_uuid: Mutex::new(Box::new(Uuid::new_v4)),
-            clock: Box::new(Timestamp::now),
-            operator_peer: None,
-            failures: Mutex::new(HashMap::new()),
-            idle_status_written: Mutex::new(HashMap::new()),
-        }
-    }
-
-    fn fresh_uuid_source(&self) -> MutexGuard<'_, Box<dyn FnMut() -> Uuid + Send>> {
-        locked(&self.new_uuid)
-    }
-
-    fn failures(&self) -> MutexGuard<'_, HashMap<String, u32>> {
-        locked(&self.failures)
-    }
-
-    fn idle_status_written(&self) -> MutexGuard<'_, HashMap<String, Timestamp>> {
-        locked(&self.idle_status_written)
-    }
-
-    /// While a pass over `key` that acted on nothing wrote its status less
-    /// than `interval` before `now`: the time left until then. `None` when
-    /// none did, or the clock went back past that write.
-    fn idle_status_fresh_for(
-        &self,
-        key: &str,
-        now: Timestamp,
-        interval: Duration,
-    ) -> Option<Duration> {
-        let written = *self.idle_status_written().get(key)?;
-        let elapsed_ms = now.as_millisecond().checked_sub(written.as_millisecond())?;
-        let elapsed = Duration::from_millis(u64::try_from(elapsed_ms).ok()?);
-        interval.checked_sub(elapsed).filter(|left| !left.is_zero())
-    }
-}
-
-/// `mutex`, locked; a poisoned one too (a pass that panicked while holding
-/// it left a map or a source that is still whole).
-fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn key(kq: &KraftQuorum) -> String {
