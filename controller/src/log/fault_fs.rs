@@ -220,6 +220,7 @@ pub struct MemoryFs {
 #[derive(Debug, Default)]
 struct SyncGate {
     state: Mutex<GateState>,
+    /// Notified when the hold ends and when a sync starts waiting.
     opened: Condvar,
 }
 
@@ -244,6 +245,7 @@ impl SyncGate {
             return;
         }
         gate.waiting += 1;
+        self.opened.notify_all();
         while gate.held {
             gate = self
                 .opened
@@ -265,6 +267,21 @@ impl SyncGate {
 #[must_use = "the syncs are released when the hold is dropped"]
 pub struct SyncHold {
     gate: Arc<SyncGate>,
+}
+
+impl SyncHold {
+    /// Blocks the calling thread until a sync waits behind this hold, or
+    /// `timeout` passes; whether one does. Call it where blocking is
+    /// allowed (`tokio::task::spawn_blocking` in an async test).
+    pub fn wait_for_a_held_sync(&self, timeout: std::time::Duration) -> bool {
+        let gate = self.gate.lock();
+        let (gate, _) = self
+            .gate
+            .opened
+            .wait_timeout_while(gate, timeout, |g| g.waiting == 0)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        gate.waiting > 0
+    }
 }
 
 impl Drop for SyncHold {
@@ -324,11 +341,6 @@ impl MemoryFs {
         SyncHold {
             gate: self.gate.clone(),
         }
-    }
-
-    /// How many syncs are blocked by [`MemoryFs::hold_syncs`] now.
-    pub fn syncs_waiting(&self) -> usize {
-        self.gate.lock().waiting
     }
 
     /// The faults that fired so far, one line each (`Sync <path> -> Eio`).

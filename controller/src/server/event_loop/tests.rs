@@ -529,14 +529,13 @@ async fn a_flush_job_running_at_shutdown_is_awaited_and_its_failed_fsync_reporte
             |c| matches!(c, Call::Commit(hw) if *hw > 0),
         )
         .await;
-    let hold = fs.hold_syncs();
-    tokio::time::timeout(Duration::from_secs(10), async {
-        while fs.syncs_waiting() == 0 {
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-    })
-    .await
-    .expect("a flush job's fsync starts within 10 s");
+    let hold = Arc::new(fs.hold_syncs());
+    let held = hold.clone();
+    let waiting =
+        tokio::task::spawn_blocking(move || held.wait_for_a_held_sync(Duration::from_secs(10)))
+            .await
+            .expect("the wait does not panic");
+    assert!(waiting, "a flush job's fsync starts within 10 s");
     fs.inject(Fault::next(FsOp::Sync, Errno::Eio).on_path(".log"));
     let _ = node.shutdown.send(true);
     calls.extend(
