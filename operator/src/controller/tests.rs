@@ -83,6 +83,12 @@ struct Script {
     task: tokio::task::JoinHandle<()>,
 }
 
+/// The API server's 404 Status object, with `message`.
+fn not_found(message: &str) -> Value {
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+           "message": message, "reason": "NotFound", "code": 404})
+}
+
 fn serve(mut handle: ApiHandle, kq: Value, steps: Vec<Step>) -> Script {
     let expected = steps.len();
     let seen = Arc::new(Mutex::new(Vec::new()));
@@ -124,11 +130,7 @@ fn serve(mut handle: ApiHandle, kq: Value, steps: Vec<Step>) -> Script {
             let (code, out) = match reply {
                 Some(Reply::Echo) => (200, body),
                 Some(Reply::Json(v)) => (200, v),
-                Some(Reply::NotFound) | None => (
-                    404,
-                    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                           "message": "not found", "reason": "NotFound", "code": 404}),
-                ),
+                Some(Reply::NotFound) | None => (404, not_found("not found")),
                 Some(Reply::KqWithStatus) => {
                     let mut k = kq.clone();
                     k["status"] = body["status"].clone();
@@ -148,11 +150,7 @@ fn serve(mut handle: ApiHandle, kq: Value, steps: Vec<Step>) -> Script {
                             "{method} {path} reads status write {write}, but the script saw {}",
                             written.len()
                         ));
-                        (
-                            404,
-                            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-                                     "message": "no such status write", "reason": "NotFound", "code": 404}),
-                        )
+                        (404, not_found("no such status write"))
                     }
                 },
             };
