@@ -494,15 +494,7 @@ async fn a_failed_fsync_in_a_flush_job_stops_the_loop_with_nothing_past_it_commi
     let dir = tempfile::tempdir().expect("temp dir");
     let fs = MemoryFs::new();
     fs.inject(Fault::next(FsOp::Sync, Errno::Eio).on_path(".log").nth(3));
-    let node = start_with(
-        dir.path(),
-        Options {
-            propose_on_every_poll: true,
-            append_linger_ms: Some(0),
-            fs: Some(fs.clone()),
-            ..Options::default()
-        },
-    );
+    let node = start_committing_on(dir.path(), &fs);
     stopped_on_the_failed_fsync(node, Vec::new(), fs, dir.path()).await;
 }
 
@@ -514,15 +506,7 @@ async fn a_flush_job_running_at_shutdown_is_awaited_and_its_failed_fsync_reporte
     // node's error, not lost with a dropped job.
     let dir = tempfile::tempdir().expect("temp dir");
     let fs = MemoryFs::new();
-    let mut node = start_with(
-        dir.path(),
-        Options {
-            propose_on_every_poll: true,
-            append_linger_ms: Some(0),
-            fs: Some(fs.clone()),
-            ..Options::default()
-        },
-    );
+    let mut node = start_committing_on(dir.path(), &fs);
     let mut calls = node
         .calls_until(
             "a first commit",
@@ -578,4 +562,18 @@ async fn stopped_on_the_failed_fsync(
         highest <= durable,
         "committed up to {highest}, durable only to {durable} (commits {committed:?})"
     );
+}
+
+/// [`start_with`] on `fs`, its listener proposing at every poll with an
+/// append linger of 0: a flush job after nearly every proposal.
+fn start_committing_on(dir: &std::path::Path, fs: &MemoryFs) -> Node {
+    start_with(
+        dir,
+        Options {
+            propose_on_every_poll: true,
+            append_linger_ms: Some(0),
+            fs: Some(fs.clone()),
+            ..Options::default()
+        },
+    )
 }
