@@ -19,6 +19,9 @@
 #                           both groups; the cluster group's output is
 #                           printed after the others', whole (not
 #                           interleaved), then one line with both results
+#                           and, when a test failed, every panic's first
+#                           lines and failed step again at the very end
+#                           (a CI log's tail then says what failed)
 #
 # Exits non-zero when any test failed. Ctrl-C (or a kill of this script)
 # stops both groups and the JVMs they started. KAFKA_VERSIONS (mk/kafka.mk) is
@@ -49,6 +52,7 @@ harness=(-- --nocapture --test-threads 2)
 # their own processes: a Kafka broker's SIGTERM handler waits for a
 # controlled shutdown that the killed controllers never answer.
 log="$(mktemp)"
+rest_log="$(mktemp)"
 cluster_pid=
 rest_pid=
 finished=
@@ -64,7 +68,7 @@ stop_groups() {
     echo "==== interrupted; what ${clusters[*]} printed so far:"
     cat "$log"
   fi
-  rm -f "$log"
+  rm -f "$log" "$rest_log"
 }
 trap stop_groups EXIT
 trap 'exit 130' INT
@@ -72,7 +76,7 @@ trap 'exit 143' TERM
 
 setsid "${cargo_test[@]}" --no-fail-fast "${cluster_flags[@]}" "${harness[@]}" >"$log" 2>&1 &
 cluster_pid=$!
-setsid "${cargo_test[@]}" --no-fail-fast "${rest_flags[@]}" "${harness[@]}" &
+setsid "${cargo_test[@]}" --no-fail-fast "${rest_flags[@]}" "${harness[@]}" > >(tee "$rest_log") 2>&1 &
 rest_pid=$!
 
 rest_rc=0
@@ -87,5 +91,11 @@ cat "$log"
 echo
 echo "==== interop: ${clusters[*]} exit $cluster_rc; the other ${#rest[@]} test binaries exit $rest_rc"
 if ((rest_rc != 0 || cluster_rc != 0)); then
+  # A panic's location and message, and the topics tests' failed steps. Some
+  # panics are caught by a test's wait and retried; the failing test's own
+  # is among them, its message after "panicked at".
+  echo "==== interop failed; the panics and failed steps of both groups:"
+  grep -h -A2 -E "panicked at|step [0-9]+ FAILED" "$rest_log" "$log" |
+    grep -v -E "^(stack backtrace:|note: )" | cut -c1-400 | head -n 120 || true
   exit 1
 fi

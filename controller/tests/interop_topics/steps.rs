@@ -151,6 +151,7 @@ pub fn produce_consume(c: &mut Cluster, acked: &mut Records) -> String {
         throughput: -1,
         prefix: "2",
         max_in_flight: 5,
+        round_robin: false,
     };
     let producer = Producer::start(c.version, &c.root, "step2", &c.bootstrap(), &load);
     let report = producer.finish(Duration::from_secs(300));
@@ -195,7 +196,8 @@ fn tail_of(text: &str) -> String {
     crate::interop::brokers::tail(text, 15)
 }
 
-/// Starts a slow producer and waits for its first 2,000 acks.
+/// Starts a slow producer and waits for its first 2,000 acks;
+/// `round_robin` sends to every partition in turn (`Load::round_robin`).
 ///
 /// One request in flight per connection: with more than one, the
 /// idempotent producer can lose its own order across a partition leader
@@ -211,13 +213,20 @@ fn tail_of(text: &str) -> String {
 /// leader with ISR [12, 11]); what these steps check is the controllers'
 /// part, every send acknowledged and read back in order, so they leave
 /// that client-broker race out. Step 2 keeps Kafka's default of 5.
-fn slow_producer(c: &Cluster, name: &str, topic: &str, prefix: &str) -> Producer {
+fn slow_producer(
+    c: &Cluster,
+    name: &str,
+    topic: &str,
+    prefix: &str,
+    round_robin: bool,
+) -> Producer {
     let load = Load {
         topic,
         count: SLOW_RECORDS,
         throughput: SLOW_RATE,
         prefix,
         max_in_flight: 1,
+        round_robin,
     };
     let producer = Producer::start(c.version, &c.root, name, &c.bootstrap(), &load);
     wait_for(
@@ -243,7 +252,7 @@ fn check_slow(step: &str, report: &ProduceReport) {
 /// Step 3: kill -9 broker 13 during a produce: leaderships move, ISRs shrink;
 /// restarted: ISRs grow back.
 pub fn kill_broker(c: &mut Cluster, later: &mut Records) -> String {
-    let producer = slow_producer(c, "step3", TOPIC, "3");
+    let producer = slow_producer(c, "step3", TOPIC, "3", false);
     let before = c.meta(11, TOPIC).expect("broker 11 answers Metadata");
     let led: Vec<i32> = before
         .iter()
@@ -326,9 +335,9 @@ fn accepted_isrs(c: &Cluster, topic: &str) -> Vec<Vec<i32>> {
 }
 
 /// Step 4: SIGSTOP follower 12 during a produce (a follower with nothing to
-/// fetch is never out of sync in Kafka's `Partition`): the leaders shrink
-/// ISRs (AlterPartition) before its session expires; SIGCONT: they expand
-/// them.
+/// fetch is never out of sync in Kafka's `Partition`, so the producer sends
+/// to every partition in turn): the leaders shrink ISRs (AlterPartition)
+/// before its session expires; SIGCONT: they expand them.
 pub fn stop_follower(c: &mut Cluster) -> String {
     let out = c.topics(&[
         "--create",
@@ -356,7 +365,7 @@ pub fn stop_follower(c: &mut Cluster) -> String {
         !leaders.contains(&12),
         "12 leads a partition of {FOLLOW}: {before:?}"
     );
-    let producer = slow_producer(c, "step4", FOLLOW, "4");
+    let producer = slow_producer(c, "step4", FOLLOW, "4", true);
     let shrinking_before = partition_lines(c, FOLLOW, "Shrinking ISR from");
     c.broker(12).signal("STOP");
     // The ISRs without 12 while 12 is still unfenced (a Kafka broker lists
@@ -438,7 +447,7 @@ pub fn stop_follower(c: &mut Cluster) -> String {
 /// Step 5: kill -9 the active controller during a produce: no failed send; then
 /// the group of step 2 reads what steps 3 and 5 acked, exactly once.
 pub fn kill_controller(c: &mut Cluster, later: &mut Records, step2_passed: bool) -> String {
-    let producer = slow_producer(c, "step5", TOPIC, "5");
+    let producer = slow_producer(c, "step5", TOPIC, "5", false);
     let (old, _) = c.quorum.wait_for_leader(Duration::from_secs(30), None);
     c.quorum.kill(old);
     let killed = Instant::now();
