@@ -76,14 +76,25 @@ trap 'exit 143' TERM
 
 setsid "${cargo_test[@]}" --no-fail-fast "${cluster_flags[@]}" "${harness[@]}" >"$log" 2>&1 &
 cluster_pid=$!
-setsid "${cargo_test[@]}" --no-fail-fast "${rest_flags[@]}" "${harness[@]}" > >(tee "$rest_log") 2>&1 &
+# The other group prints as it goes, and a copy goes to $rest_log for the
+# summary of a failed run.
+exec {rest_out}> >(tee "$rest_log")
+tee_pid=$!
+setsid "${cargo_test[@]}" --no-fail-fast "${rest_flags[@]}" "${harness[@]}" >&"$rest_out" 2>&1 &
 rest_pid=$!
+exec {rest_out}>&-
 
 rest_rc=0
 wait "$rest_pid" || rest_rc=$?
 cluster_rc=0
 wait "$cluster_pid" || cluster_rc=$?
 finished=1
+# tee ends when the last writer of its pipe does (the group's JVMs too);
+# wait for it, at most 10 s.
+for _ in {1..100}; do
+  kill -0 "$tee_pid" 2>/dev/null || break
+  sleep 0.1
+done
 
 echo
 echo "==== ${clusters[*]} (run beside the tests above); their output:"
@@ -91,11 +102,13 @@ cat "$log"
 echo
 echo "==== interop: ${clusters[*]} exit $cluster_rc; the other ${#rest[@]} test binaries exit $rest_rc"
 if ((rest_rc != 0 || cluster_rc != 0)); then
-  # A panic's location and message, and the topics tests' failed steps. Some
-  # panics are caught by a test's wait and retried; the failing test's own
-  # is among them, its message after "panicked at".
-  echo "==== interop failed; the panics and failed steps of both groups:"
-  grep -h -A2 -E "panicked at|step [0-9]+ FAILED" "$rest_log" "$log" |
+  # The failed tests and the topics tests' failed steps, then each panic's
+  # location and message, the cluster group's first. Some panics are caught
+  # by a test's wait and retried; a failing test's own is among them.
+  echo "==== interop failed; the failed tests and steps of both groups:"
+  grep -h -E "^test .+ \.\.\. FAILED$|step [0-9]+ FAILED" "$log" "$rest_log" | cut -c1-400 || true
+  echo "==== their panics (with those the tests' waits caught and retried):"
+  grep -h -A2 "panicked at" "$log" "$rest_log" |
     grep -v -E "^(stack backtrace:|note: )" | cut -c1-400 | head -n 120 || true
   exit 1
 fi

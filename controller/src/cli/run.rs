@@ -95,10 +95,10 @@ pub fn run(args: RunArgs) -> ExitCode {
         }
     };
     // One thread runs every task: the event loop, the connections, the HTTP
-    // endpoint (decisions D21). The fsyncs and snapshot writes run on
-    // tokio's blocking threads. A second worker thread cost the leader
-    // 12-45 % more CPU per committed record in cross-thread wake-ups and
-    // added no throughput (BENCHMARKS.md).
+    // endpoint (decisions D21); a flush's fsyncs and the writes of the
+    // snapshots this node generates run on tokio's blocking threads. Worker
+    // threads cost the leader 12-45 % more CPU per committed record in
+    // cross-thread wake-ups and added no throughput (decisions D21).
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -113,8 +113,9 @@ pub fn run(args: RunArgs) -> ExitCode {
     let log_dir = config.metadata_log_dir.clone();
     let result = runtime.block_on(async move {
         let (tx, rx) = tokio::sync::watch::channel(false);
+        let signalled = shutdown_signal();
         tokio::spawn(async move {
-            wait_for_signal().await;
+            signalled.await;
             tracing::info!("signal received: shutting down");
             let _ = tx.send(true);
         });
@@ -264,20 +265,28 @@ fn workload_listener(
     (listener, router)
 }
 
-async fn wait_for_signal() {
+/// Resolves at the first SIGTERM or SIGINT. The handlers are installed when
+/// this is called, not when the future is first polled: on the one runtime
+/// thread (decisions D21) a spawned task first runs when the startup
+/// (log recovery, snapshot load) yields, and a signal before that would
+/// have killed the process without its shutdown.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
     use tokio::signal::unix::{SignalKind, signal};
-    match (
+    let streams = (
         signal(SignalKind::terminate()),
         signal(SignalKind::interrupt()),
-    ) {
-        (Ok(mut term), Ok(mut int)) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = int.recv() => {}
+    );
+    async move {
+        match streams {
+            (Ok(mut term), Ok(mut int)) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = int.recv() => {}
+                }
             }
-        }
-        _ => {
-            let _ = tokio::signal::ctrl_c().await;
+            _ => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
         }
     }
 }
