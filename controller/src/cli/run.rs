@@ -95,10 +95,10 @@ pub fn run(args: RunArgs) -> ExitCode {
         }
     };
     // One thread runs every task: the event loop, the connections, the HTTP
-    // endpoint (decisions D21); a flush's fsyncs and the writes of the
-    // snapshots this node generates run on tokio's blocking threads. Worker
-    // threads cost the leader 12-45 % more CPU per committed record in
-    // cross-thread wake-ups and added no throughput (decisions D21).
+    // endpoint; a flush's fsyncs and the writes of the snapshots this node
+    // generates run on tokio's blocking threads. With worker threads the
+    // leader spent more CPU per committed record (5-48 % in interleaved
+    // runs, decisions D21).
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -110,10 +110,22 @@ pub fn run(args: RunArgs) -> ExitCode {
             ));
         }
     };
+    // The handlers are installed here, before the startup runs (see
+    // `shutdown_signal`); a process that could not stop cleanly stops now.
+    let signalled = {
+        let _runtime = runtime.enter();
+        match shutdown_signal() {
+            Ok(s) => s,
+            Err(e) => {
+                return stop(&format!(
+                    "kraft-controller run: installing the SIGTERM and SIGINT handlers: {e}"
+                ));
+            }
+        }
+    };
     let log_dir = config.metadata_log_dir.clone();
     let result = runtime.block_on(async move {
         let (tx, rx) = tokio::sync::watch::channel(false);
-        let signalled = shutdown_signal();
         tokio::spawn(async move {
             signalled.await;
             tracing::info!("signal received: shutting down");
@@ -266,27 +278,21 @@ fn workload_listener(
 }
 
 /// Resolves at the first SIGTERM or SIGINT. The handlers are installed when
-/// this is called, not when the future is first polled: on the one runtime
-/// thread (decisions D21) a spawned task first runs when the startup
-/// (log recovery, snapshot load) yields, and a signal before that would
-/// have killed the process without its shutdown.
-fn shutdown_signal() -> impl std::future::Future<Output = ()> + Send + 'static {
+/// this is called (within the runtime), not when the future is first
+/// polled: on the one runtime thread (decisions D21) a spawned task first
+/// runs when the startup (log recovery, snapshot load) yields, and a signal
+/// before that would have killed the process without its shutdown.
+///
+/// # Errors
+/// The OS refused a handler (`tokio::signal::unix::signal`).
+fn shutdown_signal() -> std::io::Result<impl std::future::Future<Output = ()> + Send + 'static> {
     use tokio::signal::unix::{SignalKind, signal};
-    let streams = (
-        signal(SignalKind::terminate()),
-        signal(SignalKind::interrupt()),
-    );
-    async move {
-        match streams {
-            (Ok(mut term), Ok(mut int)) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = int.recv() => {}
-                }
-            }
-            _ => {
-                let _ = tokio::signal::ctrl_c().await;
-            }
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => {}
+            _ = int.recv() => {}
         }
-    }
+    })
 }
