@@ -26,6 +26,11 @@ use crate::record::{BATCH_OVERHEAD_BYTES, BatchHeader, RecordError};
 
 const INDEX_ENTRY_BYTES: usize = 8;
 
+/// Bytes of batch headers [`Segment::position_of`] reads at once: twice
+/// Kafka's default `index.interval.bytes` (4096), so that the walk from an
+/// index entry to the batch sought is one read.
+const SCAN_WINDOW_BYTES: usize = 8 * 1024;
+
 /// `%020d.log`, Kafka's segment file name for a base offset.
 pub fn log_file_name(base_offset: i64) -> String {
     format!("{base_offset:020}.log")
@@ -332,7 +337,9 @@ impl Segment {
 
     /// Byte position of the batch holding `offset`, or of the first batch
     /// after it; `None` if every batch ends below `offset`. Starts from the
-    /// index entry at or below `offset` (Kafka's `OffsetIndex.lookup`).
+    /// index entry at or below `offset` (Kafka's `OffsetIndex.lookup`) and
+    /// walks the batch headers from there, reading them
+    /// [`SCAN_WINDOW_BYTES`] at a time rather than one read per header.
     ///
     /// Errors: [`super::LogError::Io`], or a header that no longer parses.
     pub fn position_of(&self, offset: i64) -> Result<Option<u64>> {
@@ -345,32 +352,58 @@ impl Segment {
             .map_or(0, |(_, pos)| u64::from(*pos));
         let mut position = start;
         while position < self.size {
-            let header = self.header_at(position)?;
-            if header.last_offset() >= offset {
-                return Ok(Some(position));
+            let window = self.read_window(position, SCAN_WINDOW_BYTES)?;
+            if window.len() < BATCH_OVERHEAD_BYTES {
+                // Less than a header left in the segment: it does not parse.
+                BatchHeader::parse(&window)?;
             }
-            position += header.size_in_bytes() as u64;
+            let mut at = 0;
+            while at + BATCH_OVERHEAD_BYTES <= window.len() {
+                let header = BatchHeader::parse(&window[at..])?;
+                if header.last_offset() >= offset {
+                    return Ok(Some(position + at as u64));
+                }
+                at += header.size_in_bytes();
+            }
+            position += at as u64;
         }
         Ok(None)
     }
 
     /// Whole batches from `position`, as many as fit in `max_bytes` but at
-    /// least one.
+    /// least one: one read of up to `max_bytes`, cut at the last whole
+    /// batch, and a second read only when the first batch alone is larger.
     ///
-    /// Errors: [`super::LogError::Io`].
+    /// Errors: [`super::LogError::Io`], or a header that does not parse.
     pub fn read(&self, position: u64, max_bytes: usize) -> Result<Bytes> {
-        let mut end = position;
-        while end < self.size {
-            let size = self.header_at(end)?.size_in_bytes() as u64;
-            if end > position && end + size - position > max_bytes as u64 {
+        let mut out = self.read_window(position, max_bytes.max(BATCH_OVERHEAD_BYTES))?;
+        let mut end = 0;
+        while end + BATCH_OVERHEAD_BYTES <= out.len() {
+            let size = BatchHeader::parse(&out[end..])?.size_in_bytes();
+            if end + size > out.len() {
                 break;
             }
             end += size;
         }
-        let mut out = BytesMut::zeroed((end - position) as usize);
+        if end == 0 && position < self.size {
+            // The first batch does not fit in `max_bytes`: read it whole.
+            let size = self.header_at(position)?.size_in_bytes();
+            return self.read_window(position, size).map(BytesMut::freeze);
+        }
+        out.truncate(end);
+        Ok(out.freeze())
+    }
+
+    /// Up to `max_bytes` bytes from `position`, fewer at the end of the
+    /// segment, in one read.
+    ///
+    /// Errors: [`super::LogError::Io`].
+    fn read_window(&self, position: u64, max_bytes: usize) -> Result<BytesMut> {
+        let len = self.size.saturating_sub(position).min(max_bytes as u64) as usize;
+        let mut out = BytesMut::zeroed(len);
         read_exact_at(self.file.as_ref(), &mut out, position)
             .map_err(io_err("reading", &self.log_path))?;
-        Ok(out.freeze())
+        Ok(out)
     }
 
     /// Cuts the segment at byte `position` (a batch boundary) whose first

@@ -320,7 +320,15 @@ impl<L: ReplicatedLog> Core<L> {
     pub(crate) fn scan_control_records(&mut self, from_offset: i64) -> Result<()> {
         let start = from_offset.max(self.log.start_offset());
         let info = self.log.read(start, usize::MAX)?;
-        for item in iter_batches(&info.records, false) {
+        self.apply_control_records(&info.records, start)
+    }
+
+    /// Applies the KRaftVersion and Voters records of `batches` (whole
+    /// batches, as just appended to the log) at offsets from `start` on: what
+    /// [`Self::scan_control_records`] does without reading back from the log
+    /// what the caller holds in memory (a follower's fetched batches).
+    pub(crate) fn apply_control_records(&mut self, batches: &[u8], start: i64) -> Result<()> {
+        for item in iter_batches(batches, false) {
             let (header, bytes) = item?;
             if !header.is_control() || header.next_offset() <= start {
                 continue;

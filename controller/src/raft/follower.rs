@@ -383,9 +383,10 @@ impl FollowerState {
             self.fetch.next_fetch_ms = backoff;
             appended = false;
         } else if leader_had_more {
-            match core.log.append_as_follower(records) {
+            match core.log.append_as_follower(records.clone()) {
                 Ok(info) => {
-                    core.scan_control_records(info.first_offset)?;
+                    // The appended batches are `records`: scan them in memory.
+                    core.apply_control_records(&records, info.first_offset)?;
                     self.fetch.awaiting_flush = true;
                     out.push(Command::Flush);
                 }

@@ -4,8 +4,9 @@
 //! measures, for its own epoch only, the append-to-commit latency of every
 //! record and the committed bytes per second.
 //!
-//! It owns the pacing (Kafka's `ThroughputThrottler`: record n is due at
-//! `claim + n / throughput` s) and the accounting; [`listener`] runs it above
+//! It owns the pacing (TestRaftServer's `ThroughputThrottler`: record n is
+//! due `round(n * 1000 / throughput)` whole milliseconds after the claim, so
+//! the records of one millisecond are appended together) and the accounting; [`listener`] runs it above
 //! Raft as the node's [`Listener`](crate::raft::listener::Listener) (the
 //! appends, role changes and commits). It must not touch the engine or the
 //! log itself, and it is never enabled outside benchmarks
@@ -193,27 +194,27 @@ impl Workload {
     }
 
     /// How many records are due at `now` and not yet appended (0 when not
-    /// leader). Record n (from 1) is due `n / throughput` seconds after the claim.
+    /// leader). Pacing in whole milliseconds since the claim, as
+    /// TestRaftServer's `ThroughputThrottler`: record n (from 1) is due
+    /// `round(n * 1000 / throughput)` ms after it, so the records due within
+    /// one millisecond become due together at its start.
     pub fn due(&self, now: Instant) -> u64 {
         match (self.epoch, self.claimed_at) {
             (Some(_), Some(start)) => {
-                let elapsed_us = now.saturating_duration_since(start).as_micros();
-                let target = elapsed_us * u128::from(self.config.throughput) / 1_000_000;
-                u64::try_from(target)
-                    .unwrap_or(u64::MAX)
-                    .saturating_sub(self.appended)
+                let elapsed_ms = now.saturating_duration_since(start).as_millis();
+                records_due_by_ms(elapsed_ms, self.config.throughput).saturating_sub(self.appended)
             }
             _ => 0,
         }
     }
 
-    /// When the next record is due; `None` when not leader.
+    /// When the next record is due (a whole millisecond after the claim, see
+    /// [`Self::due`]); `None` when not leader.
     pub fn next_due(&self) -> Option<Instant> {
         let start = self.claimed_at?;
         self.epoch?;
-        let n = u128::from(self.appended + 1);
-        let us = n * 1_000_000 / u128::from(self.config.throughput);
-        Some(start + Duration::from_micros(u64::try_from(us).unwrap_or(u64::MAX)))
+        let ms = due_ms(self.appended + 1, self.config.throughput);
+        Some(start + Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX)))
     }
 
     /// One record was appended at `offset` at `now`.
@@ -280,6 +281,22 @@ impl Workload {
             stages_dropped,
         }
     }
+}
+
+/// Milliseconds after the claim at which record `n` (from 1) is due:
+/// `round(n * 1000 / throughput)`, half up (TestRaftServer's
+/// `ThroughputThrottler.maybeThrottle`, `Math.round`).
+fn due_ms(n: u64, throughput: u32) -> u128 {
+    let rate = u128::from(throughput);
+    (2_000 * u128::from(n) + rate) / (2 * rate)
+}
+
+/// How many records are due `elapsed_ms` whole milliseconds after the
+/// claim: the largest n with [`due_ms`]`(n) <= elapsed_ms`, i.e. the n
+/// below `throughput * (2 * elapsed_ms + 1) / 2000`.
+fn records_due_by_ms(elapsed_ms: u128, throughput: u32) -> u64 {
+    let bound = u128::from(throughput) * (2 * elapsed_ms + 1);
+    u64::try_from(bound.div_ceil(2_000) - 1).unwrap_or(u64::MAX)
 }
 
 /// The `q`th percentile (nearest rank) of `sorted_us` (microseconds,
@@ -356,6 +373,42 @@ mod tests {
         assert_eq!(w.next_due(), Some(t0 + Duration::from_millis(11)));
         w.resign();
         assert_eq!(w.next_due(), None);
+    }
+
+    #[test]
+    fn records_due_in_one_millisecond_become_due_together_at_its_start() {
+        let mut w = Workload::new(WorkloadConfig::new(5000, 256).expect("valid"));
+        let t0 = Instant::now();
+        w.claim(1, t0);
+        // Record n is due round(n / 5) ms in: 1-2 at 0 ms, 3-7 at 1 ms.
+        assert_eq!(w.due(t0), 2);
+        assert_eq!(w.due(t0 + Duration::from_micros(999)), 2);
+        assert_eq!(w.due(t0 + Duration::from_millis(1)), 7);
+        assert_eq!(w.due(t0 + Duration::from_micros(1999)), 7);
+        for offset in 0..7 {
+            w.appended(offset, t0);
+        }
+        assert_eq!(w.next_due(), Some(t0 + Duration::from_millis(2)));
+        assert_eq!(w.due(t0 + Duration::from_millis(2)), 5);
+    }
+
+    #[test]
+    fn the_due_count_and_the_next_due_time_agree_at_every_rate() {
+        for rate in [1, 3, 7, 999, 1000, 1001, 5000, 20_000, 393_216] {
+            for n in 1..=3_000u64 {
+                let at = due_ms(n, rate);
+                assert!(
+                    records_due_by_ms(at, rate) >= n,
+                    "rate {rate}: record {n} due at {at} ms"
+                );
+                if at > 0 {
+                    assert!(
+                        records_due_by_ms(at - 1, rate) < n,
+                        "rate {rate}: record {n} before {at} ms"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
