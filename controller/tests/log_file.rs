@@ -92,47 +92,91 @@ fn a_new_log_has_kafkas_layout() {
 }
 
 /// Reads walk batch headers from an index entry a window of bytes at a time
-/// (`Segment::position_of`, `Segment::read`): with Kafka's default index
-/// interval and batches from 1 to 100 records (161 B to 11 KiB, some larger
-/// than a window), every read from every offset at byte limits below, at and
-/// above a batch answers what the in-memory log answers.
+/// (`Segment::position_of`, `Segment::read`). Batches of 1 to 100 records
+/// (170 B to 11 KiB, some larger than a window); Kafka's default index
+/// interval in one 1 GiB segment, then a sparse index (1 MiB) in 64 KiB
+/// segments, where a walk crosses several windows and headers straddle
+/// their ends. Every read from every offset, at byte limits below, at and
+/// above a batch, answers what the in-memory log answers.
 #[test]
 fn reads_across_index_entries_and_batches_larger_than_a_window_match_the_memory_log() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let mut log = FileLog::open(dir.path(), FileLogConfig::default()).expect("open");
-    let mut model = MemoryLog::new();
-    let mut base = 0;
-    for i in 0..60usize {
-        let count = [1, 3, 100, 2, 40, 1, 1, 85][i % 8];
-        let b = batch(base, 1, count);
-        log.append_as_follower(b.clone()).expect("append");
-        model.append_as_follower(b).expect("append");
-        base += count as i64;
-    }
-    log.flush().expect("flush");
-    let summary = |bytes: &[u8]| -> Vec<(i64, usize)> {
-        iter_batches(bytes, true)
-            .map(|b| {
-                let (h, _) = b.expect("valid batch");
-                (h.base_offset, h.size_in_bytes())
-            })
-            .collect()
+    let sparse = FileLogConfig {
+        segment_bytes: 64 * 1024,
+        index_interval_bytes: 1024 * 1024,
+        ..FileLogConfig::default()
     };
-    for offset in 0..=base {
-        for max_bytes in [1, 200, 4_096, 11_000, 12_000, 40_000, usize::MAX] {
-            let got = log.read(offset, max_bytes).expect("file read");
-            let want = model.read(offset, max_bytes).expect("memory read");
-            assert_eq!(
-                (got.start_offset, summary(&got.records)),
-                (want.start_offset, summary(&want.records)),
-                "offset {offset}, max_bytes {max_bytes}"
-            );
-            assert_eq!(
-                got.records, want.records,
-                "offset {offset}, max_bytes {max_bytes}"
-            );
+    for config in [FileLogConfig::default(), sparse] {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut log = FileLog::open(dir.path(), config).expect("open");
+        let mut model = MemoryLog::new();
+        let mut base = 0;
+        for i in 0..60usize {
+            let count = [1, 3, 100, 2, 40, 1, 1, 85, 1, 1, 1, 1][i % 12];
+            let b = batch(base, 1, count);
+            log.append_as_follower(b.clone()).expect("append");
+            model.append_as_follower(b).expect("append");
+            base += count as i64;
+        }
+        log.flush().expect("flush");
+        let summary = |bytes: &[u8]| -> Vec<(i64, usize)> {
+            iter_batches(bytes, true)
+                .map(|b| {
+                    let (h, _) = b.expect("valid batch");
+                    (h.base_offset, h.size_in_bytes())
+                })
+                .collect()
+        };
+        for offset in 0..=base {
+            for max_bytes in [1, 200, 4_096, 11_000, 12_000, 40_000, usize::MAX] {
+                let got = log.read(offset, max_bytes).expect("file read");
+                let want = model.read(offset, max_bytes).expect("memory read");
+                let at = format!("{config:?}: offset {offset}, max_bytes {max_bytes}");
+                assert_eq!(got.start_offset, want.start_offset, "{at}");
+                // A file read stops at its segment's end (as Kafka's); the
+                // memory log has no segments: the same batches up to there.
+                let (got_batches, want_batches) = (summary(&got.records), summary(&want.records));
+                assert!(
+                    !got_batches.is_empty() || want_batches.is_empty(),
+                    "{at}: nothing read"
+                );
+                assert_eq!(got_batches[..], want_batches[..got_batches.len()], "{at}");
+                assert!(want.records.starts_with(&got.records), "{at}");
+                if got_batches.len() < want_batches.len() {
+                    let next = want_batches[got_batches.len()].0;
+                    assert!(
+                        segment_path(dir.path(), next).exists(),
+                        "{at}: stopped before {next}, not at a segment's end"
+                    );
+                }
+            }
         }
     }
+}
+
+/// A batch whose length field is damaged after the log opened (the open
+/// checked it) is an error when read alone, never a batch cut short at the
+/// segment's end.
+#[test]
+fn a_batch_longer_than_its_segment_is_an_error_not_a_short_read() {
+    use std::os::unix::fs::FileExt;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut log = FileLog::open(dir.path(), FileLogConfig::default()).expect("open");
+    let first = batch(0, 1, 2);
+    log.append_as_follower(first.clone()).expect("append");
+    log.append_as_follower(batch(2, 1, 2)).expect("append");
+    log.flush().expect("flush");
+    // batchLength of the second batch (bytes 8..12 of its header): 1 MiB.
+    let file = fs::OpenOptions::new()
+        .write(true)
+        .open(segment_path(dir.path(), 0))
+        .expect("open segment");
+    file.write_all_at(&(1024 * 1024i32).to_be_bytes(), first.len() as u64 + 8)
+        .expect("damage");
+    let err = log.read(2, 1).expect_err("a damaged length");
+    assert!(matches!(err, LogError::Record(_)), "{err}");
+    // The batch before it is still read.
+    let ok = log.read(0, 1).expect("read");
+    assert_eq!(ok.records, first);
 }
 
 #[test]

@@ -386,8 +386,17 @@ impl Segment {
             end += size;
         }
         if end == 0 && position < self.size {
-            // The first batch does not fit in `max_bytes`: read it whole.
-            let size = self.header_at(position)?.size_in_bytes();
+            // The first batch does not fit in `max_bytes`: read it whole,
+            // unless its header claims more than the segment holds.
+            let size = BatchHeader::parse(&out)?.size_in_bytes();
+            let available = self.size - position;
+            if size as u64 > available {
+                return Err(RecordError::Truncated {
+                    needed: size,
+                    available: available as usize,
+                }
+                .into());
+            }
             return self.read_window(position, size).map(BytesMut::freeze);
         }
         out.truncate(end);

@@ -385,7 +385,9 @@ impl FollowerState {
         } else if leader_had_more {
             match core.log.append_as_follower(records.clone()) {
                 Ok(info) => {
-                    // The appended batches are `records`: scan them in memory.
+                    // The appended batches are `records`, all of them (a
+                    // fetch with a partial batch fails validation and
+                    // appends nothing): scan them in memory.
                     core.apply_control_records(&records, info.first_offset)?;
                     self.fetch.awaiting_flush = true;
                     out.push(Command::Flush);

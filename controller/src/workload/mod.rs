@@ -6,9 +6,10 @@
 //!
 //! It owns the pacing (TestRaftServer's `ThroughputThrottler`: record n is
 //! due `round(n * 1000 / throughput)` whole milliseconds after the claim, so
-//! the records of one millisecond are appended together) and the accounting; [`listener`] runs it above
-//! Raft as the node's [`Listener`](crate::raft::listener::Listener) (the
-//! appends, role changes and commits). It must not touch the engine or the
+//! the records of one millisecond are appended together) and the
+//! accounting; [`listener`] runs it above Raft as the node's
+//! [`Listener`](crate::raft::listener::Listener) (the appends, role changes
+//! and commits). It must not touch the engine or the
 //! log itself, and it is never enabled outside benchmarks
 //! (`kraft-controller run --workload-throughput N`). Its records are opaque
 //! bytes, so a node running it keeps no metadata image and writes no
@@ -390,6 +391,9 @@ mod tests {
         }
         assert_eq!(w.next_due(), Some(t0 + Duration::from_millis(2)));
         assert_eq!(w.due(t0 + Duration::from_millis(2)), 5);
+        // Half a millisecond rounds up, as Java's Math.round.
+        assert_eq!(due_ms(1, 2000), 1);
+        assert_eq!(due_ms(1, 400), 3);
     }
 
     #[test]
