@@ -354,8 +354,12 @@ impl Segment {
         while position < self.size {
             let window = self.read_window(position, SCAN_WINDOW_BYTES)?;
             if window.len() < BATCH_OVERHEAD_BYTES {
-                // Less than a header left in the segment: it does not parse.
-                BatchHeader::parse(&window)?;
+                // Less than a header left in the segment.
+                return Err(RecordError::Truncated {
+                    needed: BATCH_OVERHEAD_BYTES,
+                    available: window.len(),
+                }
+                .into());
             }
             let mut at = 0;
             while at + BATCH_OVERHEAD_BYTES <= window.len() {

@@ -9,9 +9,9 @@
 //! the records of one millisecond are appended together) and the
 //! accounting; [`listener`] runs it above Raft as the node's
 //! [`Listener`](crate::raft::listener::Listener) (the appends, role changes
-//! and commits). It must not touch the engine or the
-//! log itself, and it is never enabled outside benchmarks
-//! (`kraft-controller run --workload-throughput N`). Its records are opaque
+//! and commits). It must not touch the engine or the log itself, and it is
+//! never enabled outside benchmarks (`kraft-controller run
+//! --workload-throughput N`). Its records are opaque
 //! bytes, so a node running it keeps no metadata image and writes no
 //! snapshots, as TestRaftServer runs no metadata state machine.
 //!
