@@ -30,6 +30,13 @@ What is measured, for both systems the same way:
   unbounded-backlog test);
 - failover: kill -9 of the leader to the first commit of a new leader (median).
 
+And, per row, the machine's replication floor (`kraft-replication-floor`):
+three processes that replicate the same batches with nothing but a file, a
+loopback socket and fsync each, the leader's fsync after the row's linger in
+parallel with one follower's receive, append, fsync and answer; no Raft, no
+Kafka protocol. No controller commits sooner on this machine, so a latency
+goal below the floor's is not a goal any code can reach here.
+
 Only the standard library; Python 3.11.
 """
 
@@ -79,6 +86,20 @@ RUN_ERRORS = (RuntimeError, TimeoutError, subprocess.CalledProcessError, StopIte
 PROBE_LEADER_TIMEOUT_S = 60
 
 
+def floor_run(floor: Path, work: Path, rate: int, size: int, linger: int | None, duration: float) -> dict:
+    """One run of the replication floor (its JSON line), the leader's fsync
+    lingering as the row's (None: Kafka's default, 25 ms)."""
+    done = subprocess.run([str(floor), "--dir", str(work), "--rate", str(rate), "--record-size", str(size),
+                           "--duration-s", str(duration), "--leader-fsync-linger-ms",
+                           str(25 if linger is None else linger)],
+                          capture_output=True, text=True, timeout=duration + 60, check=True)
+    subprocess.run(["rm", "-rf", str(work)], check=False)
+    r = json.loads(done.stdout.strip().splitlines()[-1])
+    return {"p50": r["p50_ms"], "p75": r["p75_ms"], "p99": r["p99_ms"], "p999": r["p999_ms"],
+            "max": r["max_ms"], "records": r["records"], "batches": r["batches"],
+            "cpu_us_per_record": r["cpu_us_per_record"], "loadavg": loadavg()}
+
+
 def guarded(run) -> dict:
     """`run()`, or `{"error": ...}` when it fails: one failed run is a row's
     finding, not the end of the benchmark."""
@@ -108,6 +129,8 @@ def save(out: Path, results: dict) -> None:
 def parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--controller", type=Path, required=True, help="the kraft-controller binary (release for figures)")
+    ap.add_argument("--floor", type=Path, default=None,
+                    help="the kraft-replication-floor binary (default: beside --controller; 'none' skips it)")
     ap.add_argument("--kafka-version", default="4.4.0", help="Kafka whose TestRaftServer runs (4.4.0; 4.1.2 kept)")
     ap.add_argument("--kafka-classpath-file", type=Path, default=None,
                     help="default: $KRAFTWERK_CACHE/kafka-<version>.classpath (make kafka-jars)")
@@ -158,6 +181,9 @@ def main() -> int:
     began = time.monotonic()
 
     wanted = {x.strip() for x in args.systems.split(",") if x.strip()}
+    floor = None if str(args.floor) == "none" else (args.floor or controller.with_name("kraft-replication-floor"))
+    if floor is not None and not floor.exists():
+        raise SystemExit(f"bench: no replication floor binary at {floor} (cargo build --release -p kraft-controller)")
 
     def systems(linger):
         every = [Ours(work / "ours", linger, controller),
@@ -190,6 +216,12 @@ def main() -> int:
                     if r.get("stages"):
                         log("  where the commit latency goes (ms from the batch's append):\n"
                             + "\n".join(stage_table(r["stages"])))
+                if floor is not None:
+                    log(f"replication floor: {rate} records/s of {size} B, leader fsync linger "
+                        f"{linger_name(linger)} ms, {args.duration:.0f} s")
+                    row["floor"] = guarded(lambda: floor_run(floor, work / "floor", rate, size, linger,
+                                                             args.duration))
+                    log(f"  {row['floor']}")
                 row["comparable"], row["why"] = comparability(row["systems"])
                 results["rows"].append(row)
                 save(out, results)

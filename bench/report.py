@@ -81,12 +81,47 @@ def rows_table(results: dict) -> list[str]:
                          gc_cell(r.get("gc_leader")),
                          fmt(r["start_to_leader_s"], 2),
                          "equal" if row["comparable"] else f"NOT COMPARABLE ({row['why']})"])
+        if "floor" in row:
+            rows.append(floor_cells(row, fsync_p99, len(head)))
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(head)]
 
     def line(cells):
         return "| " + " | ".join(c.ljust(w) for c, w in zip(cells, widths)) + " |"
 
     return [line(head), "|" + "|".join("-" * (w + 2) for w in widths) + "|", *map(line, rows)]
+
+
+FLOOR_NAME = "floor (no Raft)"
+
+
+def floor_cells(row: dict, fsync_p99: float, width: int) -> list[str]:
+    """The replication floor's line under a row's systems: its latencies,
+    their ratio to the fsync p99 and its leader's CPU per record; `-` where
+    a column means a controller's (log, RSS, start, GC)."""
+    f = row["floor"]
+    cells = [str(row["record_size"]), linger_name(row["linger_ms"]), str(row["rate"]), FLOOR_NAME]
+    if "error" in f:
+        return cells + ["-"] * (width - 5) + [f"ERROR: {f['error'].splitlines()[0][:120]}"]
+    p99 = f["p99"]
+    return cells + ["-", "-", "-", fmt(f["p50"]), fmt(f["p75"]), fmt(p99), fmt(f["p999"]),
+                    "-" if fsync_p99 <= 0 else f"{p99 / fsync_p99:.1f}×", fmt(f["cpu_us_per_record"]),
+                    "-", "-", "-", "-", "bare replication"]
+
+
+def floor_lines(results: dict) -> list[str]:
+    """Ours against the floor of the same row: p99 and the leader's CPU per record, as ratios."""
+    out = []
+    for row in results["rows"]:
+        f, o = row.get("floor"), row["systems"].get("kraft-controller")
+        if not f or "error" in f or not o or "error" in o:
+            continue
+        p99 = "-" if not f["p99"] else f"{o['p99'] / f['p99']:.1f}×"
+        cpu = "-" if not f["cpu_us_per_record"] else f"{o['cpu_us_per_record'] / f['cpu_us_per_record']:.2f}×"
+        out.append(f"{row['record_size']} B, linger {linger_name(row['linger_ms'])}, {row['rate']}/s: "
+                   f"p99 {p99}, leader CPU per record {cpu}")
+    if not out:
+        return []
+    return ["kraft-controller against the replication floor of the same row (ours / floor): " + "; ".join(out)]
 
 
 # What each stage of ours measures (controller/src/server/stages.rs), for the table's legend.
@@ -156,6 +191,12 @@ def notes(results: dict) -> list[str]:
                "over the window) and log B/rec each agree within 5 %.")
     out.append("note: Kafka's p75/p99/p99.9 come from its own histogram (0.25 ms buckets up to 250 ms, so 249.0 "
                "means 250 ms or more; no p50); ours from every committed record.")
+    if any("floor" in row for row in results["rows"]):
+        out.append(f"note: {FLOOR_NAME}: kraft-replication-floor, three processes replicating the row's batches "
+                   "(one per millisecond, paced as ours) with a file, a loopback socket and fsync each: the "
+                   "leader's fsync after the row's linger, in parallel with one follower's receive, append, fsync "
+                   "and answer; a batch commits when two of the three have it. No Raft, no Kafka protocol: no "
+                   "controller commits sooner on this machine.")
     out.append("note: ldr GC n/Σ/max ms: the stop-the-world pauses Kafka's leader JVM logged (-Xlog:gc) inside "
                "the window: how many, their sum and the longest; set beside its p99 it says whether GC explains it "
                "(--kafka-heap changes the heap).")
@@ -183,6 +224,7 @@ def text(results: dict) -> str:
                          f"({', '.join(f'{t:.0f}' for t in times)})")
     for name, error in results.get("failover_errors", {}).items():
         items.append(f"failover ({name}): FAILED: {error.splitlines()[0][:200]}")
+    items += floor_lines(results)
     f = results["fsync_ms"]
     items.append(f"disk fsync floor (256 B append + fsync, 500 times): p50 {f['p50']:.2f} ms, "
                  f"p99 {f['p99']:.2f} ms, p99.9 {f['p999']:.2f} ms")

@@ -129,6 +129,26 @@ class StageTable(unittest.TestCase):
         self.assertEqual([c.strip() for c in line.split("|")[1:6]], ["leader_flush", "4000", "0.31", "0.90", "2.00"])
         self.assertLess(report.index("| kraft-controller"), report.index("| leader_flush"))
 
+    FLOOR = {"p50": 0.4, "p75": 0.45, "p99": 1.2, "p999": 3.0, "max": 9.0, "records": 800000, "batches": 40000,
+             "cpu_us_per_record": 0.5, "loadavg": "1.00 1.00 1.00"}
+
+    def test_the_floor_of_a_row_is_a_line_under_its_systems_and_ours_is_set_against_it(self):
+        results = {**self.RESULTS, "rows": [{**self.RESULTS["rows"][0], "floor": self.FLOOR}]}
+        report = text(results)
+        line = next(x for x in report.splitlines() if x.startswith("| 256") and "floor (no Raft)" in x)
+        cells = [c.strip() for c in line.split("|")[1:-1]]
+        self.assertEqual(cells[7:12], ["0.4", "0.5", "1.2", "3.0", "4.3×"])  # p50, p75, p99, p99.9, p99 / 0.28
+        self.assertEqual(cells[12], "0.5")
+        ours = next(x for x in report.splitlines() if x.startswith("| 256") and "kraft-controller" in x)
+        self.assertLess(report.index(ours), report.index(line))
+        self.assertIn("256 B, linger 0, 20000/s: p99 6.0×, leader CPU per record 2.00×", report)
+
+    def test_a_failed_floor_is_said_and_left_out_of_the_ratios(self):
+        results = {**self.RESULTS, "rows": [{**self.RESULTS["rows"][0], "floor": {"error": "exit 1\nmore"}}]}
+        report = text(results)
+        self.assertIn("ERROR: exit 1", report)
+        self.assertNotIn("against the replication floor", report)
+
     def test_a_row_without_stages_prints_no_breakdown(self):
         results = {**self.RESULTS, "rows": [{**self.RESULTS["rows"][0], "systems": {
             "kraft-controller": {**self.RESULTS["rows"][0]["systems"]["kraft-controller"], "stages": []}}}]}

@@ -71,3 +71,11 @@ bench-operator: ## the operator at scale: 50 KraftQuorums x 3 voters applied at 
 	@$(MAKE) --no-print-directory cluster-images CLUSTER_IMAGES_PROFILE=release
 	KRAFTWERK_MAX_PODS=$(BENCH_OPERATOR_MAX_PODS) ./dev/cluster.sh up
 	python3 bench/operators.py --json target/bench-operator-results.json $(BENCH_OPERATOR_ARGS)
+
+# The benchmark scripts' own tests (report, saturation search, publishing):
+# Python's standard library only, no cluster, nothing timed.
+TEST_TARGETS += test-bench-tools
+.PHONY: test-bench-tools
+test-bench-tools: ## unit tests of the benchmark scripts (bench/test_*.py)
+	@command -v python3 >/dev/null || { echo "test-bench-tools: needs python3 (3.11)"; exit 1; }
+	cd bench && python3 -B -m unittest test_bench test_brokers

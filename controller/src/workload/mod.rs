@@ -295,7 +295,7 @@ fn due_ms(n: u64, throughput: u32) -> u128 {
 /// How many records are due `elapsed_ms` whole milliseconds after the
 /// claim: the largest n with [`due_ms`]`(n) <= elapsed_ms`, i.e. the n
 /// below `throughput * (2 * elapsed_ms + 1) / 2000`.
-fn records_due_by_ms(elapsed_ms: u128, throughput: u32) -> u64 {
+pub fn records_due_by_ms(elapsed_ms: u128, throughput: u32) -> u64 {
     let bound = u128::from(throughput) * (2 * elapsed_ms + 1);
     u64::try_from(bound.div_ceil(2_000) - 1).unwrap_or(u64::MAX)
 }
