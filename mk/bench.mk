@@ -4,7 +4,9 @@
 #   make bench                        the full run against Kafka 4.4.0's TestRaftServer: rows of
 #                                     256 B and 4 KiB records x append linger 25 (default) and 0 x
 #                                     1000, 5000, 20000 records/s, a saturation search per system
-#                                     and size, failovers, the disk's fsync floor; then the
+#                                     and size, failovers, the disk's fsync floor, the machine's
+#                                     replication floor per row (target/release/
+#                                     kraft-replication-floor: three bare processes); then the
 #                                     pictures (bench/plot.py), the topic churn and the broker
 #                                     heartbeats, all against Kafka $(BENCH_KAFKA_VERSION)
 #   make bench BENCH_KAFKA_VERSION=4.1.2                                 against Kafka 4.1.2 instead
