@@ -115,8 +115,12 @@ def floor_lines(results: dict) -> list[str]:
         f, o = row.get("floor"), row["systems"].get("kraft-controller")
         if not f or "error" in f or not o or "error" in o:
             continue
-        p99 = "-" if not f["p99"] else f"{o['p99'] / f['p99']:.1f}×"
-        cpu = "-" if not f["cpu_us_per_record"] else f"{o['cpu_us_per_record'] / f['cpu_us_per_record']:.2f}×"
+
+        def ratio(key: str, digits: int) -> str:
+            mine, bare = o.get(key), f.get(key)
+            return "-" if mine is None or not bare else f"{mine / bare:.{digits}f}×"
+
+        p99, cpu = ratio("p99", 1), ratio("cpu_us_per_record", 2)
         out.append(f"{row['record_size']} B, linger {linger_name(row['linger_ms'])}, {row['rate']}/s: "
                    f"p99 {p99}, leader CPU per record {cpu}")
     if not out:
@@ -195,8 +199,8 @@ def notes(results: dict) -> list[str]:
         out.append(f"note: {FLOOR_NAME}: kraft-replication-floor, three processes replicating the row's batches "
                    "(one per millisecond, paced as ours) with a file, a loopback socket and fsync each: the "
                    "leader's fsync after the row's linger, in parallel with one follower's receive, append, fsync "
-                   "and answer; a batch commits when two of the three have it. No Raft, no Kafka protocol: no "
-                   "controller commits sooner on this machine.")
+                   "and answer; a batch commits when two of the three have it. No Raft, no Kafka protocol: a "
+                   "controller's distance to it is what the controller adds to the bare replication here.")
     out.append("note: ldr GC n/Σ/max ms: the stop-the-world pauses Kafka's leader JVM logged (-Xlog:gc) inside "
                "the window: how many, their sum and the longest; set beside its p99 it says whether GC explains it "
                "(--kafka-heap changes the heap).")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 import unittest
 from pathlib import Path
 
@@ -149,10 +150,48 @@ class StageTable(unittest.TestCase):
         self.assertIn("ERROR: exit 1", report)
         self.assertNotIn("against the replication floor", report)
 
+    def test_a_missing_figure_of_ours_is_a_dash_in_the_floor_ratios(self):
+        ours = {**self.RESULTS["rows"][0]["systems"]["kraft-controller"], "p99": None}
+        results = {**self.RESULTS, "rows": [{**self.RESULTS["rows"][0], "floor": self.FLOOR,
+                                             "systems": {"kraft-controller": ours}}]}
+        self.assertIn("20000/s: p99 -, leader CPU per record 2.00×", text(results))
+
     def test_a_row_without_stages_prints_no_breakdown(self):
         results = {**self.RESULTS, "rows": [{**self.RESULTS["rows"][0], "systems": {
             "kraft-controller": {**self.RESULTS["rows"][0]["systems"]["kraft-controller"], "stages": []}}}]}
         self.assertNotIn("Where the commit latency goes", text(results))
+
+
+class FloorRun(unittest.TestCase):
+    """bench.floor_run against stand-ins for the binary: its failures become a row's error."""
+
+    def run_fake(self, script: str) -> tuple[dict | Exception, Path]:
+        with tempfile.TemporaryDirectory() as tmp:
+            fake = Path(tmp) / "floor"
+            fake.write_text("#!/bin/sh\nmkdir -p \"$2\"\n" + script)
+            fake.chmod(0o755)
+            work = Path(tmp) / "work"
+            try:
+                result: dict | Exception = bench.floor_run(fake, work, 1000, 256, None, 0.1)
+            except RuntimeError as e:
+                result = e
+            return result, work
+
+    def test_a_report_is_read_and_its_directory_removed(self):
+        r, work = self.run_fake('echo \'{"p50_ms": 0.4, "p75_ms": 0.5, "p99_ms": 1.2, "p999_ms": 3, '
+                                '"max_ms": 9, "records": 100, "batches": 100, "cpu_us_per_record": 90.5}\'\n')
+        self.assertEqual((r["p99"], r["cpu_us_per_record"]), (1.2, 90.5))
+        self.assertFalse(work.exists())
+
+    def test_a_failed_run_says_the_tools_last_error_line(self):
+        r, _ = self.run_fake("echo 'kraft-replication-floor: follower 1 exited' >&2\nexit 1\n")
+        self.assertIsInstance(r, RuntimeError)
+        self.assertIn("follower 1 exited", str(r))
+
+    def test_a_run_without_a_report_is_an_error(self):
+        r, _ = self.run_fake("echo hello\n")
+        self.assertIsInstance(r, RuntimeError)
+        self.assertIn("no report", str(r))
 
 
 class Rss(unittest.TestCase):

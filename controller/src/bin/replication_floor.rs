@@ -1,35 +1,39 @@
-//! `kraft-replication-floor`: the least a commit of three replicas costs on
-//! this machine, for `make bench` (issue 23, `bench/bench.py`).
+//! `kraft-replication-floor`: what replicating a benchmark row's batches to a
+//! quorum of three costs on this machine with nothing else, for `make bench`
+//! (issue 23, `bench/bench.py`).
 //!
 //! Three processes, as a quorum of three: this one (the leader) and two it
 //! starts (the followers). The leader paces records exactly as the
-//! controller's benchmark workload does (whole milliseconds,
-//! [`records_due_by_ms`]); the records of one millisecond are one batch,
-//! which it appends to its own file and sends to both followers over
-//! loopback TCP; after `--leader-fsync-linger-ms` (the controller's append
-//! linger: 0 or Kafka's default 25) a thread fsyncs what the leader
-//! appended. A follower appends what it reads, fsyncs (`fdatasync`) and
-//! answers with the batch's number. A batch commits once two of the three
-//! have it durably (the leader's fsync counts as one), as the high watermark
-//! of a quorum of three, each side as early as it can be.
+//! controller's benchmark workload does (whole milliseconds: at each turn it
+//! appends, as one batch, every record [`records_due_by_ms`] says is due);
+//! it appends the batch to its own file and sends it to both followers over
+//! loopback TCP; `--leader-fsync-linger-ms` after the first batch it has not
+//! fsynced (the controller's append linger: 0, or Kafka's default 25) a
+//! thread fsyncs what the leader appended. A follower appends what it
+//! reads, fsyncs (`fdatasync`) and answers with the batch's number. A batch
+//! commits once two of the three have it durably (the leader's fsync counts
+//! as one), as the high watermark of a quorum of three.
 //!
-//! There is no Raft, no Kafka protocol, no event loop and no request
-//! parsing: what is left is one fsync on the leader in parallel with one
-//! follower's receive, append, fsync and answer, on the same disk, cores and
-//! loopback as the benchmark's quorums. A commit latency under this floor's
-//! is not something a controller can reach here, so the benchmark reports
-//! ours against it beside the disk's bare fsync.
+//! The leader has the controller's shape (one thread polling its sockets and
+//! a blocking thread for its fsyncs, answering through an eventfd) and does
+//! what the controller's leader must (append before it serves a batch); what
+//! it leaves out is Raft's state, the Kafka protocol, request parsing and an
+//! async runtime. So the distance from a controller's figures to these is
+//! what that controller adds to the bare replication on the same disk,
+//! cores and loopback; the benchmark reports it beside the disk's own fsync.
 //!
 //! Output: one JSON line on stdout with the commit latency of every record
-//! after the warm-up (p50/p75/p99/p99.9/max in ms, nearest rank, as
-//! `GET /workload`), the batches, and the leader's CPU (s, utime + stime).
-//! Errors (a follower that cannot start, a write that fails) end the run
-//! with a one-line message and exit code 1.
+//! due in the measured window (after `--warmup-s`, for `--duration-s`):
+//! p50/p75/p99/p99.9/max in ms, nearest rank, as `GET /workload`; the
+//! records and batches; and the leader's CPU over the window (s, the
+//! process's CPU clock, its threads included) and per record. Errors (a bad
+//! argument, a follower that cannot start, a failed write or fsync) end the
+//! run with a one-line message and exit code 1.
 
 use std::{
     collections::VecDeque,
     fs::{File, OpenOptions},
-    io::{BufReader, Read, Write},
+    io::{BufRead, BufReader, Read, Write},
     net::{TcpListener, TcpStream},
     os::fd::OwnedFd,
     path::{Path, PathBuf},
@@ -45,8 +49,11 @@ use std::{
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
-use kraft_controller::workload::{percentile_ms, records_due_by_ms};
-use rustix::event::{EventfdFlags, PollFd, PollFlags, Timespec, eventfd};
+use kraft_controller::workload::{due_ms, percentile_ms, records_due_by_ms};
+use rustix::{
+    event::{EventfdFlags, PollFd, PollFlags, Timespec, eventfd},
+    time::{ClockId, clock_gettime},
+};
 
 /// Command line of `kraft-replication-floor`.
 #[derive(Debug, Parser)]
@@ -55,20 +62,23 @@ struct Args {
     /// Directory for the three files (one per replica); made if missing.
     #[arg(long)]
     dir: PathBuf,
-    /// Records per second (at least 1).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..))]
-    rate: u32,
-    /// Bytes per record (at least 1).
-    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..))]
+    /// Records per second (1 to 10 000 000).
+    #[arg(long, required_unless_present = "follow",
+          value_parser = clap::value_parser!(u32).range(1..=10_000_000))]
+    rate: Option<u32>,
+    /// Bytes per record (1 to 1 048 576).
+    #[arg(long, default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=1_048_576))]
     record_size: u32,
-    /// Seconds of measured load, after the warm-up.
-    #[arg(long, default_value_t = 20.0)]
+    /// Seconds of measured load, after the warm-up (more than 0, at most a
+    /// day).
+    #[arg(long, default_value_t = 20.0, value_parser = seconds)]
     duration_s: f64,
-    /// Seconds of load first whose commits are not counted.
-    #[arg(long, default_value_t = 2.0)]
+    /// Seconds of load first whose records are not counted (0 to a day).
+    #[arg(long, default_value_t = 2.0, value_parser = seconds)]
     warmup_s: f64,
-    /// Milliseconds the leader waits after an append before its fsync, as
-    /// the controller's `controller.quorum.append.linger.ms` (0: at once).
+    /// Milliseconds the leader waits after an append it has not fsynced
+    /// before its fsync, as the controller's
+    /// `controller.quorum.append.linger.ms` (0: at once).
     #[arg(long, default_value_t = 0)]
     leader_fsync_linger_ms: u64,
     /// Internal: run as a follower answering the leader at this address.
@@ -76,14 +86,35 @@ struct Args {
     follow: Option<String>,
 }
 
+/// A number of seconds from 0 to a day (86 400), as clap's parser of the
+/// `--*-s` flags.
+fn seconds(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(s) if (0.0..=86_400.0).contains(&s) => Ok(s),
+        _ => Err(format!("expected seconds from 0 to 86400, got {text:?}")),
+    }
+}
+
+/// Most bytes a second of records may take (`--rate` × `--record-size`):
+/// each batch is built in memory and sent whole.
+const MAX_BYTES_PER_SEC: u64 = 1 << 30;
+
 /// Bytes before each batch on the wire: its length (u32) and number (u64).
 const FRAME_HEADER: usize = 12;
 
+/// How long the leader waits for its followers to connect.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How long the leader waits, after the window, for its last batches to
+/// commit.
+const DRAIN_TIMEOUT: Duration = Duration::from_secs(5);
+
 fn main() -> ExitCode {
     let args = Args::parse();
-    let result = match &args.follow {
-        Some(leader) => follow(leader, &args.dir),
-        None => lead(&args).map(|report| println!("{report}")),
+    let result = match (&args.follow, args.rate) {
+        (Some(leader), _) => follow(leader, &args.dir),
+        (None, Some(rate)) => lead(&args, rate).map(|report| println!("{report}")),
+        (None, None) => Err(anyhow::anyhow!("--rate is required")),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -106,9 +137,16 @@ fn append_file(dir: &Path, name: &str) -> Result<File> {
         .with_context(|| format!("opening {}", path.display()))
 }
 
+/// The length of the frame at the start of `buffered`, if its header is
+/// there.
+fn frame_len(buffered: &[u8]) -> Option<usize> {
+    let header = buffered.get(..4)?;
+    Some(u32::from_be_bytes([header[0], header[1], header[2], header[3]]) as usize)
+}
+
 /// A follower: append each batch read, fsync, answer its number; the
-/// batches already read when one arrives share one fsync and one answer.
-/// Ends when the leader closes the connection.
+/// batches already read whole when one arrives share one fsync and one
+/// answer. Ends when the leader closes the connection between batches.
 fn follow(leader: &str, dir: &Path) -> Result<()> {
     let mut file = append_file(dir, "follower.log")?;
     let stream = TcpStream::connect(leader).with_context(|| format!("connecting to {leader}"))?;
@@ -117,39 +155,42 @@ fn follow(leader: &str, dir: &Path) -> Result<()> {
     let mut reader = BufReader::with_capacity(1 << 20, stream);
     let mut body = Vec::new();
     loop {
-        let mut last = None;
+        if reader.fill_buf().context("reading a batch")?.is_empty() {
+            return Ok(());
+        }
+        let mut last = [0u8; 8];
         loop {
             let mut header = [0u8; FRAME_HEADER];
-            match reader.read_exact(&mut header) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof && last.is_none() => {
-                    return Ok(());
-                }
-                Err(e) => return Err(e).context("reading a batch"),
+            reader
+                .read_exact(&mut header)
+                .context("reading a batch's header")?;
+            let len = frame_len(&header).unwrap_or(0);
+            if len as u64 > MAX_BYTES_PER_SEC {
+                bail!("a batch of {len} bytes, more than {MAX_BYTES_PER_SEC}");
             }
-            let len = u32::from_be_bytes([header[0], header[1], header[2], header[3]]) as usize;
-            let mut number = [0u8; 8];
-            number.copy_from_slice(&header[4..]);
+            last.copy_from_slice(&header[4..]);
             body.resize(len, 0);
             reader.read_exact(&mut body).context("reading a batch")?;
             file.write_all(&body).context("appending")?;
-            last = Some(number);
-            if reader.buffer().len() < FRAME_HEADER {
-                break;
+            // Go on only with a batch already here whole: one still
+            // arriving must not hold back the fsync of those appended.
+            let buffered = reader.buffer();
+            match frame_len(buffered) {
+                Some(next) if buffered.len() >= FRAME_HEADER + next => {}
+                _ => break,
             }
         }
         file.sync_data().context("fsync")?;
-        if let Some(number) = last {
-            answers.write_all(&number).context("answering")?;
-        }
+        answers.write_all(&last).context("answering")?;
     }
 }
 
-/// The batches appended and not yet committed, and the latencies of those
-/// that were.
+/// The batches appended and not yet committed, and the latencies of the
+/// records committed.
 #[derive(Default)]
 struct Commits {
-    /// Batches appended and not committed: (number, records, append time).
+    /// Batches appended and not committed: (number, records counted in
+    /// it, append time).
     pending: VecDeque<(u64, u64, Instant)>,
     /// The highest batch number the leader's fsync covers.
     flushed: u64,
@@ -157,8 +198,6 @@ struct Commits {
     answered: [u64; 2],
     /// Commit latency (µs) of every record counted.
     latencies_us: Vec<u64>,
-    /// Records appended at or after this instant are counted.
-    count_from: Option<Instant>,
 }
 
 impl Commits {
@@ -168,23 +207,32 @@ impl Commits {
         let mut covered = [self.flushed, self.answered[0], self.answered[1]];
         covered.sort_unstable();
         let committed = covered[1];
-        while let Some(&(number, records, appended)) = self.pending.front() {
+        while let Some(&(number, counted, appended)) = self.pending.front() {
             if number > committed {
                 break;
             }
             self.pending.pop_front();
-            if self.count_from.is_some_and(|from| appended >= from) {
-                let us =
-                    u64::try_from(now.duration_since(appended).as_micros()).unwrap_or(u64::MAX);
-                self.latencies_us
-                    .extend(std::iter::repeat_n(us, records as usize));
-            }
+            let us = u64::try_from(now.duration_since(appended).as_micros()).unwrap_or(u64::MAX);
+            self.latencies_us
+                .extend(std::iter::repeat_n(us, counted as usize));
         }
     }
 }
 
 /// Kills and reaps the followers however the run ends.
 struct Followers(Vec<Child>);
+
+impl Followers {
+    /// Fails when a follower has exited (it could not start).
+    fn check(&mut self) -> Result<()> {
+        for (i, child) in self.0.iter_mut().enumerate() {
+            if let Some(status) = child.try_wait()? {
+                bail!("follower {} exited ({status}) before it connected", i + 1);
+            }
+        }
+        Ok(())
+    }
+}
 
 impl Drop for Followers {
     fn drop(&mut self) {
@@ -235,11 +283,9 @@ impl Flusher {
     }
 }
 
-/// The leader: starts two followers, paces batches for the warm-up and the
-/// duration on one thread polling the followers' answers and its fsync
-/// thread (the controller's shape: an event loop and a blocking thread for
-/// fsyncs), and reports the commit latencies as one JSON object.
-fn lead(args: &Args) -> Result<String> {
+/// Starts the two followers and accepts their connections, failing when
+/// one exits first or neither comes within [`CONNECT_TIMEOUT`].
+fn start_followers(dir: &Path) -> Result<(Followers, Vec<TcpStream>)> {
     let listener = TcpListener::bind("127.0.0.1:0").context("binding a loopback port")?;
     let address = listener.local_addr()?.to_string();
     let exe = std::env::current_exe().context("finding this program")?;
@@ -249,87 +295,147 @@ fn lead(args: &Args) -> Result<String> {
             .arg("--follow")
             .arg(&address)
             .arg("--dir")
-            .arg(args.dir.join(format!("follower-{i}")))
-            .args(["--rate", "1"])
+            .arg(dir.join(format!("follower-{i}")))
             .stdin(Stdio::null())
+            .stdout(Stdio::null())
             .spawn()
             .context("starting a follower")?;
         followers.0.push(child);
     }
+    let deadline = Instant::now() + CONNECT_TIMEOUT;
     let mut streams = Vec::new();
-    for _ in 0..2 {
-        let (stream, _) = listener.accept().context("accepting a follower")?;
-        stream.set_nodelay(true)?;
-        streams.push(stream);
+    while streams.len() < 2 {
+        followers.check()?;
+        if Instant::now() >= deadline {
+            bail!("the followers did not connect within {CONNECT_TIMEOUT:?}");
+        }
+        let mut fds = [PollFd::new(&listener, PollFlags::IN)];
+        let slice = Timespec {
+            tv_sec: 0,
+            tv_nsec: 100_000_000,
+        };
+        if rustix::event::poll(&mut fds, Some(&slice))? > 0 {
+            let (stream, _) = listener.accept().context("accepting a follower")?;
+            stream.set_nodelay(true)?;
+            streams.push(stream);
+        }
+    }
+    Ok((followers, streams))
+}
+
+/// This process's CPU time so far (all its threads), from its CPU clock.
+fn cpu_now() -> Duration {
+    let t = clock_gettime(ClockId::ProcessCPUTime);
+    Duration::new(
+        u64::try_from(t.tv_sec).unwrap_or(0),
+        u32::try_from(t.tv_nsec).unwrap_or(0),
+    )
+}
+
+/// The instant `ms` whole milliseconds after `start`.
+fn at_ms(start: Instant, ms: u128) -> Instant {
+    start + Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX))
+}
+
+/// The leader: starts two followers, paces batches for the warm-up and the
+/// duration on one thread polling the followers' answers and its fsync
+/// thread, and reports the commit latencies as one JSON object.
+fn lead(args: &Args, rate: u32) -> Result<String> {
+    let bytes_per_sec = u64::from(rate) * u64::from(args.record_size);
+    if bytes_per_sec > MAX_BYTES_PER_SEC {
+        bail!(
+            "--rate {rate} × --record-size {} is {bytes_per_sec} bytes/s, more than {MAX_BYTES_PER_SEC}",
+            args.record_size
+        );
+    }
+    if args.duration_s <= 0.0 {
+        bail!("--duration-s must be more than 0, got {}", args.duration_s);
     }
     let mut file = append_file(&args.dir, "leader.log")?;
+    let (followers, streams) = start_followers(&args.dir)?;
     let flusher = Flusher::start(file.try_clone()?)?;
     let linger = Duration::from_millis(args.leader_fsync_linger_ms);
 
-    let mut commits = Commits::default();
-    let cpu_before = cpu_seconds()?;
+    // The window in whole milliseconds after the start: records due at
+    // `warm_ms` or later and before `end_ms` are appended and counted; the
+    // leader's CPU is read at its two ends.
+    let warm_ms = (args.warmup_s * 1000.0).round() as u128;
+    let end_ms = warm_ms + ((args.duration_s * 1000.0).round() as u128).max(1);
+    let counted_from = if warm_ms == 0 {
+        1
+    } else {
+        records_due_by_ms(warm_ms - 1, rate) + 1
+    };
+    let last_record = records_due_by_ms(end_ms - 1, rate);
     let start = Instant::now();
-    let count_from = start + Duration::from_secs_f64(args.warmup_s);
-    let end = count_from + Duration::from_secs_f64(args.duration_s);
-    commits.count_from = Some(count_from);
+    let mut commits = Commits::default();
     let record = vec![0x5a_u8; args.record_size as usize];
     let mut frame = Vec::new();
     let mut answers: [Vec<u8>; 2] = [Vec::new(), Vec::new()];
     let mut buf = [0u8; 4096];
-    let (mut appended, mut batches, mut ms) = (0u64, 0u64, 0u128);
-    let mut next_due = None;
+    let (mut appended, mut batches) = (0u64, 0u64);
     let mut flush_at: Option<Instant> = None;
-    let mut stop_at: Option<Instant> = None;
+    let (mut cpu_from, mut cpu_to) = (None, None);
+    let mut drain_until: Option<Instant> = None;
     loop {
-        // The next batch: the first whole millisecond with a record due.
-        if next_due.is_none() && stop_at.is_none() {
-            loop {
-                ms += 1;
-                let at = start + Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX));
-                if at >= end {
-                    // Give the last batches at most 5 s to commit.
-                    stop_at = Some(Instant::now().max(end) + Duration::from_secs(5));
-                    break;
-                }
-                if records_due_by_ms(ms, args.rate) > appended {
-                    next_due = Some(at);
-                    break;
-                }
-            }
-        }
         let now = Instant::now();
-        if flush_at.is_some_and(|at| at <= now) {
+        let elapsed_ms = now.saturating_duration_since(start).as_millis();
+        if cpu_from.is_none() && elapsed_ms >= warm_ms {
+            cpu_from = Some(cpu_now());
+        }
+        // Every record due by now (within the window) as one batch.
+        let due = records_due_by_ms(elapsed_ms.min(end_ms - 1), rate);
+        if due > appended {
+            let first = appended + 1;
+            let records = due - appended;
+            batches += 1;
+            frame.clear();
+            frame.extend_from_slice(
+                &u32::try_from(record.len() as u64 * records)
+                    .context("a batch over 4 GiB")?
+                    .to_be_bytes(),
+            );
+            frame.extend_from_slice(&batches.to_be_bytes());
+            for _ in 0..records {
+                frame.extend_from_slice(&record);
+            }
+            file.write_all(&frame[FRAME_HEADER..])
+                .context("appending")?;
+            // The batch's records due in the window (from `counted_from`).
+            let counted = due.saturating_sub(first.max(counted_from) - 1);
+            commits
+                .pending
+                .push_back((batches, counted, Instant::now()));
+            appended = due;
+            for mut stream in &streams {
+                stream.write_all(&frame).context("sending a batch")?;
+            }
+            flush_at.get_or_insert(Instant::now() + linger);
+        }
+        if appended >= last_record && drain_until.is_none() {
+            cpu_to = Some(cpu_now());
+            drain_until = Some(Instant::now() + DRAIN_TIMEOUT);
+        }
+        if flush_at.is_some_and(|at| at <= Instant::now()) {
             flush_at = None;
             if flusher.requests.send(batches).is_err() {
                 break;
             }
         }
-        if next_due.is_some_and(|at| at <= now) {
-            next_due = None;
-            let due = records_due_by_ms(ms, args.rate) - appended;
-            batches += 1;
-            frame.clear();
-            frame.extend_from_slice(&u32::try_from(record.len() * due as usize)?.to_be_bytes());
-            frame.extend_from_slice(&batches.to_be_bytes());
-            for _ in 0..due {
-                frame.extend_from_slice(&record);
-            }
-            file.write_all(&frame[FRAME_HEADER..])
-                .context("appending")?;
-            commits.pending.push_back((batches, due, Instant::now()));
-            appended += due;
-            for mut stream in &streams {
-                stream.write_all(&frame).context("sending a batch")?;
-            }
-            flush_at.get_or_insert(Instant::now() + linger);
-            continue;
-        }
-        if stop_at.is_some_and(|at| at <= now || commits.pending.is_empty()) {
+        if let Some(until) = drain_until
+            && (commits.pending.is_empty() || Instant::now() >= until)
+        {
             break;
         }
-        let wake = [next_due, flush_at, stop_at].into_iter().flatten().min();
+        let next_due = (appended < last_record)
+            .then(|| at_ms(start, due_ms(appended + 1, rate)))
+            .filter(|_| drain_until.is_none());
+        let wake = [next_due, flush_at, drain_until]
+            .into_iter()
+            .flatten()
+            .min();
         let timeout = wake.map(|at| {
-            let d = at.saturating_duration_since(now);
+            let d = at.saturating_duration_since(Instant::now());
             Timespec {
                 tv_sec: i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
                 tv_nsec: i64::from(d.subsec_nanos()),
@@ -367,7 +473,6 @@ fn lead(args: &Args) -> Result<String> {
         }
         commits.advance(now);
     }
-    let cpu = cpu_seconds()? - cpu_before;
     drop(flusher.requests);
     flusher
         .thread
@@ -379,18 +484,24 @@ fn lead(args: &Args) -> Result<String> {
     drop(followers);
     if !commits.pending.is_empty() {
         bail!(
-            "{} batches did not commit within 5 s of the end",
+            "{} batches did not commit within {DRAIN_TIMEOUT:?} of the end",
             commits.pending.len()
         );
     }
+    let cpu = match (cpu_from, cpu_to) {
+        (Some(from), Some(to)) => to.saturating_sub(from).as_secs_f64(),
+        _ => 0.0,
+    };
     let mut sorted = commits.latencies_us;
     sorted.sort_unstable();
+    let records = sorted.len();
     Ok(serde_json::json!({
-        "rate": args.rate,
+        "rate": rate,
         "record_size": args.record_size,
         "leader_fsync_linger_ms": args.leader_fsync_linger_ms,
+        "warmup_s": args.warmup_s,
         "duration_s": args.duration_s,
-        "records": sorted.len(),
+        "records": records,
         "batches": batches,
         "p50_ms": percentile_ms(&sorted, 50.0),
         "p75_ms": percentile_ms(&sorted, 75.0),
@@ -398,31 +509,9 @@ fn lead(args: &Args) -> Result<String> {
         "p999_ms": percentile_ms(&sorted, 99.9),
         "max_ms": sorted.last().map_or(0.0, |&us| us as f64 / 1000.0),
         "cpu_leader_s": cpu,
-        "cpu_us_per_record": if appended > 0 { cpu * 1e6 / appended as f64 } else { 0.0 },
+        "cpu_us_per_record": if records > 0 { cpu * 1e6 / records as f64 } else { 0.0 },
     })
     .to_string())
-}
-
-/// This process's CPU time so far (user + system, s), from `/proc/self/stat`
-/// (fields 14 and 15, in clock ticks).
-fn cpu_seconds() -> Result<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").context("reading /proc/self/stat")?;
-    // The command name (field 2) may hold spaces; the fields after it follow
-    // its closing parenthesis.
-    let rest = stat
-        .rsplit_once(')')
-        .map(|(_, rest)| rest)
-        .context("no ')' in /proc/self/stat")?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let tick = |i: usize| -> Result<f64> {
-        fields
-            .get(i)
-            .and_then(|f| f.parse::<f64>().ok())
-            .with_context(|| format!("field {} of /proc/self/stat", i + 3))
-    };
-    // After ')': field 3 is at index 0, so utime (14) at 11 and stime (15) at 12.
-    let ticks_per_s = rustix::param::clock_ticks_per_second() as f64;
-    Ok((tick(11)? + tick(12)?) / ticks_per_s)
 }
 
 #[cfg(test)]
@@ -432,10 +521,7 @@ mod tests {
     #[test]
     fn a_batch_commits_when_two_of_the_three_replicas_have_it() {
         let t0 = Instant::now();
-        let mut c = Commits {
-            count_from: Some(t0),
-            ..Commits::default()
-        };
+        let mut c = Commits::default();
         c.pending.push_back((1, 3, t0));
         c.pending.push_back((2, 1, t0));
         c.answered = [2, 0];
@@ -452,18 +538,17 @@ mod tests {
     }
 
     #[test]
-    fn records_appended_before_the_warm_up_ends_are_not_counted() {
-        let t0 = Instant::now();
-        let mut c = Commits {
-            count_from: Some(t0 + Duration::from_millis(10)),
-            flushed: 2,
-            answered: [2, 2],
-            ..Commits::default()
-        };
-        c.pending.push_back((1, 5, t0));
-        c.pending.push_back((2, 1, t0 + Duration::from_millis(10)));
-        c.advance(t0 + Duration::from_millis(11));
-        assert!(c.pending.is_empty());
-        assert_eq!(c.latencies_us, vec![1_000]);
+    fn a_frame_is_read_on_only_once_its_header_is_whole() {
+        assert_eq!(frame_len(&[0, 0, 1]), None);
+        assert_eq!(frame_len(&[0, 0, 1, 2, 9]), Some(258));
+    }
+
+    #[test]
+    fn seconds_outside_zero_to_a_day_are_refused_with_the_value() {
+        assert_eq!(seconds("2.5"), Ok(2.5));
+        for bad in ["-1", "nan", "inf", "86401", "x"] {
+            let err = seconds(bad).expect_err(bad);
+            assert!(err.contains(bad), "{err}");
+        }
     }
 }

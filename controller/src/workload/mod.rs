@@ -287,7 +287,7 @@ impl Workload {
 /// Milliseconds after the claim at which record `n` (from 1) is due:
 /// `round(n * 1000 / throughput)`, half up (TestRaftServer's
 /// `ThroughputThrottler.maybeThrottle`, `Math.round`).
-fn due_ms(n: u64, throughput: u32) -> u128 {
+pub fn due_ms(n: u64, throughput: u32) -> u128 {
     let rate = u128::from(throughput);
     (2_000 * u128::from(n) + rate) / (2 * rate)
 }
