@@ -353,7 +353,7 @@ fn a_flush_job_moves_the_flushed_end_only_when_it_ends_and_only_to_where_it_star
     let mut log = open(&fs).expect("open");
     log.append_as_follower(batch(0, 1, 2)).expect("append");
     let job = log.start_flush().expect("a job");
-    assert!(job.file_count() >= 1, "at least the segment's .log");
+    assert_eq!(job.file_count(), 1, "the segment's .log");
     let done = job.run();
     // Appended after the job's fsyncs ran, before its end reached the log:
     // not durable, and the log must not count it.
@@ -389,7 +389,77 @@ fn a_flush_job_moves_the_flushed_end_only_when_it_ends_and_only_to_where_it_star
     assert_eq!(
         job.file_count(),
         0,
-        "nothing left to fsync once a job ended at the log end"
+        "no records left to fsync once a job ended at the log end"
+    );
+}
+
+#[test]
+fn a_flush_job_fsyncs_the_records_not_the_index_and_a_crash_rebuilds_the_index() {
+    // The index is derived from the records: a commit waits for the
+    // records' fsync only, and a crash that loses index entries loses
+    // nothing the open does not rebuild from the records.
+    let fs = MemoryFs::new();
+    let mut log = open(&fs).expect("open");
+    for base in (0..8).step_by(2) {
+        log.append_as_follower(batch(base, 1, 2)).expect("append");
+    }
+    let index = Path::new(DIR).join(format!("{:020}.index", 0));
+    let written = fs.cached_file(&index).expect("the segment's index");
+    assert!(
+        !written.is_empty(),
+        "batches past index.interval.bytes wrote index entries"
+    );
+    let job = log.start_flush().expect("a job");
+    assert_eq!(job.file_count(), 1, "the segment's .log only");
+    log.finish_flush(job.run()).expect("ends");
+    assert_eq!(log.flushed_end_offset(), 8);
+    assert_eq!(
+        durable_recovery_point(&fs),
+        Some(8),
+        "inside the active segment"
+    );
+    assert_eq!(
+        fs.durable_file(&index).unwrap_or_default(),
+        Vec::<u8>::new(),
+        "the job left every index entry unsynced"
+    );
+    let read = |log: &FileLog, offset: i64| log.read(offset, 1 << 20).expect("reads").records;
+    let before: Vec<Bytes> = (0..8).map(|offset| read(&log, offset)).collect();
+
+    drop(log);
+    fs.crash();
+    let mut log = open(&fs).expect("reopen");
+    assert_eq!(log.end_offset().offset, 8, "every record the job fsynced");
+    for (offset, expected) in (0..8).zip(&before) {
+        assert_eq!(&read(&log, offset), expected, "a read from offset {offset}");
+    }
+    assert_eq!(
+        fs.durable_file(&index),
+        Some(written),
+        "the open rebuilt the index from the records and fsynced it"
+    );
+
+    // The index a job left stays to be fsynced by the next synchronous
+    // flush, and by a roll even when no write came after the job.
+    log.append_as_follower(batch(8, 1, 2)).expect("append");
+    let job = log.start_flush().expect("a job");
+    log.finish_flush(job.run()).expect("ends");
+    assert_ne!(fs.durable_file(&index), fs.cached_file(&index));
+    log.flush().expect("a synchronous flush");
+    assert_eq!(fs.durable_file(&index), fs.cached_file(&index));
+    let mut next = 10;
+    while log.segment_count() == 1 {
+        log.append_as_follower(batch(next, 1, 2)).expect("append");
+        next += 2;
+        if log.segment_count() == 1 {
+            let job = log.start_flush().expect("a job");
+            log.finish_flush(job.run()).expect("ends");
+        }
+    }
+    assert_eq!(
+        fs.durable_file(&index),
+        fs.cached_file(&index),
+        "the roll fsynced the closed segment's index, written before the last job"
     );
 }
 

@@ -614,7 +614,7 @@ impl ReplicatedLog for FileLog {
         let files: Vec<_> = self
             .segments
             .iter()
-            .flat_map(Segment::unsynced_files)
+            .filter_map(Segment::unsynced_log_file)
             .collect();
         self.job_running = !files.is_empty();
         Ok(FlushJob {

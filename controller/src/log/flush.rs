@@ -6,8 +6,10 @@
 //! counts only what is on disk (DESIGN.md §2.3, Kafka's
 //! `KafkaRaftClient.flushLeaderLog` before `updateLocalState`).
 //!
-//! A job holds shared handles of the files that had writes not yet fsynced
-//! when it started, and the log end offset then: an `fdatasync` makes
+//! A job holds shared handles of the segment `.log` files that had writes
+//! not yet fsynced when it started (not the `.index` files: derived from
+//! the records and rebuilt on open, [`super::segment::Segment::unsynced_log_file`]),
+//! and the log end offset then: an `fdatasync` makes
 //! durable everything written to the file before it began, so when it
 //! returns `Ok` every offset below that end is durable, whatever was
 //! appended meanwhile. A truncation (or a reset to a snapshot) while the job
@@ -42,7 +44,7 @@ pub(crate) type JobFailure = Arc<OnceLock<IoFailure>>;
 /// its path for the error message.
 #[derive(Debug, Clone)]
 pub struct SyncTarget {
-    /// The open file (`.log` or `.index` of a segment).
+    /// The open `.log` file of a segment.
     pub file: Arc<dyn LogFile>,
     /// Its path.
     pub path: PathBuf,

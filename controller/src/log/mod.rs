@@ -314,8 +314,8 @@ pub trait ReplicatedLog: std::fmt::Debug + Send {
     fn flush(&mut self) -> Result<()>;
 
     /// Starts a flush whose fsyncs run elsewhere ([`FlushJob::run`], on a
-    /// thread that may block): the files with writes not yet fsynced, and
-    /// the end offset they make durable. Nothing moves until
+    /// thread that may block): the files holding records not yet fsynced,
+    /// and the end offset they make durable. Nothing moves until
     /// [`Self::finish_flush`]. The default flushes at once (logs without
     /// files, as [`MemoryLog`]).
     ///

@@ -441,8 +441,8 @@ impl Segment {
         self.flush()
     }
 
-    /// Fsyncs the `.log` and `.index` files if anything was written since
-    /// the last flush.
+    /// Fsyncs each of the `.log` and `.index` files written since it was
+    /// last fsynced.
     ///
     /// Errors: [`super::LogError::Io`].
     pub fn flush(&mut self) -> Result<()> {
@@ -453,7 +453,8 @@ impl Segment {
             self.dirty = false;
         }
         // The index is only a lookup aid rebuilt on open, but Kafka's tools
-        // read it too: keep it as durable as the segment.
+        // read it too: a segment flushed here (rolled, closed, recovered) has
+        // it as durable as its records.
         if self.index_dirty {
             self.index_file
                 .sync_data()
@@ -463,25 +464,32 @@ impl Segment {
         Ok(())
     }
 
-    /// The files with writes not yet fsynced ([`Self::flush`] would sync
-    /// them), for a [`super::FlushJob`]; nothing is marked synced.
-    pub fn unsynced_files(&self) -> impl Iterator<Item = SyncTarget> + '_ {
-        let log = self.dirty.then(|| SyncTarget {
+    /// The `.log` file if it has writes not yet fsynced, for a
+    /// [`super::FlushJob`]; nothing is marked synced.
+    ///
+    /// The `.index` file is not in it: the job's fsyncs are what a commit
+    /// waits for, and the index is derived from the records. Our open
+    /// rebuilds every segment's index from a scan of its records and
+    /// rewrites the file when it differs ([`super::recovery`]); Kafka's
+    /// `KafkaRaftLog` opens the metadata log with recovery point 0 as after
+    /// an unclean shutdown, so its `LogLoader` recovers every segment and
+    /// rebuilds its index too. Only the active segment can hold an index
+    /// write not fsynced: a roll and a truncation flush a segment whole
+    /// ([`Self::flush`]). An index fsync in every job was a second fsync,
+    /// one after the other, in every flush that crossed
+    /// `index.interval.bytes` (BENCHMARKS.md, issue 23: "The offset index
+    /// out of the commit's fsync").
+    pub fn unsynced_log_file(&self) -> Option<SyncTarget> {
+        self.dirty.then(|| SyncTarget {
             file: Arc::clone(&self.file),
             path: self.log_path.clone(),
-        });
-        let index = self.index_dirty.then(|| SyncTarget {
-            file: Arc::clone(&self.index_file),
-            path: self.index_path.clone(),
-        });
-        log.into_iter().chain(index)
+        })
     }
 
-    /// A [`super::FlushJob`] fsynced every file of this segment after its
-    /// last write: nothing is left to sync.
-    pub fn mark_synced(&mut self) {
+    /// A [`super::FlushJob`] fsynced this segment's `.log` file after its
+    /// last write; its `.index` waits for [`Self::flush`].
+    pub fn mark_log_synced(&mut self) {
         self.dirty = false;
-        self.index_dirty = false;
     }
 
     /// Fsyncs both files whatever was written (used on open, where bytes

@@ -10,8 +10,8 @@
 //! Execution rules (the engine's contract, see `raft`):
 //! - `PersistElectionState` is durable before the next command runs;
 //! - `Flush` runs off the loop (issue 23): the loop takes a flush job from
-//!   the engine ([`RaftEngine::start_flush`]: the files with unsynced
-//!   writes and the end offset they make durable), runs its fsyncs on a
+//!   the engine ([`RaftEngine::start_flush`]: the segment files with
+//!   unsynced records and the end offset they make durable), runs its fsyncs on a
 //!   blocking thread, and goes on serving Fetch requests, answers and
 //!   appends meanwhile; the job's result goes back to the engine
 //!   ([`RaftEngine::finish_flush`]) before any other input once it is there.

@@ -149,7 +149,8 @@ impl FileLog {
     /// Ends a [`FlushJob`] (see [`super::super::flush`]): its fsync error
     /// stops the log; after a truncation or reset since it started it moves
     /// nothing; else every offset below its end offset is durable, and if
-    /// nothing was appended since it started, no file has unsynced writes.
+    /// nothing was appended since it started, no `.log` file has unsynced
+    /// writes (an `.index` may: it waits for a synchronous flush).
     pub(super) fn do_finish_flush(&mut self, done: FlushDone) -> Result<()> {
         done.result?;
         if done.rewinds != self.rewinds || done.end_offset <= self.flushed_end_offset {
@@ -157,7 +158,7 @@ impl FileLog {
         }
         if done.end_offset == self.end() {
             for segment in &mut self.segments {
-                segment.mark_synced();
+                segment.mark_log_synced();
             }
         }
         self.flushed_end_offset = done.end_offset;
