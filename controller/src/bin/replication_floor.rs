@@ -49,7 +49,7 @@ use std::{
 
 use anyhow::{Context, Result, bail};
 use clap::Parser;
-use kraft_controller::workload::{due_ms, percentile_ms, records_due_by_ms};
+use kraft_controller::workload::{due_at, percentile_ms, records_due_by_ms};
 use rustix::{
     event::{EventfdFlags, PollFd, PollFlags, Timespec, eventfd},
     time::{ClockId, clock_gettime},
@@ -332,11 +332,6 @@ fn cpu_now() -> Duration {
     )
 }
 
-/// The instant `ms` whole milliseconds after `start`.
-fn at_ms(start: Instant, ms: u128) -> Instant {
-    start + Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX))
-}
-
 /// The leader: starts two followers, paces batches for the warm-up and the
 /// duration on one thread polling the followers' answers and its fsync
 /// thread, and reports the commit latencies as one JSON object.
@@ -428,7 +423,7 @@ fn lead(args: &Args, rate: u32) -> Result<String> {
             break;
         }
         let next_due = (appended < last_record)
-            .then(|| at_ms(start, due_ms(appended + 1, rate)))
+            .then(|| due_at(start, appended + 1, rate))
             .filter(|_| drain_until.is_none());
         let wake = [next_due, flush_at, drain_until]
             .into_iter()

@@ -214,8 +214,7 @@ impl Workload {
     pub fn next_due(&self) -> Option<Instant> {
         let start = self.claimed_at?;
         self.epoch?;
-        let ms = due_ms(self.appended + 1, self.config.throughput);
-        Some(start + Duration::from_millis(u64::try_from(ms).unwrap_or(u64::MAX)))
+        Some(due_at(start, self.appended + 1, self.config.throughput))
     }
 
     /// One record was appended at `offset` at `now`.
@@ -287,9 +286,16 @@ impl Workload {
 /// Milliseconds after the claim at which record `n` (from 1) is due:
 /// `round(n * 1000 / throughput)`, half up (TestRaftServer's
 /// `ThroughputThrottler.maybeThrottle`, `Math.round`).
-pub fn due_ms(n: u64, throughput: u32) -> u128 {
+fn due_ms(n: u64, throughput: u32) -> u128 {
     let rate = u128::from(throughput);
     (2_000 * u128::from(n) + rate) / (2 * rate)
+}
+
+/// The instant record `n` (from 1) is due when pacing started at `start`:
+/// [`due_ms`] whole milliseconds after it (used by the workload and by the
+/// replication floor, `kraft-replication-floor`, so both pace alike).
+pub fn due_at(start: Instant, n: u64, throughput: u32) -> Instant {
+    start + Duration::from_millis(u64::try_from(due_ms(n, throughput)).unwrap_or(u64::MAX))
 }
 
 /// How many records are due `elapsed_ms` whole milliseconds after the
