@@ -100,7 +100,7 @@ echo
 echo "==== ${clusters[*]} (run beside the tests above); their output:"
 cat "$log"
 echo
-echo "==== interop: ${clusters[*]} exit $cluster_rc; the other ${#rest[@]} test binaries exit $rest_rc"
+echo "==== interop: ${clusters[*]} exit $cluster_rc; the group of the other ${#rest[@]} test binaries exits $rest_rc"
 if ((rest_rc != 0 || cluster_rc != 0)); then
   # The failed tests and the topics tests' failed steps, then each panic's
   # location and message, the cluster group's first. Some panics are caught

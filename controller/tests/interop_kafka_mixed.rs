@@ -719,3 +719,22 @@ crate::per_kafka_version!(kafka_founds;
 crate::per_kafka_version!(ours_founds;
     kafka_4_1_2s_controllers_join_ours_then_ours_join_kafkas_and_committed_logs_stay_identical => "4.1.2",
     kafka_4_4_0s_controllers_join_ours_then_ours_join_kafkas_and_committed_logs_stay_identical => "4.4.0");
+
+/// The fault filter keeps the lines that say metadata was not applied and
+/// drops the two kinds of ERROR line that do not (lines as Kafka 4.1.2's
+/// controller printed them in CI).
+#[test]
+fn replay_faults_keeps_failures_and_drops_slow_event_reports_and_not_controller_answers() {
+    let log = "\
+[2026-12-07T00:13:43,505] ERROR [QuorumController id=3] Exceptionally slow controller event handleLoadSnapshot[snapshotId=OffsetAndEpoch[offset=143, epoch=3]] took 2183 ms. (org.apache.kafka.controller.EventPerformanceMonitor)
+[2026-12-07T00:13:44,001] ERROR [ControllerApis nodeId=3] Unexpected error handling request (kafka.server.ControllerApis)
+org.apache.kafka.common.errors.NotControllerException: This node is not the active controller.
+[2026-12-07T00:13:45,010] ERROR Encountered metadata loading fault: Unhandled error initializing new publishers (org.apache.kafka.server.fault.LoggingFaultHandler)
+[2026-12-07T00:13:45,020] WARN [RaftManager id=3] Exception while reading snapshot (org.apache.kafka.raft.KafkaRaftClient)
+[2026-12-07T00:13:45,030] INFO [QuorumController id=3] Becoming the active controller (org.apache.kafka.controller.QuorumController)
+";
+    let faults = replay_faults(log);
+    assert_eq!(faults.len(), 2, "{faults:#?}");
+    assert!(faults[0].contains("metadata loading fault"), "{faults:#?}");
+    assert!(faults[1].contains("Exception while reading snapshot"), "{faults:#?}");
+}

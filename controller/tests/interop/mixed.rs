@@ -232,9 +232,13 @@ pub fn dumped_batches(version: &'static str, partition: &Path) -> Vec<DumpedBatc
 /// The lines of a controller's log that say it failed to apply or load
 /// metadata: Kafka's fault handlers (`Encountered … fault`), any ERROR
 /// line (its `MetadataLoader` and `QuorumController` errors, ours), and
-/// exceptions logged as warnings. Kafka's lines about a request that met
+/// exceptions logged as warnings. Two kinds of ERROR line are not failures
+/// to apply metadata: Kafka's lines about a request that met
 /// `NotControllerException` (answered NOT_CONTROLLER, retried by the
-/// broker) are not failures to apply metadata.
+/// broker), and its `EventPerformanceMonitor`'s report of an event that
+/// took longer than `controller.performance.always.log.threshold.ms`
+/// (2000 ms by default), logged at ERROR though the event succeeded: a
+/// slow machine, not a fault.
 pub fn replay_faults(log: &str) -> Vec<String> {
     let lines: Vec<String> = log.lines().map(strip_ansi).collect();
     lines
@@ -247,7 +251,12 @@ pub fn replay_faults(log: &str) -> Vec<String> {
             let not_controller = lines
                 .get(i + 1)
                 .is_some_and(|next| next.contains("NotControllerException"));
+            // `EventPerformanceMonitor.java`: "Exceptionally slow controller
+            // event {} took {} ms."
+            let slow_event =
+                l.contains("EventPerformanceMonitor") && l.contains("Exceptionally slow");
             !not_controller
+                && !slow_event
                 && (l.contains(" ERROR ")
                     || l.contains(" fault")
                     || l.contains("metadata loading")
