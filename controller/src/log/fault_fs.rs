@@ -227,8 +227,13 @@ struct SyncGate {
 #[derive(Debug, Default)]
 struct GateState {
     held: bool,
-    /// Syncs blocked now.
+    /// With a hold: only syncs of files whose path ends with this wait.
+    only_suffix: Option<String>,
+    /// Syncs blocked now (of this generation).
     waiting: usize,
+    /// Bumped by [`SyncHold::let_waiting_pass`]: the syncs that waited
+    /// before go on, later ones wait.
+    generation: u64,
 }
 
 impl SyncGate {
@@ -238,21 +243,28 @@ impl SyncGate {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Blocks the calling thread while the gate is held.
-    fn pass(&self) {
+    /// Blocks the calling thread while the gate is held (for `path`).
+    fn pass(&self, path: &Path) {
         let mut gate = self.lock();
-        if !gate.held {
+        let applies = gate
+            .only_suffix
+            .as_ref()
+            .is_none_or(|suffix| path.to_string_lossy().ends_with(suffix.as_str()));
+        if !gate.held || !applies {
             return;
         }
+        let generation = gate.generation;
         gate.waiting += 1;
         self.opened.notify_all();
-        while gate.held {
+        while gate.held && gate.generation == generation {
             gate = self
                 .opened
                 .wait(gate)
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
-        gate.waiting -= 1;
+        if gate.generation == generation {
+            gate.waiting -= 1;
+        }
     }
 
     fn release(&self) {
@@ -281,6 +293,14 @@ impl SyncHold {
             .wait_timeout_while(gate, timeout, |g| g.waiting == 0)
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         gate.waiting > 0
+    }
+
+    /// Lets the syncs waiting now go on; the hold stays for later ones.
+    pub fn let_waiting_pass(&self) {
+        let mut gate = self.gate.lock();
+        gate.generation += 1;
+        gate.waiting = 0;
+        self.gate.opened.notify_all();
     }
 }
 
@@ -337,7 +357,19 @@ impl MemoryFs {
     /// returned hold is dropped; then the held syncs go on (each meeting the
     /// fault plan) and later ones run at once.
     pub fn hold_syncs(&self) -> SyncHold {
-        self.gate.lock().held = true;
+        self.hold(None)
+    }
+
+    /// [`Self::hold_syncs`] of the files whose path ends with `suffix`
+    /// only (e.g. `.log`: the segments, not the checkpoints).
+    pub fn hold_syncs_of(&self, suffix: &str) -> SyncHold {
+        self.hold(Some(suffix.to_owned()))
+    }
+
+    fn hold(&self, only_suffix: Option<String>) -> SyncHold {
+        let mut gate = self.gate.lock();
+        gate.held = true;
+        gate.only_suffix = only_suffix;
         SyncHold {
             gate: self.gate.clone(),
         }
@@ -418,7 +450,7 @@ impl MemoryFile {
     }
 
     fn sync(&self) -> io::Result<()> {
-        self.gate.pass();
+        self.gate.pass(&self.path);
         let mut state = self.state()?;
         let result = state.check(FsOp::Sync, &self.path);
         let inode = state.inodes.entry(self.inode).or_default();

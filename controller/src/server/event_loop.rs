@@ -9,20 +9,29 @@
 //!
 //! Execution rules (the engine's contract, see `raft`):
 //! - `PersistElectionState` is durable before the next command runs;
-//! - `Flush` runs off the loop (issue 23): the loop takes a flush job from
-//!   the engine ([`RaftEngine::start_flush`]: the segment files with
-//!   unsynced records and the end offset they make durable), runs its fsyncs on a
-//!   blocking thread, and goes on serving Fetch requests, answers and
-//!   appends meanwhile; the job's result goes back to the engine
-//!   ([`RaftEngine::finish_flush`]) before any other input once it is there.
-//!   Only then does the flushed end offset move, so the leader still counts
-//!   only its own flushed offset towards the high watermark and a follower
-//!   still fetches only from a flushed end. One job runs at a time; the
-//!   `Flush` commands that come while it runs start one more job after it.
-//!   A failed fsync stops the node (the log's fail-stop guard), never a
-//!   retry. Before, the loop fsynced inline: a leader's followers' Fetch
-//!   requests waited behind each of its fsyncs, and at linger 0 a leader
-//!   with records due at every turn starved them altogether;
+//! - `Flush` (issue 23, decisions D5): the loop takes a flush job from the
+//!   engine ([`RaftEngine::start_flush`]: the segment files with unsynced
+//!   records and the end offset they make durable) and runs its fsyncs
+//!   on a blocking thread or on the loop. A leader with followers always
+//!   hands them to a blocking thread and goes on serving Fetch requests,
+//!   answers and appends: its followers' Fetch requests are the commit's
+//!   path and must not wait behind its fsync. Any other node (a follower,
+//!   a leader alone) runs them on the loop, after one yield so that the
+//!   answers of this turn are written first, as long as the previous
+//!   flush's fsyncs took under [`LoopContext::flush_on_loop_below`] (1 ms in
+//!   a server): a follower fetches only from a flushed end anyway, and the
+//!   hand-off to a thread and back costs it two to three context switches
+//!   a flush. After a slower flush the next goes to a thread, so a slow
+//!   disk never holds the loop (probes, votes) for long. A job's
+//!   result goes back to the engine ([`RaftEngine::finish_flush`]) before
+//!   any other input once it is there. Either way the flushed end offset
+//!   moves only then, so the leader still counts only its own flushed
+//!   offset towards the high watermark and a follower still fetches only
+//!   from a flushed end. One job runs at a time; the `Flush` commands that
+//!   come while it runs start one more job after it. One input is handled
+//!   between two flushes, so a leader with records due at every turn still
+//!   reads its followers' Fetch requests. A failed fsync stops the node (the
+//!   log's fail-stop guard), never a retry;
 //! - `Send` goes to the peer manager, whose answer comes back as an event;
 //! - `Reply` goes back to the connection that asked;
 //! - `Committed`, `SnapshotInstalled` and `RoleChanged` go to the listener
@@ -108,7 +117,18 @@ pub struct LoopContext {
     /// this node's appends, flushes, Fetch requests and answers, and commits
     /// while it leads; `None` outside benchmarks.
     pub stages: Option<SharedStages>,
+    /// A flush of a node other than a leader with followers runs on the
+    /// loop when the previous flush's fsyncs took less than this, on a
+    /// blocking thread otherwise (a server: [`FLUSH_ON_LOOP_BELOW`];
+    /// `Duration::ZERO`: always on a thread).
+    pub flush_on_loop_below: Duration,
 }
+
+/// The fsync time of a flush (all its files) under which the next flush
+/// may run on the event loop (1 ms). The development disk's fsync p99 is
+/// 0.2-0.4 ms (BENCHMARKS.md); a disk slower than this gets its fsyncs on a
+/// blocking thread, so probes, votes and requests are not held behind them.
+pub const FLUSH_ON_LOOP_BELOW: Duration = Duration::from_millis(1);
 
 struct PendingProposal {
     last_offset: i64,
@@ -123,8 +143,11 @@ struct Loop {
     next_handle: u64,
     /// The engine asked for a flush ([`Command::Flush`]) not yet started.
     flush_pending: bool,
-    /// The flush job running on a blocking thread, if one runs.
-    flush_job: Option<tokio::task::JoinHandle<FlushDone>>,
+    /// The flush job running on a blocking thread, if one runs, with the
+    /// time its fsyncs take.
+    flush_job: Option<tokio::task::JoinHandle<(FlushDone, Duration)>>,
+    /// How long the last flush job's fsyncs took.
+    last_flush_took: Duration,
     shutdown_started: bool,
     shutdown_complete: bool,
     /// When a proposal was last made or this node became leader (ms), for
@@ -155,6 +178,7 @@ pub async fn run<Lst: Listener<FileLog>>(
         next_handle: 1,
         flush_pending: false,
         flush_job: None,
+        last_flush_took: Duration::ZERO,
         shutdown_started: false,
         shutdown_complete: false,
         last_proposal_ms: now_ms(),
@@ -180,7 +204,14 @@ pub async fn run<Lst: Listener<FileLog>>(
     lp.publish(&engine);
     while !lp.shutdown_complete {
         if lp.flush_pending && lp.flush_job.is_none() {
-            lp.start_flush(&mut engine, lst)?;
+            if lp.flush_on_loop(&engine) {
+                // The answers this turn queued go out before the fsync:
+                // the connection tasks run on this thread.
+                tokio::task::yield_now().await;
+                lp.run_flush_on_loop(&mut engine, lst)?;
+            } else {
+                lp.start_flush(&mut engine, lst)?;
+            }
         }
         let now = now_ms();
         let deadline = lp.next_wakeup(&mut engine, lst, now);
@@ -190,7 +221,9 @@ pub async fn run<Lst: Listener<FileLog>>(
             biased;
             done = flush_done(&mut lp.flush_job), if lp.flush_job.is_some() => {
                 lp.flush_job = None;
-                lp.finish_flush(&mut engine, lst, done?)?;
+                let (done, took) = done?;
+                lp.last_flush_took = took;
+                lp.finish_flush(&mut engine, lst, done)?;
             }
             changed = shutdown.changed(), if !lp.shutdown_started => {
                 if changed.is_err() || *shutdown.borrow() {
@@ -225,16 +258,25 @@ pub async fn run<Lst: Listener<FileLog>>(
     // A job still running has fsyncs of appends this node may have counted
     // on: its end (or its failure) is the engine's before the log closes.
     if let Some(job) = lp.flush_job.take() {
-        engine.finish_flush(job.await?, now_ms())?;
+        engine.finish_flush(job.await?.0, now_ms())?;
     }
     Ok(engine)
+}
+
+/// Whether a node in `role` with `voters` voters runs its next flush on
+/// the loop, the previous flush's fsyncs having taken `last_took`
+/// (decisions D5): never a leader with followers; others while
+/// `last_took < below`.
+fn flush_on_loop(role: Role, voters: usize, last_took: Duration, below: Duration) -> bool {
+    let leads_others = role == Role::Leader && voters > 1;
+    !leads_others && last_took < below
 }
 
 /// The result of the running flush job; pending while none runs (the
 /// branch that awaits it is disabled then).
 async fn flush_done(
-    job: &mut Option<tokio::task::JoinHandle<FlushDone>>,
-) -> Result<FlushDone, tokio::task::JoinError> {
+    job: &mut Option<tokio::task::JoinHandle<(FlushDone, Duration)>>,
+) -> Result<(FlushDone, Duration), tokio::task::JoinError> {
     match job {
         Some(handle) => handle.await,
         None => std::future::pending().await,
@@ -254,8 +296,40 @@ impl Loop {
         if job.file_count() == 0 {
             return self.finish_flush(engine, listener, job.run());
         }
-        self.flush_job = Some(tokio::task::spawn_blocking(move || job.run()));
+        self.flush_job = Some(tokio::task::spawn_blocking(move || {
+            let started = Instant::now();
+            let done = job.run();
+            (done, started.elapsed())
+        }));
         Ok(())
+    }
+
+    /// Whether the next flush runs on the loop (decisions D5): not on a
+    /// leader with followers, whose Fetch requests (the commit's path) must
+    /// not wait behind its fsync; elsewhere while the previous flush's
+    /// fsyncs took under [`LoopContext::flush_on_loop_below`].
+    fn flush_on_loop(&self, engine: &RaftEngine<FileLog>) -> bool {
+        flush_on_loop(
+            engine.role(),
+            engine.voters().len(),
+            self.last_flush_took,
+            self.ctx.flush_on_loop_below,
+        )
+    }
+
+    /// Runs the flush the engine asked for on the loop, blocking it for the
+    /// fsyncs, and hands its result to the engine.
+    fn run_flush_on_loop<Lst: Listener<FileLog>>(
+        &mut self,
+        engine: &mut RaftEngine<FileLog>,
+        listener: &mut Lst,
+    ) -> Result<(), LoopError> {
+        self.flush_pending = false;
+        let job = engine.start_flush()?;
+        let started = Instant::now();
+        let done = job.run();
+        self.last_flush_took = started.elapsed();
+        self.finish_flush(engine, listener, done)
     }
 
     /// Hands a flush job's result to the engine (the flushed end offset

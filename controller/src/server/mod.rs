@@ -497,6 +497,7 @@ where
         readiness: readiness_tx,
         metrics,
         stages,
+        flush_on_loop_below: event_loop::FLUSH_ON_LOOP_BELOW,
     };
     let result = event_loop::run(engine, initial, ctx, listener_above, shutdown).await;
     for task in &accept_tasks {

@@ -189,6 +189,8 @@ struct Options {
     append_linger_ms: Option<u64>,
     /// The log's file system, if not the real one (`dir` is then a path in it).
     fs: Option<MemoryFs>,
+    /// [`LoopContext::flush_on_loop_below`], if not a server's.
+    flush_on_loop_below: Option<Duration>,
 }
 
 /// [`start`], set up as `options` say.
@@ -198,6 +200,7 @@ fn start_with(dir: &std::path::Path, options: Options) -> Node {
         propose_on_every_poll,
         append_linger_ms,
         fs,
+        flush_on_loop_below,
     } = options;
     let voters = VoterSet::new([Voter::new(
         ReplicaKey::of(1),
@@ -240,6 +243,7 @@ fn start_with(dir: &std::path::Path, options: Options) -> Node {
         readiness,
         metrics: Arc::new(RaftMetrics::new(&mut Registry::default())),
         stages: None,
+        flush_on_loop_below: flush_on_loop_below.unwrap_or(super::FLUSH_ON_LOOP_BELOW),
     };
     let (calls_tx, calls) = mpsc::unbounded_channel();
     let listener = Recorder {
@@ -494,8 +498,64 @@ async fn a_failed_fsync_in_a_flush_job_stops_the_loop_with_nothing_past_it_commi
     let dir = tempfile::tempdir().expect("temp dir");
     let fs = MemoryFs::new();
     fs.inject(Fault::next(FsOp::Sync, Errno::Eio).on_path(".log").nth(3));
-    let node = start_committing_on(dir.path(), &fs);
+    let node = start_committing_on_with(dir.path(), &fs, Duration::ZERO);
     stopped_on_the_failed_fsync(node, Vec::new(), fs, dir.path()).await;
+}
+
+#[tokio::test]
+async fn a_failed_fsync_of_a_flush_on_the_loop_stops_it_with_nothing_past_it_committed() {
+    // Decisions D5: while the disk's fsyncs are fast a flush of a node
+    // without followers runs on its loop; one that fails there stops the
+    // node just the same.
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fs = MemoryFs::new();
+    fs.inject(Fault::next(FsOp::Sync, Errno::Eio).on_path(".log").nth(3));
+    let node = start_committing_on_with(dir.path(), &fs, Duration::MAX);
+    stopped_on_the_failed_fsync(node, Vec::new(), fs, dir.path()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_slow_fsync_the_next_flush_leaves_the_loop_free_to_answer() {
+    // Decisions D5: a node that is not a leader with followers (here a
+    // leader alone) runs a flush on its loop only after a flush whose
+    // fsyncs took under 1 ms; after a slower one its fsyncs run on a
+    // blocking thread and requests are answered while they wait. Code that
+    // kept every flush on the loop stays blocked in the held fsync of step
+    // 2 and never answers (two runtime threads: the test goes on while the
+    // loop's is blocked).
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fs = MemoryFs::new();
+    let mut node = start_committing_on(dir.path(), &fs);
+    node.calls_until(
+        "a first commit",
+        |c| matches!(c, Call::Commit(hw) if *hw > 0),
+    )
+    .await;
+    // 1. One segment fsync made slow: held 20 ms once it waits, then let go
+    //    while later ones stay held.
+    let hold = Arc::new(fs.hold_syncs_of(".log"));
+    let held = hold.clone();
+    let waiting =
+        tokio::task::spawn_blocking(move || held.wait_for_a_held_sync(Duration::from_secs(10)))
+            .await
+            .expect("the wait does not panic");
+    assert!(waiting, "a segment fsync starts within 10 s");
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    hold.let_waiting_pass();
+    // 2. The next flush's segment fsync, held until the loop has answered.
+    let held = hold.clone();
+    let waiting =
+        tokio::task::spawn_blocking(move || held.wait_for_a_held_sync(Duration::from_secs(10)))
+            .await
+            .expect("the wait does not panic");
+    assert!(waiting, "a second segment fsync starts within 10 s");
+    let answer = tokio::time::timeout(Duration::from_secs(10), node.describe_cluster()).await;
+    drop(hold);
+    assert!(
+        matches!(answer, Ok(Some(ResponseKind::DescribeCluster(_)))),
+        "answered while the fsync after a slow one waits: {answer:?}"
+    );
+    node.stop().await;
 }
 
 #[tokio::test]
@@ -506,7 +566,7 @@ async fn a_flush_job_running_at_shutdown_is_awaited_and_its_failed_fsync_reporte
     // node's error, not lost with a dropped job.
     let dir = tempfile::tempdir().expect("temp dir");
     let fs = MemoryFs::new();
-    let mut node = start_committing_on(dir.path(), &fs);
+    let mut node = start_committing_on_with(dir.path(), &fs, Duration::ZERO);
     let mut calls = node
         .calls_until(
             "a first commit",
@@ -576,4 +636,60 @@ fn start_committing_on(dir: &std::path::Path, fs: &MemoryFs) -> Node {
             ..Options::default()
         },
     )
+}
+
+/// [`start_committing_on`] with [`LoopContext::flush_on_loop_below`] set to
+/// `below` (`Duration::ZERO`: every flush on a blocking thread;
+/// `Duration::MAX`: every flush on the loop).
+fn start_committing_on_with(dir: &std::path::Path, fs: &MemoryFs, below: Duration) -> Node {
+    start_with(
+        dir,
+        Options {
+            propose_on_every_poll: true,
+            append_linger_ms: Some(0),
+            fs: Some(fs.clone()),
+            flush_on_loop_below: Some(below),
+            ..Options::default()
+        },
+    )
+}
+
+#[test]
+fn a_leader_with_followers_never_flushes_on_the_loop_and_others_only_while_the_disk_is_fast() {
+    use super::{FLUSH_ON_LOOP_BELOW, flush_on_loop};
+    use crate::raft::Role;
+    let fast = Duration::from_micros(300);
+    let slow = Duration::from_millis(4);
+    // A leader of three: its followers' Fetch requests must not wait.
+    assert!(!flush_on_loop(
+        Role::Leader,
+        3,
+        Duration::ZERO,
+        FLUSH_ON_LOOP_BELOW
+    ));
+    assert!(!flush_on_loop(Role::Leader, 3, fast, FLUSH_ON_LOOP_BELOW));
+    // A leader alone, a follower, a candidate: on the loop while fast.
+    for (role, voters) in [
+        (Role::Leader, 1),
+        (Role::Follower, 3),
+        (Role::Candidate, 3),
+        (Role::Unattached, 3),
+    ] {
+        assert!(
+            flush_on_loop(role, voters, fast, FLUSH_ON_LOOP_BELOW),
+            "{role:?} of {voters}"
+        );
+        assert!(
+            !flush_on_loop(role, voters, slow, FLUSH_ON_LOOP_BELOW),
+            "{role:?} of {voters} after a slow flush"
+        );
+        assert!(
+            !flush_on_loop(role, voters, FLUSH_ON_LOOP_BELOW, FLUSH_ON_LOOP_BELOW),
+            "{role:?} of {voters} at the bound"
+        );
+        assert!(
+            !flush_on_loop(role, voters, Duration::ZERO, Duration::ZERO),
+            "{role:?}: a bound of zero keeps every flush off the loop"
+        );
+    }
 }
