@@ -95,8 +95,9 @@ pub fn run(args: RunArgs) -> ExitCode {
         }
     };
     // One thread runs every task: the event loop, the connections, the HTTP
-    // endpoint; a flush's fsyncs and the writes of the snapshots this node
-    // generates run on tokio's blocking threads. With worker threads the
+    // endpoint; a leader's flush fsyncs (a follower's once its disk is slow,
+    // decisions D5) and the writes of the snapshots this node generates run
+    // on tokio's blocking threads. With worker threads the
     // leader spent more CPU per committed record (5-48 % in interleaved
     // runs, decisions D21).
     let runtime = match tokio::runtime::Builder::new_current_thread()

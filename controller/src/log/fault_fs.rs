@@ -231,8 +231,8 @@ struct GateState {
     only_suffix: Option<String>,
     /// Syncs blocked now (of this generation).
     waiting: usize,
-    /// Bumped by [`SyncHold::let_waiting_pass`]: the syncs that waited
-    /// before go on, later ones wait.
+    /// Bumped by [`SyncHold::let_waiting_pass`] and by the hold's release:
+    /// the syncs that waited before go on.
     generation: u64,
 }
 
@@ -267,8 +267,14 @@ impl SyncGate {
         }
     }
 
+    /// Lets every waiting sync go and holds no later one. The generation
+    /// moves too, so a hold taken again before the waiters wake does not
+    /// catch them.
     fn release(&self) {
-        self.lock().held = false;
+        let mut gate = self.lock();
+        gate.held = false;
+        gate.generation += 1;
+        gate.waiting = 0;
         self.opened.notify_all();
     }
 }
@@ -355,7 +361,8 @@ impl MemoryFs {
 
     /// From now on every sync of a file blocks its thread until the
     /// returned hold is dropped; then the held syncs go on (each meeting the
-    /// fault plan) and later ones run at once.
+    /// fault plan) and later ones run at once. One hold at a time: a second
+    /// replaces the first's path filter, and dropping either releases both.
     pub fn hold_syncs(&self) -> SyncHold {
         self.hold(None)
     }

@@ -1,7 +1,8 @@
-//! A flush whose fsyncs run off the event loop (issue 23): the loop takes a
-//! [`FlushJob`] from the log ([`super::ReplicatedLog::start_flush`]), runs it on a
-//! blocking thread while it goes on serving requests and appending, and
-//! hands the [`FlushDone`] back ([`super::ReplicatedLog::finish_flush`]); only then
+//! A flush whose fsyncs may run off the event loop (issue 23): the loop
+//! takes a [`FlushJob`] from the log ([`super::ReplicatedLog::start_flush`]),
+//! runs it on a blocking thread while it goes on serving requests and
+//! appending (a leader with followers), or on the loop itself while the
+//! disk is fast (other nodes; decisions D5), and hands the [`FlushDone`] back ([`super::ReplicatedLog::finish_flush`]); only then
 //! does the log's flushed end offset move, so the high watermark still
 //! counts only what is on disk (DESIGN.md §2.3, Kafka's
 //! `KafkaRaftClient.flushLeaderLog` before `updateLocalState`).
@@ -82,8 +83,9 @@ impl FlushJob {
     }
 
     /// Fsyncs (`fdatasync`) every file of the job, in order, stopping at
-    /// the first failure. Blocks: call it where blocking is allowed
-    /// (`tokio::task::spawn_blocking`).
+    /// the first failure. Blocks for as long as the fsyncs take: call it
+    /// on a thread that may block (`tokio::task::spawn_blocking`), or on the
+    /// event loop only where holding it that long is fine (decisions D5).
     pub fn run(self) -> FlushDone {
         let result = self
             .files

@@ -355,9 +355,10 @@ impl<L: ReplicatedLog> RaftEngine<L> {
         Ok(info)
     }
 
-    /// [`Command::Flush`] answered off the runtime's loop (issue 23): the
-    /// fsyncs of the returned job run on a thread that may block
-    /// ([`FlushJob::run`]) while the runtime goes on feeding other events;
+    /// [`Command::Flush`] answered as a job (issue 23): the fsyncs of the
+    /// returned job run where the runtime chooses ([`FlushJob::run`]; the
+    /// server: a blocking thread for a leader with followers, while it goes
+    /// on feeding other events, else its loop while the disk is fast);
     /// the runtime then hands the result to [`Self::finish_flush`]. The
     /// server's loop runs one job at a time and starts the next one after it
     /// for the [`Command::Flush`]es that came meanwhile (several at once

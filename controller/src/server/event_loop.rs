@@ -351,6 +351,12 @@ impl Loop {
         listener: &Lst,
         now: u64,
     ) -> u64 {
+        if self.flush_pending && self.flush_job.is_none() {
+            // A flush asked for after this turn's flush (a record proposed on
+            // the commit it made): the next turn starts it, after one ready
+            // input if there is one (the select is biased towards inputs).
+            return now;
+        }
         let deadline = engine.next_deadline_ms();
         let client = RaftClient::new(engine, now, self.shutdown_started, self.last_proposal_ms);
         let deadline = listener

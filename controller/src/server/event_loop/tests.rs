@@ -59,6 +59,10 @@ struct Recorder {
     /// Proposes one record at every poll while leader (a workload always
     /// behind its schedule).
     propose_on_every_poll: bool,
+    /// Proposes one record at every commit while the high watermark is
+    /// below this (a listener that answers a commit with a record, as the
+    /// registration code does).
+    propose_on_commit_below: i64,
     /// [`Call::ShuttingDown`] was reported.
     reported_shutdown: bool,
 }
@@ -79,10 +83,13 @@ impl Listener<FileLog> for Recorder {
 
     fn handle_commit(
         &mut self,
-        _client: &mut RaftClient<'_, FileLog>,
+        client: &mut RaftClient<'_, FileLog>,
         high_watermark: i64,
     ) -> Result<(), RecorderError> {
         self.report(Call::Commit(high_watermark));
+        if high_watermark < self.propose_on_commit_below && client.role() == Role::Leader {
+            client.propose(&[Bytes::from_static(b"answer to a commit")])?;
+        }
         Ok(())
     }
 
@@ -185,6 +192,9 @@ struct Options {
     propose_on_leadership: bool,
     /// The listener proposes one record at every poll while leader.
     propose_on_every_poll: bool,
+    /// The listener proposes one record at every commit below this high
+    /// watermark (0: never).
+    propose_on_commit_below: i64,
     /// The append linger (ms), if not Kafka's default.
     append_linger_ms: Option<u64>,
     /// The log's file system, if not the real one (`dir` is then a path in it).
@@ -198,6 +208,7 @@ fn start_with(dir: &std::path::Path, options: Options) -> Node {
     let Options {
         propose_on_leadership,
         propose_on_every_poll,
+        propose_on_commit_below,
         append_linger_ms,
         fs,
         flush_on_loop_below,
@@ -250,6 +261,7 @@ fn start_with(dir: &std::path::Path, options: Options) -> Node {
         calls: calls_tx,
         propose_on_leadership,
         propose_on_every_poll,
+        propose_on_commit_below,
         reported_shutdown: false,
     };
     let (shutdown, shutdown_rx) = watch::channel(false);
@@ -452,8 +464,18 @@ fn a_leader_that_always_has_a_flush_pending_still_answers_requests() {
     // Issue 23: with linger 0 and records due at every turn, each flush left
     // another flush pending, and a flush always went first: the followers'
     // Fetch requests were never read and the quorum re-elected every 3 s.
-    // The loop then never yields, so the wait is on a thread of its own, and
-    // a runtime stuck that way is leaked rather than dropped.
+    // Both placements of the fsyncs (decisions D5): on a blocking thread
+    // (a leader with followers) and on the loop.
+    for below in [Duration::ZERO, Duration::MAX] {
+        answers_while_flushes_keep_coming(below);
+    }
+}
+
+/// Proposes at every turn with linger 0 and flushes placed by `below`;
+/// asserts that a request is answered within 20 s. A loop stuck that way
+/// never yields, so the wait is on a thread of its own, and a runtime stuck
+/// that way is leaked rather than dropped.
+fn answers_while_flushes_keep_coming(below: Duration) {
     let dir = tempfile::tempdir().expect("temp dir");
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -468,6 +490,7 @@ fn a_leader_that_always_has_a_flush_pending_still_answers_requests() {
             Options {
                 propose_on_every_poll: true,
                 append_linger_ms: Some(0),
+                flush_on_loop_below: Some(below),
                 ..Options::default()
             },
         );
@@ -483,7 +506,10 @@ fn a_leader_that_always_has_a_flush_pending_still_answers_requests() {
         ),
         Err(e) => {
             std::mem::forget(runtime);
-            panic!("a request was not answered within 20 s while flushes kept coming: {e}");
+            panic!(
+                "a request was not answered within 20 s while flushes kept coming \
+                 (flush on the loop below {below:?}): {e}"
+            );
         }
     }
     runtime
@@ -691,5 +717,35 @@ fn a_leader_with_followers_never_flushes_on_the_loop_and_others_only_while_the_d
             !flush_on_loop(role, voters, Duration::ZERO, Duration::ZERO),
             "{role:?}: a bound of zero keeps every flush off the loop"
         );
+    }
+}
+
+#[tokio::test]
+async fn a_record_proposed_at_a_commit_is_flushed_without_waiting_for_another_input() {
+    // Review of decisions D5: a flush on the loop hands its result to the
+    // engine at the top of a turn; a record the listener proposes on the
+    // commit that follows asks for one more flush, which must start at
+    // once, not at the next timer (up to 1 s) or request. 40 records
+    // proposed one per commit commit within 10 s; with each waiting for
+    // the 1 s wake-up they would take about 40 s. Both placements.
+    for below in [Duration::MAX, Duration::ZERO] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let mut node = start_with(
+            dir.path(),
+            Options {
+                propose_on_leadership: true,
+                propose_on_commit_below: 40,
+                append_linger_ms: Some(0),
+                flush_on_loop_below: Some(below),
+                ..Options::default()
+            },
+        );
+        // `calls_until` gives up after 10 s.
+        node.calls_until(
+            &format!("a high watermark of 40 (flush on the loop below {below:?})"),
+            |c| matches!(c, Call::Commit(hw) if *hw >= 40),
+        )
+        .await;
+        node.stop().await;
     }
 }
