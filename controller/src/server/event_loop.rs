@@ -60,7 +60,7 @@ use super::{
     stages::SharedStages,
 };
 use crate::{
-    log::{FileLog, FlushDone, QuorumStateStore},
+    log::{FileLog, FlushDone, FlushJob, QuorumStateStore},
     raft::{
         self, Command, Event, RaftEngine, ReplyHandle, RequestFailure, Role,
         listener::{LeaderChange, Listener, RaftClient, SnapshotSource},
@@ -263,6 +263,13 @@ pub async fn run<Lst: Listener<FileLog>>(
     Ok(engine)
 }
 
+/// Runs `job`'s fsyncs (blocking) and measures how long they took.
+fn timed_run(job: FlushJob) -> (FlushDone, Duration) {
+    let started = Instant::now();
+    let done = job.run();
+    (done, started.elapsed())
+}
+
 /// Whether a node in `role` with `voters` voters runs its next flush on
 /// the loop, the previous flush's fsyncs having taken `last_took`
 /// (decisions D5): never a leader with followers; others while
@@ -296,11 +303,7 @@ impl Loop {
         if job.file_count() == 0 {
             return self.finish_flush(engine, listener, job.run());
         }
-        self.flush_job = Some(tokio::task::spawn_blocking(move || {
-            let started = Instant::now();
-            let done = job.run();
-            (done, started.elapsed())
-        }));
+        self.flush_job = Some(tokio::task::spawn_blocking(move || timed_run(job)));
         Ok(())
     }
 
@@ -325,10 +328,8 @@ impl Loop {
         listener: &mut Lst,
     ) -> Result<(), LoopError> {
         self.flush_pending = false;
-        let job = engine.start_flush()?;
-        let started = Instant::now();
-        let done = job.run();
-        self.last_flush_took = started.elapsed();
+        let (done, took) = timed_run(engine.start_flush()?);
+        self.last_flush_took = took;
         self.finish_flush(engine, listener, done)
     }
 

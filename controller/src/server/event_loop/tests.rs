@@ -24,7 +24,7 @@ use super::{LoopContext, LoopError, run};
 use crate::{
     log::{
         FileLog, FileLogConfig, OffsetAndEpoch, QuorumStateStore, ReplicatedLog,
-        fault_fs::{Errno, Fault, FsOp, MemoryFs},
+        fault_fs::{Errno, Fault, FsOp, MemoryFs, SyncHold},
     },
     raft::{
         Endpoint, RaftConfig, RaftEngine, ReplicaKey, ReplyHandle, Role, Voter, VoterSet,
@@ -518,26 +518,18 @@ fn answers_while_flushes_keep_coming(below: Duration) {
 }
 
 #[tokio::test]
-async fn a_failed_fsync_in_a_flush_job_stops_the_loop_with_nothing_past_it_committed() {
-    // Issue 23 (decisions D5): the fsyncs run on a blocking thread. One that
-    // fails there stops the node; the high watermark never covers its bytes.
-    let dir = tempfile::tempdir().expect("temp dir");
-    let fs = MemoryFs::new();
-    fs.inject(Fault::next(FsOp::Sync, Errno::Eio).on_path(".log").nth(3));
-    let node = start_committing_on_with(dir.path(), &fs, Duration::ZERO);
-    stopped_on_the_failed_fsync(node, Vec::new(), fs, dir.path()).await;
-}
-
-#[tokio::test]
-async fn a_failed_fsync_of_a_flush_on_the_loop_stops_it_with_nothing_past_it_committed() {
-    // Decisions D5: while the disk's fsyncs are fast a flush of a node
-    // without followers runs on its loop; one that fails there stops the
-    // node just the same.
-    let dir = tempfile::tempdir().expect("temp dir");
-    let fs = MemoryFs::new();
-    fs.inject(Fault::next(FsOp::Sync, Errno::Eio).on_path(".log").nth(3));
-    let node = start_committing_on_with(dir.path(), &fs, Duration::MAX);
-    stopped_on_the_failed_fsync(node, Vec::new(), fs, dir.path()).await;
+async fn a_failed_fsync_of_a_flush_stops_the_loop_with_nothing_past_it_committed() {
+    // Issue 23 (decisions D5): a flush's fsyncs run on a blocking thread (a
+    // leader with followers) or on the loop (other nodes while the disk is
+    // fast). One that fails either way stops the node; the high watermark
+    // never covers its bytes.
+    for below in [Duration::ZERO, Duration::MAX] {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let fs = MemoryFs::new();
+        fs.inject(Fault::next(FsOp::Sync, Errno::Eio).on_path(".log").nth(3));
+        let node = start_committing_on_with(dir.path(), &fs, below);
+        stopped_on_the_failed_fsync(node, Vec::new(), fs, dir.path()).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -560,21 +552,11 @@ async fn after_a_slow_fsync_the_next_flush_leaves_the_loop_free_to_answer() {
     // 1. One segment fsync made slow: held 20 ms once it waits, then let go
     //    while later ones stay held.
     let hold = Arc::new(fs.hold_syncs_of(".log"));
-    let held = hold.clone();
-    let waiting =
-        tokio::task::spawn_blocking(move || held.wait_for_a_held_sync(Duration::from_secs(10)))
-            .await
-            .expect("the wait does not panic");
-    assert!(waiting, "a segment fsync starts within 10 s");
+    wait_for_a_held_sync(&hold, "a segment fsync").await;
     tokio::time::sleep(Duration::from_millis(20)).await;
     hold.let_waiting_pass();
     // 2. The next flush's segment fsync, held until the loop has answered.
-    let held = hold.clone();
-    let waiting =
-        tokio::task::spawn_blocking(move || held.wait_for_a_held_sync(Duration::from_secs(10)))
-            .await
-            .expect("the wait does not panic");
-    assert!(waiting, "a second segment fsync starts within 10 s");
+    wait_for_a_held_sync(&hold, "a second segment fsync").await;
     let answer = tokio::time::timeout(Duration::from_secs(10), node.describe_cluster()).await;
     drop(hold);
     assert!(
@@ -600,12 +582,7 @@ async fn a_flush_job_running_at_shutdown_is_awaited_and_its_failed_fsync_reporte
         )
         .await;
     let hold = Arc::new(fs.hold_syncs());
-    let held = hold.clone();
-    let waiting =
-        tokio::task::spawn_blocking(move || held.wait_for_a_held_sync(Duration::from_secs(10)))
-            .await
-            .expect("the wait does not panic");
-    assert!(waiting, "a flush job's fsync starts within 10 s");
+    wait_for_a_held_sync(&hold, "a flush job's fsync").await;
     fs.inject(Fault::next(FsOp::Sync, Errno::Eio).on_path(".log"));
     let _ = node.shutdown.send(true);
     calls.extend(
@@ -614,6 +591,17 @@ async fn a_flush_job_running_at_shutdown_is_awaited_and_its_failed_fsync_reporte
     );
     drop(hold);
     stopped_on_the_failed_fsync(node, calls, fs, dir.path()).await;
+}
+
+/// Waits (on a blocking thread) up to 10 s until a sync waits behind
+/// `hold`; panics naming `what` if none does.
+async fn wait_for_a_held_sync(hold: &Arc<SyncHold>, what: &str) {
+    let held = hold.clone();
+    let waiting =
+        tokio::task::spawn_blocking(move || held.wait_for_a_held_sync(Duration::from_secs(10)))
+            .await
+            .expect("the wait does not panic");
+    assert!(waiting, "{what} starts within 10 s");
 }
 
 /// Waits up to 10 s for `node`'s loop to stop with the error of a failed
