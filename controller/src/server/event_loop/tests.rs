@@ -641,15 +641,7 @@ async fn stopped_on_the_failed_fsync(
 /// [`start_with`] on `fs`, its listener proposing at every poll with an
 /// append linger of 0: a flush job after nearly every proposal.
 fn start_committing_on(dir: &std::path::Path, fs: &MemoryFs) -> Node {
-    start_with(
-        dir,
-        Options {
-            propose_on_every_poll: true,
-            append_linger_ms: Some(0),
-            fs: Some(fs.clone()),
-            ..Options::default()
-        },
-    )
+    start_committing_on_with(dir, fs, super::FLUSH_ON_LOOP_BELOW)
 }
 
 /// [`start_committing_on`] with [`LoopContext::flush_on_loop_below`] set to
