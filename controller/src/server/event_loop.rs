@@ -12,17 +12,9 @@
 //! - `Flush` (issue 23, decisions D5): the loop takes a flush job from the
 //!   engine ([`RaftEngine::start_flush`]: the segment files with unsynced
 //!   records and the end offset they make durable) and runs its fsyncs
-//!   on a blocking thread or on the loop. A leader with followers always
-//!   hands them to a blocking thread and goes on serving Fetch requests,
-//!   answers and appends: its followers' Fetch requests are the commit's
-//!   path and must not wait behind its fsync. Any other node (a follower,
-//!   a leader alone) runs them on the loop, after one yield so that the
-//!   answers of this turn are written first, as long as the previous
-//!   flush's fsyncs took under [`LoopContext::flush_on_loop_below`] (1 ms in
-//!   a server): a follower fetches only from a flushed end anyway, and the
-//!   hand-off to a thread and back costs it two to three context switches
-//!   a flush. After a slower flush the next goes to a thread, so a slow
-//!   disk never holds the loop (probes, votes) for long. A job's
+//!   on a blocking thread (a leader with followers, whose Fetch requests
+//!   must not wait behind its fsync) or on the loop after one yield (other
+//!   nodes, while the previous flush's fsyncs took under 1 ms): [`flush`]. A job's
 //!   result goes back to the engine ([`RaftEngine::finish_flush`]) before
 //!   any other input once it is there. Either way the flushed end offset
 //!   moves only then, so the leader still counts only its own flushed
@@ -60,13 +52,15 @@ use super::{
     stages::SharedStages,
 };
 use crate::{
-    log::{FileLog, FlushDone, FlushJob, QuorumStateStore},
+    log::{FileLog, FlushDone, QuorumStateStore},
     raft::{
         self, Command, Event, RaftEngine, ReplyHandle, RequestFailure, Role,
         listener::{LeaderChange, Listener, RaftClient, SnapshotSource},
     },
     wire::{self, Response, client::PeerManager, client::PeerResponse},
 };
+pub use flush::FLUSH_ON_LOOP_BELOW;
+use flush::{flush_done, flush_on_loop, timed_run};
 
 /// Longest wait for a leader's hand-over on shutdown (ms).
 pub const SHUTDOWN_TIMEOUT_MS: u64 = 5_000;
@@ -123,12 +117,6 @@ pub struct LoopContext {
     /// `Duration::ZERO`: always on a thread).
     pub flush_on_loop_below: Duration,
 }
-
-/// The fsync time of a flush (all its files) under which the next flush
-/// may run on the event loop (1 ms). The development disk's fsync p99 is
-/// 0.2-0.4 ms (BENCHMARKS.md); a disk slower than this gets its fsyncs on a
-/// blocking thread, so probes, votes and requests are not held behind them.
-pub const FLUSH_ON_LOOP_BELOW: Duration = Duration::from_millis(1);
 
 struct PendingProposal {
     last_offset: i64,
@@ -261,33 +249,6 @@ pub async fn run<Lst: Listener<FileLog>>(
         engine.finish_flush(job.await?.0, now_ms())?;
     }
     Ok(engine)
-}
-
-/// Runs `job`'s fsyncs (blocking) and measures how long they took.
-fn timed_run(job: FlushJob) -> (FlushDone, Duration) {
-    let started = Instant::now();
-    let done = job.run();
-    (done, started.elapsed())
-}
-
-/// Whether a node in `role` with `voters` voters runs its next flush on
-/// the loop, the previous flush's fsyncs having taken `last_took`
-/// (decisions D5): never a leader with followers; others while
-/// `last_took < below`.
-fn flush_on_loop(role: Role, voters: usize, last_took: Duration, below: Duration) -> bool {
-    let leads_others = role == Role::Leader && voters > 1;
-    !leads_others && last_took < below
-}
-
-/// The result of the running flush job; pending while none runs (the
-/// branch that awaits it is disabled then).
-async fn flush_done(
-    job: &mut Option<tokio::task::JoinHandle<(FlushDone, Duration)>>,
-) -> Result<(FlushDone, Duration), tokio::task::JoinError> {
-    match job {
-        Some(handle) => handle.await,
-        None => std::future::pending().await,
-    }
 }
 
 impl Loop {
@@ -823,6 +784,7 @@ fn readiness(status: &raft::RaftStatus) -> Readiness {
     }
 }
 
+mod flush;
 #[cfg(test)]
 mod tests;
 
