@@ -32,7 +32,9 @@
 //! dropped, so a test can act while an fsync is under way; the fault plan
 //! applies at release. Only for syncs made on threads that may block (a
 //! flush job's): a sync held on the thread of a current-thread runtime
-//! would hold the runtime too.
+//! would hold the runtime too. [`MemoryFs::watch_syncs_of`] records the
+//! thread of every sync of some files and makes the first of them slow, so
+//! a test can see where a node runs its fsyncs.
 //!
 //! Owns the model and the plan; it must not know any file format.
 
@@ -41,6 +43,8 @@ use std::{
     io,
     path::{Path, PathBuf},
     sync::{Arc, Condvar, Mutex, MutexGuard},
+    thread::ThreadId,
+    time::Duration,
 };
 
 use super::fs::{LogFile, LogFs, OpenMode};
@@ -234,6 +238,17 @@ struct GateState {
     /// Bumped by [`SyncHold::let_waiting_pass`] and by the hold's release:
     /// the syncs that waited before go on.
     generation: u64,
+    /// Syncs watched ([`MemoryFs::watch_syncs_of`]).
+    watch: Option<SyncWatch>,
+}
+
+/// The syncs of files whose path ends with `suffix`: the threads they ran
+/// on, in order, and the delay still to add to the next one.
+#[derive(Debug)]
+struct SyncWatch {
+    suffix: String,
+    delay: Option<Duration>,
+    threads: Vec<ThreadId>,
 }
 
 impl SyncGate {
@@ -243,8 +258,13 @@ impl SyncGate {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Blocks the calling thread while the gate is held (for `path`).
+    /// Blocks the calling thread while the gate is held (for `path`), and
+    /// for the delay a watch adds.
     fn pass(&self, path: &Path) {
+        let delay = self.watched(path);
+        if let Some(delay) = delay {
+            std::thread::sleep(delay);
+        }
         let mut gate = self.lock();
         let applies = gate
             .only_suffix
@@ -265,6 +285,18 @@ impl SyncGate {
         if gate.generation == generation {
             gate.waiting -= 1;
         }
+    }
+
+    /// Records the calling thread for a sync of `path` if a watch covers
+    /// it; the delay to add to this sync, if any.
+    fn watched(&self, path: &Path) -> Option<Duration> {
+        let mut gate = self.lock();
+        let watch = gate.watch.as_mut()?;
+        if !path.to_string_lossy().ends_with(watch.suffix.as_str()) {
+            return None;
+        }
+        watch.threads.push(std::thread::current().id());
+        watch.delay.take()
     }
 
     /// Lets every waiting sync go and holds no later one. The generation
@@ -371,6 +403,28 @@ impl MemoryFs {
     /// only (e.g. `.log`: the segments, not the checkpoints).
     pub fn hold_syncs_of(&self, suffix: &str) -> SyncHold {
         self.hold(Some(suffix.to_owned()))
+    }
+
+    /// From now on, records the thread of every sync of a file whose path
+    /// ends with `suffix` ([`Self::watched_sync_threads`]), and makes the
+    /// first of them take `first_delay` longer (a slow disk). Replaces any
+    /// earlier watch.
+    pub fn watch_syncs_of(&self, suffix: &str, first_delay: Duration) {
+        self.gate.lock().watch = Some(SyncWatch {
+            suffix: suffix.to_owned(),
+            delay: Some(first_delay),
+            threads: Vec::new(),
+        });
+    }
+
+    /// The threads the watched syncs ran on, in the order they started
+    /// (empty without a watch).
+    pub fn watched_sync_threads(&self) -> Vec<ThreadId> {
+        self.gate
+            .lock()
+            .watch
+            .as_ref()
+            .map_or_else(Vec::new, |w| w.threads.clone())
     }
 
     fn hold(&self, only_suffix: Option<String>) -> SyncHold {

@@ -567,6 +567,68 @@ async fn after_a_slow_fsync_the_next_flush_leaves_the_loop_free_to_answer() {
 }
 
 #[tokio::test]
+async fn after_a_slow_flush_the_flushes_return_to_the_loop_once_one_is_fast() {
+    // Decisions D5: after a flush whose fsyncs took 1 ms or more, the next
+    // runs on a blocking thread; once one there took under 1 ms (syncs of
+    // the in-memory file system take microseconds), the flushes run on the
+    // loop again. The runtime has one thread, this test's: the loop runs
+    // on it, the blocking threads do not. Code that stayed on the blocking
+    // threads after one slow flush would keep every later sync off it.
+    let loop_thread = std::thread::current().id();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let fs = MemoryFs::new();
+    // One record proposed at each commit: a flush follows every commit.
+    let mut node = start_with(
+        dir.path(),
+        Options {
+            propose_on_leadership: true,
+            propose_on_commit_below: 10_000,
+            append_linger_ms: Some(0),
+            fs: Some(fs.clone()),
+            ..Options::default()
+        },
+    );
+    node.calls_until(
+        "a first commit",
+        |c| matches!(c, Call::Commit(hw) if *hw > 0),
+    )
+    .await;
+    // The next segment fsync takes 20 ms more; 40 from it on are recorded.
+    const WATCHED: usize = 40;
+    fs.watch_syncs_of(".log", Duration::from_millis(20));
+    let threads = tokio::time::timeout(Duration::from_secs(10), async {
+        loop {
+            let threads = fs.watched_sync_threads();
+            if threads.len() >= WATCHED {
+                return threads;
+            }
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    })
+    .await
+    .expect("40 segment fsyncs within 10 s");
+    node.stop().await;
+    let on_loop: Vec<bool> = threads.iter().map(|t| *t == loop_thread).collect();
+    assert!(
+        on_loop[0],
+        "the slow fsync runs on the loop, the flush before it being fast: {on_loop:?}"
+    );
+    assert!(
+        !on_loop[1],
+        "the flush after the slow one runs on a blocking thread: {on_loop:?}"
+    );
+    // A later flush may leave the loop again when a busy machine delays
+    // its fsync past 1 ms; most do not.
+    let back = on_loop[2..WATCHED].iter().filter(|on| **on).count();
+    assert!(
+        back * 2 > WATCHED - 2,
+        "after a fast flush on a blocking thread, most later flushes run on \
+         the loop ({back} of {}): {on_loop:?}",
+        WATCHED - 2
+    );
+}
+
+#[tokio::test]
 async fn a_flush_job_running_at_shutdown_is_awaited_and_its_failed_fsync_reported() {
     // Issue 23 (decisions D5): the loop may finish its shutdown while a
     // flush job's fsync runs on a blocking thread. It must wait for the job
