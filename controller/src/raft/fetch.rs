@@ -131,7 +131,7 @@ impl<L: ReplicatedLog> FetchHandler<'_, L> {
         let key = ReplicaKey::from_wire(replica_id, p.replica_directory_id);
         leader.record_fetch(self.core, key, p.fetch_offset, now_ms);
         if leader.update_high_watermark(self.core, self.out) {
-            leader.complete_parked(self.core, self.out)?;
+            leader.high_watermark_moved(self.core, self.out, now_ms)?;
         }
         // Kafka's leader ignores the partition's max bytes (its raft client
         // sends 0) and reads up to the request's `maxBytes`, capped by ours
@@ -155,12 +155,19 @@ impl<L: ReplicatedLog> FetchHandler<'_, L> {
         // known") is below any high watermark the leader knows, as in Kafka.
         let leader_hw = self.core.high_watermark.unwrap_or(-1);
         let behind_high_watermark = p.high_watermark < leader_hw;
-        if info.records.is_empty() && max_wait > 0 && !behind_high_watermark {
+        // Behind only in the high watermark: answered within the linger
+        // (decisions D22), at once with linger 0.
+        let wait = if behind_high_watermark {
+            max_wait.min(self.core.config.append_linger_ms)
+        } else {
+            max_wait
+        };
+        if info.records.is_empty() && wait > 0 {
             leader.park(ParkedFetch {
                 handle,
                 fetch_offset: p.fetch_offset,
                 max_bytes,
-                deadline_ms: now_ms + max_wait,
+                deadline_ms: now_ms + wait,
             });
             return Ok(());
         }

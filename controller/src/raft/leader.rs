@@ -91,8 +91,9 @@ impl ReplicaProgress {
     }
 }
 
-/// A Fetch with nothing to return yet, answered when data arrives, the high
-/// watermark moves, or its deadline passes.
+/// A Fetch with nothing to return yet, answered when data arrives or its
+/// deadline passes; when the high watermark moves, at once with linger 0,
+/// else its deadline comes down to the linger (decisions D22).
 #[derive(Debug, Clone)]
 pub(crate) struct ParkedFetch {
     pub(crate) handle: ReplyHandle,
@@ -412,9 +413,32 @@ impl LeaderState {
         &mut self,
         core: &mut Core<L>,
         out: &mut Output,
+        now_ms: u64,
     ) -> Result<()> {
         if self.update_high_watermark(core, out) {
-            self.complete_parked(core, out)?;
+            self.high_watermark_moved(core, out, now_ms)?;
+        }
+        Ok(())
+    }
+
+    /// The high watermark moved with no new data to send (decisions D22):
+    /// with linger 0 every parked fetch is answered now, as Kafka's
+    /// `onUpdateLeaderHighWatermark` does; with a linger, no parked fetch
+    /// waits past the linger from now, and the next append answers them all
+    /// at once with its data and the new high watermark.
+    pub(crate) fn high_watermark_moved<L: ReplicatedLog>(
+        &mut self,
+        core: &Core<L>,
+        out: &mut Output,
+        now_ms: u64,
+    ) -> Result<()> {
+        let linger = core.config.append_linger_ms;
+        if linger == 0 {
+            return self.complete_parked(core, out);
+        }
+        let due = now_ms.saturating_add(linger);
+        for p in &mut self.parked {
+            p.deadline_ms = p.deadline_ms.min(due);
         }
         Ok(())
     }

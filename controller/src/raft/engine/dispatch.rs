@@ -347,7 +347,7 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     /// the leader's high watermark may move, a follower fetches again.
     pub(super) fn on_flushed(&mut self, now_ms: u64) -> Result<()> {
         match &mut self.state {
-            EpochState::Leader(l) => l.on_flush(&mut self.core, &mut self.out),
+            EpochState::Leader(l) => l.on_flush(&mut self.core, &mut self.out, now_ms),
             EpochState::Follower(s) => {
                 s.fetch.flushed(now_ms);
                 Ok(())

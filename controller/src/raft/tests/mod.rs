@@ -37,14 +37,17 @@ fn engine_with(
     log: MemoryLog,
     stored: Option<ElectionState>,
 ) -> (RaftEngine<MemoryLog>, Vec<String>) {
-    let (e, commands) = RaftEngine::new(
-        config(node_id),
-        log,
-        stored,
-        Box::new(ChaCha8Rng::seed_from_u64(7)),
-        0,
-    )
-    .expect("engine starts");
+    engine_with_config(config(node_id), log, stored)
+}
+
+/// [`engine_with`] with the configuration `c`.
+fn engine_with_config(
+    c: RaftConfig,
+    log: MemoryLog,
+    stored: Option<ElectionState>,
+) -> (RaftEngine<MemoryLog>, Vec<String>) {
+    let (e, commands) = RaftEngine::new(c, log, stored, Box::new(ChaCha8Rng::seed_from_u64(7)), 0)
+        .expect("engine starts");
     (e, render(&commands))
 }
 
@@ -265,7 +268,14 @@ fn log_with_epochs(epochs: &[i32]) -> MemoryLog {
 /// Node 1 elected leader of epoch 1 with votes of 2 and 3 (request ids: 1, 2
 /// pre-votes; 3, 4 votes).
 fn leader(log: MemoryLog) -> RaftEngine<MemoryLog> {
-    let (mut e, _) = engine_with(1, log, None);
+    leader_lingering(log, config(1).append_linger_ms)
+}
+
+/// [`leader`] with `controller.quorum.append.linger.ms` = `linger_ms`.
+fn leader_lingering(log: MemoryLog, linger_ms: u64) -> RaftEngine<MemoryLog> {
+    let mut c = config(1);
+    c.append_linger_ms = linger_ms;
+    let (mut e, _) = engine_with_config(c, log, None);
     let deadline = e.next_deadline_ms();
     e.handle(Event::Tick, deadline).expect("tick");
     assert_eq!(e.role(), Role::Prospective);

@@ -104,7 +104,12 @@ fn fetch_v18(offset: i64, max_wait_ms: i32, high_watermark: i64) -> Event {
 
 /// Node 1 leads epoch 1 with high watermark 1 (node 2 fetched offset 1).
 fn leader_at_high_watermark_1() -> RaftEngine<MemoryLog> {
-    let mut e = leader(MemoryLog::new());
+    leader_at_high_watermark_1_lingering(config(1).append_linger_ms)
+}
+
+/// [`leader_at_high_watermark_1`] with the append linger `linger_ms`.
+fn leader_at_high_watermark_1_lingering(linger_ms: u64) -> RaftEngine<MemoryLog> {
+    let mut e = leader_lingering(MemoryLog::new(), linger_ms);
     e.handle(Event::Flush, 2_000).expect("flush");
     e.handle(fetch(2, 1, 1, 1, 0), 2_001).expect("fetch");
     assert_eq!(e.high_watermark(), Some(1));
@@ -112,9 +117,9 @@ fn leader_at_high_watermark_1() -> RaftEngine<MemoryLog> {
 }
 
 #[test]
-fn an_empty_fetch_whose_high_watermark_is_behind_is_answered_at_once() {
+fn with_linger_0_an_empty_fetch_whose_high_watermark_is_behind_is_answered_at_once() {
     // KIP-1166: Kafka's `isHighWatermarkUpdated` (request HW < leader HW).
-    let mut e = leader_at_high_watermark_1();
+    let mut e = leader_at_high_watermark_1_lingering(0);
     let commands = e.handle(fetch_v18(1, 500, 0), 2_002).expect("fetch");
     assert_eq!(
         render(&commands),
@@ -125,6 +130,94 @@ fn an_empty_fetch_whose_high_watermark_is_behind_is_answered_at_once() {
     assert_eq!(
         render(&commands),
         ["reply fetch error=0 hw=1 diverging=(-1, -1) batches=0"]
+    );
+}
+
+#[test]
+fn with_a_linger_an_empty_fetch_behind_only_in_the_high_watermark_waits_at_most_the_linger() {
+    // Decisions D22: answered by the next append, or when the linger
+    // (25 ms) has passed, not at its max wait (500 ms).
+    let mut e = leader_at_high_watermark_1();
+    let commands = e.handle(fetch_v18(1, 500, 0), 2_002).expect("fetch");
+    assert!(render(&commands).is_empty(), "{:?}", render(&commands));
+    assert_eq!(e.next_deadline_ms(), 2_027);
+    let commands = e.handle(Event::Tick, 2_026).expect("tick");
+    assert!(render(&commands).is_empty(), "{:?}", render(&commands));
+    let commands = e.handle(Event::Tick, 2_027).expect("tick");
+    assert_eq!(
+        render(&commands),
+        ["reply fetch error=0 hw=1 diverging=(-1, -1) batches=0"]
+    );
+    // Before the linger's end, an append answers it with its data.
+    let commands = e.handle(fetch_v18(1, 500, 0), 2_030).expect("fetch");
+    assert!(render(&commands).is_empty(), "{:?}", render(&commands));
+    let (_, commands) = e
+        .propose(&[Bytes::from_static(b"record")], 2_031)
+        .expect("leader accepts");
+    assert_eq!(
+        render(&commands),
+        ["reply fetch error=0 hw=1 diverging=(-1, -1) batches=1"]
+    );
+}
+
+/// Node 1 leads with a record at offset 1 not yet flushed; node 3's Fetch
+/// past it (offset 2) is parked, the high watermark still at 1 (-1 before
+/// the leader's first flush: here 0 fetched by nobody). Then node 2's Fetch
+/// past it moves the high watermark to 2; returns what that produced.
+fn high_watermark_moved_by_a_second_ack(e: &mut RaftEngine<MemoryLog>) -> Vec<String> {
+    e.propose(&[Bytes::from_static(b"record")], 2_000)
+        .expect("leader accepts");
+    let commands = e.handle(fetch(3, 1, 2, 1, 500), 2_001).expect("fetch");
+    assert!(render(&commands).is_empty(), "{:?}", render(&commands));
+    let commands = e.handle(fetch(2, 1, 2, 1, 500), 2_002).expect("fetch");
+    assert_eq!(e.high_watermark(), Some(2));
+    render(&commands)
+}
+
+#[test]
+fn a_high_watermark_moved_by_an_ack_reaches_parked_fetches_at_once_only_with_linger_0() {
+    // Linger 0: Kafka's `onUpdateLeaderHighWatermark` completes every
+    // parked fetch (node 3's) at once.
+    let mut e = leader_lingering(MemoryLog::new(), 0);
+    assert_eq!(
+        high_watermark_moved_by_a_second_ack(&mut e),
+        [
+            "committed hw=2",
+            "reply fetch error=0 hw=2 diverging=(-1, -1) batches=0",
+        ]
+    );
+    // With a linger (decisions D22): within it, and with the next append's
+    // data when one comes first (both parked fetches then).
+    let mut e = leader(MemoryLog::new());
+    assert_eq!(
+        high_watermark_moved_by_a_second_ack(&mut e),
+        ["committed hw=2"]
+    );
+    let (_, commands) = e
+        .propose(&[Bytes::from_static(b"next")], 2_010)
+        .expect("leader accepts");
+    assert_eq!(
+        render(&commands),
+        [
+            "reply fetch error=0 hw=2 diverging=(-1, -1) batches=1",
+            "reply fetch error=0 hw=2 diverging=(-1, -1) batches=1",
+        ]
+    );
+    // With no append, the linger's end answers node 3's; node 2's (Fetch
+    // v17: its high watermark unknown, so not behind) waits for its max
+    // wait, as in Kafka. The ticks also start the leader's flush (2,025).
+    let mut e = leader(MemoryLog::new());
+    high_watermark_moved_by_a_second_ack(&mut e);
+    let fetch_replies = |commands: &[Command]| -> Vec<String> {
+        render(commands)
+            .into_iter()
+            .filter(|c| c.starts_with("reply fetch"))
+            .collect()
+    };
+    assert!(fetch_replies(&e.handle(Event::Tick, 2_026).expect("tick")).is_empty());
+    assert_eq!(
+        fetch_replies(&e.handle(Event::Tick, 2_027).expect("tick")),
+        ["reply fetch error=0 hw=2 diverging=(-1, -1) batches=0"]
     );
 }
 
