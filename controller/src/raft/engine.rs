@@ -711,9 +711,10 @@ impl<L: ReplicatedLog> RaftEngine<L> {
     /// Leader(e) → Resigned(e), naming the other voters as preferred
     /// successors, most caught up first.
     fn resign(&mut self, now_ms: u64) -> Result<()> {
-        let EpochState::Leader(l) = &self.state else {
+        let EpochState::Leader(l) = &mut self.state else {
             return Ok(());
         };
+        l.release_held_high_watermark(&self.core, &mut self.out)?;
         let (epoch, successors) = (l.epoch, l.successors(&self.core));
         let next = ResignedState::new(&mut self.core, epoch, successors, now_ms);
         self.transition(EpochState::Resigned(next), now_ms)

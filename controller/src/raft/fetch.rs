@@ -2,7 +2,8 @@
 //! id and the epoch, then the offset against the log (a diverging epoch, or
 //! the snapshot to fetch instead), record the replica's progress, and answer
 //! with records or park the request (an empty fetch whose high watermark is
-//! below the leader's is answered at once, KIP-1166). A [`FetchHandler`]
+//! below the leader's is answered at once with linger 0, KIP-1166, and
+//! within the linger otherwise, decisions D22). A [`FetchHandler`]
 //! borrows the core, the output, the epoch's view and, on a leader, the
 //! leader state; any other role answers NOT_LEADER_OR_FOLLOWER. Imports the
 //! leaves and the leader state only. Must not append or truncate the log.
@@ -145,30 +146,29 @@ impl<L: ReplicatedLog> FetchHandler<'_, L> {
             .unwrap_or(0)
             .min(self.core.config.fetch_max_wait_ms);
         // KIP-1166 (Kafka 4.1, Fetch v18): the request carries the high
-        // watermark the fetcher knows, and the leader answers at once, instead
-        // of parking, when it is below the leader's (Kafka's
+        // watermark the fetcher knows, and Kafka's leader answers at once,
+        // instead of parking, when it is below the leader's (Kafka's
         // `KafkaRaftClient.isHighWatermarkUpdated`: request HW < response HW),
         // so a follower whose high watermark is behind learns the new one
-        // without waiting up to fetch max wait. The field's default,
+        // without waiting up to fetch max wait. Ours does with linger 0;
+        // with a linger, within it or with the next append's data
+        // (`LeaderState::parked_wait`, decisions D22). The field's default,
         // `i64::MAX` ("not supported", what a v17 or older request decodes
         // to), never compares below and keeps the old parking; -1 (v18, "not
         // known") is below any high watermark the leader knows, as in Kafka.
         let leader_hw = self.core.high_watermark.unwrap_or(-1);
         let behind_high_watermark = p.high_watermark < leader_hw;
-        // Behind only in the high watermark: answered within the linger
-        // (decisions D22), at once with linger 0.
-        let wait = if behind_high_watermark {
-            max_wait.min(self.core.config.append_linger_ms)
-        } else {
-            max_wait
-        };
+        let wait = LeaderState::parked_wait(self.core, max_wait, behind_high_watermark);
         if info.records.is_empty() && wait > 0 {
-            leader.park(ParkedFetch {
-                handle,
-                fetch_offset: p.fetch_offset,
-                max_bytes,
-                deadline_ms: now_ms + wait,
-            });
+            leader.park(
+                ParkedFetch {
+                    handle,
+                    fetch_offset: p.fetch_offset,
+                    max_bytes,
+                    deadline_ms: now_ms + wait,
+                },
+                behind_high_watermark,
+            );
             return Ok(());
         }
         let resp = fetch_response(

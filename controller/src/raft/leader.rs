@@ -118,6 +118,10 @@ pub(crate) struct LeaderState {
     /// whether one is a voter is decided by the current voter set.
     pub(crate) replicas: BTreeMap<i32, ReplicaProgress>,
     parked: Vec<ParkedFetch>,
+    /// A parked fetch is owed a high watermark it has not been sent: one
+    /// that moved, or that it was behind, within the linger (decisions
+    /// D22). Cleared once every parked fetch is answered.
+    high_watermark_held: bool,
     pub(crate) begin_epoch_inflight: BTreeSet<i32>,
     begin_epoch_next_ms: u64,
     check_quorum_deadline_ms: u64,
@@ -146,6 +150,7 @@ impl LeaderState {
                 .map(|v| (v.key.id, ReplicaProgress::new(v.key)))
                 .collect(),
             parked: Vec::new(),
+            high_watermark_held: false,
             begin_epoch_inflight: BTreeSet::new(),
             begin_epoch_next_ms: now_ms,
             check_quorum_deadline_ms: now_ms + core.config.check_quorum_timeout_ms(),
@@ -396,6 +401,7 @@ impl LeaderState {
         }
         let (expired, kept) = self.parked.drain(..).partition(|p| p.deadline_ms <= now_ms);
         self.parked = kept;
+        self.high_watermark_held &= !self.parked.is_empty();
         for p in expired {
             self.answer_parked(core, out, p)?;
         }
@@ -439,6 +445,38 @@ impl LeaderState {
         let due = now_ms.saturating_add(linger);
         for p in &mut self.parked {
             p.deadline_ms = p.deadline_ms.min(due);
+        }
+        self.high_watermark_held |= !self.parked.is_empty();
+        Ok(())
+    }
+
+    /// How long a Fetch with nothing to return is parked (ms): its max wait
+    /// (already capped at `fetch_max_wait_ms`), or, when it is behind only
+    /// in the high watermark, at most the append linger (decisions D22; 0
+    /// answers it at once, as Kafka's KIP-1166 `isHighWatermarkUpdated`).
+    pub(crate) fn parked_wait<L: ReplicatedLog>(
+        core: &Core<L>,
+        max_wait_ms: u64,
+        behind_high_watermark: bool,
+    ) -> u64 {
+        if behind_high_watermark {
+            max_wait_ms.min(core.config.append_linger_ms)
+        } else {
+            max_wait_ms
+        }
+    }
+
+    /// Before this leader resigns: a high watermark held back from parked
+    /// fetches within the linger (decisions D22) is sent to them first, as
+    /// without the linger they would have had it already; the resignation
+    /// then reaches them through their next Fetch and EndQuorumEpoch.
+    pub(crate) fn release_held_high_watermark<L: ReplicatedLog>(
+        &mut self,
+        core: &Core<L>,
+        out: &mut Output,
+    ) -> Result<()> {
+        if self.high_watermark_held {
+            self.complete_parked(core, out)?;
         }
         Ok(())
     }
@@ -532,9 +570,11 @@ impl LeaderState {
         progress.update(fetch_offset, log_end, now_ms);
     }
 
-    /// Parks a Fetch with nothing to return yet.
-    pub(crate) fn park(&mut self, fetch: ParkedFetch) {
+    /// Parks a Fetch with nothing to return yet; `behind_high_watermark`:
+    /// it is owed the leader's high watermark (decisions D22).
+    pub(crate) fn park(&mut self, fetch: ParkedFetch, behind_high_watermark: bool) {
         self.parked.push(fetch);
+        self.high_watermark_held |= behind_high_watermark;
     }
 
     fn answer_parked<L: ReplicatedLog>(
@@ -549,12 +589,14 @@ impl LeaderState {
         Ok(())
     }
 
-    /// Answers every parked fetch now (new data, or a new high watermark).
+    /// Answers every parked fetch now (new data; a new high watermark with
+    /// linger 0, decisions D22; a resignation after a held one).
     pub(crate) fn complete_parked<L: ReplicatedLog>(
         &mut self,
         core: &Core<L>,
         out: &mut Output,
     ) -> Result<()> {
+        self.high_watermark_held = false;
         for p in std::mem::take(&mut self.parked) {
             self.answer_parked(core, out, p)?;
         }

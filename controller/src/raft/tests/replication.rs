@@ -160,10 +160,10 @@ fn with_a_linger_an_empty_fetch_behind_only_in_the_high_watermark_waits_at_most_
     );
 }
 
-/// Node 1 leads with a record at offset 1 not yet flushed; node 3's Fetch
-/// past it (offset 2) is parked, the high watermark still at 1 (-1 before
-/// the leader's first flush: here 0 fetched by nobody). Then node 2's Fetch
-/// past it moves the high watermark to 2; returns what that produced.
+/// Node 1 leads with a record at offset 1, nothing of its log flushed yet;
+/// node 3's Fetch past it (offset 2) is parked, with no high watermark yet
+/// (one voter of three holds anything). Then node 2's Fetch past it moves
+/// the high watermark to 2; returns what that produced.
 fn high_watermark_moved_by_a_second_ack(e: &mut RaftEngine<MemoryLog>) -> Vec<String> {
     e.propose(&[Bytes::from_static(b"record")], 2_000)
         .expect("leader accepts");
@@ -218,6 +218,75 @@ fn a_high_watermark_moved_by_an_ack_reaches_parked_fetches_at_once_only_with_lin
     assert_eq!(
         fetch_replies(&e.handle(Event::Tick, 2_027).expect("tick")),
         ["reply fetch error=0 hw=2 diverging=(-1, -1) batches=0"]
+    );
+}
+
+#[test]
+fn a_high_watermark_moved_by_the_leaders_flush_reaches_parked_fetches_within_the_linger() {
+    // Node 3 fetched past the LeaderChange batch before the leader's flush;
+    // the flush then makes the high watermark 1. Linger 0: node 3 is
+    // answered at once; linger 25 (decisions D22): at the linger's end.
+    for (linger, answered_at) in [(0, 2_002), (25, 2_027)] {
+        let mut e = leader_lingering(MemoryLog::new(), linger);
+        let commands = e.handle(fetch(3, 1, 1, 1, 500), 2_001).expect("fetch");
+        assert!(render(&commands).is_empty(), "{:?}", render(&commands));
+        let mut replies = Vec::new();
+        for now in 2_002..=answered_at {
+            let event = if now == 2_002 {
+                Event::Flush
+            } else {
+                Event::Tick
+            };
+            let commands = render(&e.handle(event, now).expect("event"));
+            assert_eq!(e.high_watermark(), Some(1));
+            replies = commands
+                .into_iter()
+                .filter(|c| c.starts_with("reply fetch"))
+                .collect();
+            if now < answered_at {
+                assert!(replies.is_empty(), "linger {linger}, at {now}: {replies:?}");
+            }
+        }
+        assert_eq!(
+            replies,
+            ["reply fetch error=0 hw=1 diverging=(-1, -1) batches=0"],
+            "linger {linger}"
+        );
+    }
+}
+
+#[test]
+fn a_leader_resigning_sends_the_high_watermark_it_held_back_first() {
+    // Decisions D22: with a linger, node 3's parked fetch is owed the high
+    // watermark node 2's ack moved; a graceful shutdown resigns at once, and
+    // that high watermark reaches the parked fetches before the
+    // resignation (which they would otherwise learn as an error carrying
+    // no high watermark). With linger 0 node 3 had it already, and node 2's
+    // parked fetch gets the resignation's NOT_LEADER_OR_FOLLOWER (6).
+    let mut e = leader(MemoryLog::new());
+    high_watermark_moved_by_a_second_ack(&mut e);
+    let commands = e
+        .handle(Event::Shutdown { timeout_ms: 5_000 }, 2_003)
+        .expect("shutdown");
+    assert_eq!(
+        render(&commands)[..3],
+        [
+            "reply fetch error=0 hw=2 diverging=(-1, -1) batches=0",
+            "reply fetch error=0 hw=2 diverging=(-1, -1) batches=0",
+            "role resigned epoch=1 leader=Some(1)",
+        ]
+    );
+    let mut e = leader_lingering(MemoryLog::new(), 0);
+    high_watermark_moved_by_a_second_ack(&mut e);
+    let commands = e
+        .handle(Event::Shutdown { timeout_ms: 5_000 }, 2_003)
+        .expect("shutdown");
+    assert_eq!(
+        render(&commands)[..2],
+        [
+            "reply fetch error=6 hw=2 diverging=(-1, -1) batches=0",
+            "role resigned epoch=1 leader=Some(1)",
+        ]
     );
 }
 

