@@ -13,7 +13,7 @@ use kafka_protocol::{ResponseError, messages::FetchRequest};
 use super::{
     RaftResponse, ReplyHandle, Result,
     core::{Core, EpochView},
-    leader::{LeaderState, ParkedFetch, fetch_response},
+    leader::{LeaderState, ParkedFetch, fetch_response, parked_wait},
     output::Output,
     voters::ReplicaKey,
 };
@@ -152,13 +152,17 @@ impl<L: ReplicatedLog> FetchHandler<'_, L> {
         // so a follower whose high watermark is behind learns the new one
         // without waiting up to fetch max wait. Ours does with linger 0;
         // with a linger, within it or with the next append's data
-        // (`LeaderState::parked_wait`, decisions D22). The field's default,
+        // (`leader::parked_wait`, decisions D22). The field's default,
         // `i64::MAX` ("not supported", what a v17 or older request decodes
         // to), never compares below and keeps the old parking; -1 (v18, "not
         // known") is below any high watermark the leader knows, as in Kafka.
         let leader_hw = self.core.high_watermark.unwrap_or(-1);
         let behind_high_watermark = p.high_watermark < leader_hw;
-        let wait = LeaderState::parked_wait(self.core, max_wait, behind_high_watermark);
+        let wait = parked_wait(
+            self.core.config.append_linger_ms,
+            max_wait,
+            behind_high_watermark,
+        );
         if info.records.is_empty() && wait > 0 {
             leader.park(
                 ParkedFetch {

@@ -11,6 +11,8 @@
 //! Imports only the leaves (`core`, `output`, `membership`); the engine
 //! performs the transitions this state asks for ([`Next::Resign`]).
 
+mod parked;
+
 use std::collections::{BTreeMap, BTreeSet};
 
 use bytes::Bytes;
@@ -24,7 +26,7 @@ use kafka_protocol::{
 
 use super::{
     Command, ElectionState, METADATA_PARTITION, Proposed, RaftError, RaftRequest, RaftResponse,
-    ReplicaStatus, ReplyHandle, Result,
+    ReplicaStatus, Result,
     core::{Core, EpochView, Next, error_code, metadata_topic_id, topic_name},
     membership::{ChangeStage, PendingChange, reply_voter_change},
     output::{Output, RequestKind},
@@ -91,16 +93,8 @@ impl ReplicaProgress {
     }
 }
 
-/// A Fetch with nothing to return yet, answered when data arrives or its
-/// deadline passes; when the high watermark moves, at once with linger 0,
-/// else its deadline comes down to the linger (decisions D22).
-#[derive(Debug, Clone)]
-pub(crate) struct ParkedFetch {
-    pub(crate) handle: ReplyHandle,
-    pub(crate) fetch_offset: i64,
-    pub(crate) max_bytes: usize,
-    pub(crate) deadline_ms: u64,
-}
+use parked::ParkedFetches;
+pub(crate) use parked::{ParkedFetch, parked_wait};
 
 /// Kafka's `LeaderState.OBSERVER_SESSION_TIMEOUT_MS`: an observer (a
 /// replica that is not a voter) that has not fetched for 5 minutes is
@@ -117,11 +111,7 @@ pub(crate) struct LeaderState {
     /// Every replica that fetched in this epoch (voters are pre-filled);
     /// whether one is a voter is decided by the current voter set.
     pub(crate) replicas: BTreeMap<i32, ReplicaProgress>,
-    parked: Vec<ParkedFetch>,
-    /// A parked fetch is owed a high watermark it has not been sent: one
-    /// that moved, or that it was behind, within the linger (decisions
-    /// D22). Cleared once every parked fetch is answered.
-    high_watermark_held: bool,
+    parked: ParkedFetches,
     pub(crate) begin_epoch_inflight: BTreeSet<i32>,
     begin_epoch_next_ms: u64,
     check_quorum_deadline_ms: u64,
@@ -149,8 +139,7 @@ impl LeaderState {
                 .iter()
                 .map(|v| (v.key.id, ReplicaProgress::new(v.key)))
                 .collect(),
-            parked: Vec::new(),
-            high_watermark_held: false,
+            parked: ParkedFetches::default(),
             begin_epoch_inflight: BTreeSet::new(),
             begin_epoch_next_ms: now_ms,
             check_quorum_deadline_ms: now_ms + core.config.check_quorum_timeout_ms(),
@@ -161,12 +150,6 @@ impl LeaderState {
     }
 
     pub(crate) fn next_deadline(&self) -> u64 {
-        let parked = self
-            .parked
-            .iter()
-            .map(|p| p.deadline_ms)
-            .min()
-            .unwrap_or(u64::MAX);
         self.check_quorum_deadline_ms
             .min(self.begin_epoch_next_ms)
             .min(
@@ -175,7 +158,7 @@ impl LeaderState {
                     .map_or(u64::MAX, PendingChange::wake_ms),
             )
             .min(self.flush_due_ms.unwrap_or(u64::MAX))
-            .min(parked)
+            .min(self.parked.next_deadline())
     }
 
     /// A leader has voted for itself and leads.
@@ -399,10 +382,7 @@ impl LeaderState {
                 );
             }
         }
-        let (expired, kept) = self.parked.drain(..).partition(|p| p.deadline_ms <= now_ms);
-        self.parked = kept;
-        self.high_watermark_held &= !self.parked.is_empty();
-        for p in expired {
+        for p in self.parked.take_expired(now_ms) {
             self.answer_parked(core, out, p)?;
         }
         Ok(self.check_membership(core, out, now_ms))
@@ -442,28 +422,8 @@ impl LeaderState {
         if linger == 0 {
             return self.complete_parked(core, out);
         }
-        let due = now_ms.saturating_add(linger);
-        for p in &mut self.parked {
-            p.deadline_ms = p.deadline_ms.min(due);
-        }
-        self.high_watermark_held |= !self.parked.is_empty();
+        self.parked.answer_by(now_ms.saturating_add(linger));
         Ok(())
-    }
-
-    /// How long a Fetch with nothing to return is parked (ms): its max wait
-    /// (already capped at `fetch_max_wait_ms`), or, when it is behind only
-    /// in the high watermark, at most the append linger (decisions D22; 0
-    /// answers it at once, as Kafka's KIP-1166 `isHighWatermarkUpdated`).
-    pub(crate) fn parked_wait<L: ReplicatedLog>(
-        core: &Core<L>,
-        max_wait_ms: u64,
-        behind_high_watermark: bool,
-    ) -> u64 {
-        if behind_high_watermark {
-            max_wait_ms.min(core.config.append_linger_ms)
-        } else {
-            max_wait_ms
-        }
     }
 
     /// Before this leader resigns: a high watermark held back from parked
@@ -475,7 +435,7 @@ impl LeaderState {
         core: &Core<L>,
         out: &mut Output,
     ) -> Result<()> {
-        if self.high_watermark_held {
+        if self.parked.holds_high_watermark() {
             self.complete_parked(core, out)?;
         }
         Ok(())
@@ -573,8 +533,7 @@ impl LeaderState {
     /// Parks a Fetch with nothing to return yet; `behind_high_watermark`:
     /// it is owed the leader's high watermark (decisions D22).
     pub(crate) fn park(&mut self, fetch: ParkedFetch, behind_high_watermark: bool) {
-        self.parked.push(fetch);
-        self.high_watermark_held |= behind_high_watermark;
+        self.parked.park(fetch, behind_high_watermark);
     }
 
     fn answer_parked<L: ReplicatedLog>(
@@ -596,8 +555,7 @@ impl LeaderState {
         core: &Core<L>,
         out: &mut Output,
     ) -> Result<()> {
-        self.high_watermark_held = false;
-        for p in std::mem::take(&mut self.parked) {
+        for p in self.parked.take_all() {
             self.answer_parked(core, out, p)?;
         }
         Ok(())
@@ -607,7 +565,7 @@ impl LeaderState {
     /// and parked fetches get NOT_LEADER_OR_FOLLOWER with the new leader and
     /// epoch.
     pub(crate) fn on_leave<L: ReplicatedLog>(
-        self,
+        mut self,
         core: &Core<L>,
         out: &mut Output,
         view: &EpochView,
@@ -622,7 +580,7 @@ impl LeaderState {
                 Some("the leader changed; retry on the new leader"),
             );
         }
-        for p in self.parked {
+        for p in self.parked.take_all() {
             let resp = fetch_response(
                 core,
                 view,
