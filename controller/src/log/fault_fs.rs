@@ -224,7 +224,8 @@ pub struct MemoryFs {
 #[derive(Debug, Default)]
 struct SyncGate {
     state: Mutex<GateState>,
-    /// Notified when the hold ends and when a sync starts waiting.
+    /// Notified when the hold ends, when a sync starts waiting, and when a
+    /// watched sync starts.
     opened: Condvar,
 }
 
@@ -296,7 +297,9 @@ impl SyncGate {
             return None;
         }
         watch.threads.push(std::thread::current().id());
-        watch.delay.take()
+        let delay = watch.delay.take();
+        self.opened.notify_all();
+        delay
     }
 
     /// Lets every waiting sync go and holds no later one. The generation
@@ -406,7 +409,7 @@ impl MemoryFs {
     }
 
     /// From now on, records the thread of every sync of a file whose path
-    /// ends with `suffix` ([`Self::watched_sync_threads`]), and makes the
+    /// ends with `suffix` ([`Self::wait_for_watched_syncs`]), and makes the
     /// first of them take `first_delay` longer (a slow disk). Replaces any
     /// earlier watch.
     pub fn watch_syncs_of(&self, suffix: &str, first_delay: Duration) {
@@ -417,14 +420,23 @@ impl MemoryFs {
         });
     }
 
-    /// The threads the watched syncs ran on, in the order they started
-    /// (empty without a watch).
-    pub fn watched_sync_threads(&self) -> Vec<ThreadId> {
-        self.gate
-            .lock()
-            .watch
-            .as_ref()
-            .map_or_else(Vec::new, |w| w.threads.clone())
+    /// Blocks the calling thread until `count` watched syncs have started,
+    /// or `timeout` passes; the threads they ran on, in the order they
+    /// started (all of them so far), or `None` on timeout. Call it where
+    /// blocking is allowed (`tokio::task::spawn_blocking` in an async test).
+    pub fn wait_for_watched_syncs(&self, count: usize, timeout: Duration) -> Option<Vec<ThreadId>> {
+        let started = |g: &GateState| g.watch.as_ref().map_or(0, |w| w.threads.len());
+        let gate = self.gate.lock();
+        let (gate, _) = self
+            .gate
+            .opened
+            .wait_timeout_while(gate, timeout, |g| started(g) < count)
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        (started(&gate) >= count).then(|| {
+            gate.watch
+                .as_ref()
+                .map_or_else(Vec::new, |w| w.threads.clone())
+        })
     }
 
     fn hold(&self, only_suffix: Option<String>) -> SyncHold {

@@ -596,16 +596,12 @@ async fn after_a_slow_flush_the_flushes_return_to_the_loop_once_one_is_fast() {
     // The next segment fsync takes 20 ms more; 40 from it on are recorded.
     const WATCHED: usize = 40;
     fs.watch_syncs_of(".log", Duration::from_millis(20));
-    let threads = tokio::time::timeout(Duration::from_secs(10), async {
-        loop {
-            let threads = fs.watched_sync_threads();
-            if threads.len() >= WATCHED {
-                return threads;
-            }
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
+    let watched = fs.clone();
+    let threads = tokio::task::spawn_blocking(move || {
+        watched.wait_for_watched_syncs(WATCHED, Duration::from_secs(10))
     })
     .await
+    .expect("the wait does not panic")
     .expect("40 segment fsyncs within 10 s");
     node.stop().await;
     let on_loop: Vec<bool> = threads.iter().map(|t| *t == loop_thread).collect();
