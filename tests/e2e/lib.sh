@@ -99,21 +99,23 @@ describe_quorum() {
 
 # dump NS: everything needed to debug a failure in NS: the KraftQuorums, pods,
 # PVCs, events, the operator's log and every container log of NS.
+# The logs come first and the objects and events last: a CI log that keeps
+# only the end of the output still shows which pod is not Running and why.
 dump() {
   local ns="$1" f
   {
-    echo "==== dump of namespace $ns"
-    kubectl -n "$ns" get kraftquorums -o yaml || true
-    kubectl -n "$ns" get pods,pvc,statefulsets,services -o wide || true
-    kubectl -n "$ns" get events --sort-by=.lastTimestamp || true
-    echo "==== operator pods and log"
-    kubectl -n "$operator_ns" get pods -o wide || true
+    echo "==== dump of namespace $ns: logs"
     for f in "$cache/cluster/logs/$operator_ns"/*/*.log; do
       [[ -f "$f" ]] && { echo "---- $f (last 200 lines)"; tail -n 200 "$f"; }
     done
     for f in "$cache/cluster/logs/$ns"/*/*.log; do
       [[ -f "$f" ]] && { echo "---- $f (last 100 lines)"; tail -n 100 "$f"; }
     done
+    echo "==== dump of namespace $ns: objects and events"
+    kubectl -n "$ns" get kraftquorums -o yaml || true
+    kubectl -n "$operator_ns" get pods -o wide || true
+    kubectl -n "$ns" get events --sort-by=.lastTimestamp || true
+    kubectl -n "$ns" get pods,pvc,statefulsets,services -o wide || true
   } >&2
 }
 
