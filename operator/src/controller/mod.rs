@@ -572,9 +572,11 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
 
     // 5d. Quorum loss (issue 26): reported, or recovered with opt-in; while
     // it holds the pass, the membership planner waits.
+    let unscheduled = observe::unscheduled_pods(&pods);
     if let Some((outcome, requeue)) =
         recovery::run(ctx, &kq, &q, &mut status, pods.len(), now).await?
     {
+        let outcome = status::note_unscheduled(outcome, &unscheduled);
         status.conditions = status::conditions(&status.conditions, &outcome, generation, now);
         write_status(client, &kq, &status).await?;
         return Ok(Action::requeue(requeue));
@@ -604,6 +606,8 @@ async fn apply<Q: QuorumClient>(kq: &KraftQuorum, ctx: &Context<Q>) -> Result<Ac
             message: format!("pod {pod}: {message}"),
         };
     }
+    // A pod the scheduler has not placed: the wait says why.
+    let outcome = status::note_unscheduled(outcome, &unscheduled);
 
     // The last restart onto bootstrap servers is done: adopted.
     if adopt::completes(q.adoption_phase, &plan) {

@@ -315,6 +315,41 @@ pub fn stopped_controllers(pods: &[Pod]) -> Vec<(i32, String)> {
     out
 }
 
+/// Pods the scheduler has not placed: their `PodScheduled` condition is
+/// `False` (the kube-scheduler's reason, e.g. `Unschedulable`, and its
+/// message, e.g. "0/1 nodes are available: pod has unbound immediate
+/// PersistentVolumeClaims"). `(pod name, "reason: message")` by ordinal,
+/// the message cut to [`MAX_TERMINATION_MESSAGE_BYTES`]. Pods being
+/// deleted are left out. A wait on a node that has no pod running says
+/// why with this, rather than only that the node is not caught up.
+pub fn unscheduled_pods(pods: &[Pod]) -> Vec<(String, String)> {
+    let mut out: Vec<(i32, String, String)> = pods
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter_map(|p| {
+            let c = p
+                .status
+                .as_ref()?
+                .conditions
+                .as_ref()?
+                .iter()
+                .find(|c| c.type_ == "PodScheduled" && c.status == "False")?;
+            let reason = c.reason.as_deref().unwrap_or("NotScheduled");
+            let why = match c.message.as_deref().map(str::trim) {
+                Some(m) if !m.is_empty() => format!("{reason}: {m}"),
+                _ => reason.to_string(),
+            };
+            Some((
+                ordinal(p).unwrap_or(i32::MAX),
+                p.metadata.name.clone().unwrap_or_default(),
+                truncate(&why, MAX_TERMINATION_MESSAGE_BYTES),
+            ))
+        })
+        .collect();
+    out.sort_by_key(|(ordinal, _, _)| *ordinal);
+    out.into_iter().map(|(_, name, why)| (name, why)).collect()
+}
+
 /// `text` cut to at most `max` bytes at a character boundary.
 fn truncate(text: &str, max: usize) -> String {
     let mut end = text.len().min(max);
@@ -358,6 +393,42 @@ mod tests {
 
     fn pod(yaml: &str) -> Pod {
         serde_yaml::from_str(yaml).expect("pod yaml")
+    }
+
+    #[test]
+    fn unscheduled_pods_are_named_with_the_schedulers_reason_and_message() {
+        let pods = [
+            pod(
+                "metadata: {name: q-4}\nstatus: {phase: Pending, conditions: [{type: PodScheduled, status: 'False', reason: Unschedulable, message: '0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. '}]}",
+            ),
+            pod(
+                "metadata: {name: q-3}\nstatus: {phase: Pending, conditions: [{type: PodScheduled, status: 'False'}]}",
+            ),
+            pod(
+                "metadata: {name: q-2}\nstatus: {phase: Running, conditions: [{type: PodScheduled, status: 'True'}, {type: Ready, status: 'False'}]}",
+            ),
+            pod(
+                "metadata: {name: q-1, deletionTimestamp: '2026-12-07T06:53:11Z'}\nstatus: {phase: Pending, conditions: [{type: PodScheduled, status: 'False', reason: Unschedulable}]}",
+            ),
+            pod("metadata: {name: q-0}\nstatus: {phase: Pending}"),
+        ];
+        assert_eq!(
+            unscheduled_pods(&pods),
+            vec![
+                ("q-3".to_string(), "NotScheduled".to_string()),
+                (
+                    "q-4".to_string(),
+                    "Unschedulable: 0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims."
+                        .to_string()
+                ),
+            ]
+        );
+        let long = pod(&format!(
+            "metadata: {{name: q-5}}\nstatus: {{conditions: [{{type: PodScheduled, status: 'False', reason: Unschedulable, message: '{}'}}]}}",
+            "é".repeat(400)
+        ));
+        let (_, why) = &unscheduled_pods(&[long])[0];
+        assert!(why.len() <= MAX_TERMINATION_MESSAGE_BYTES && why.starts_with("Unschedulable: é"));
     }
 
     #[test]

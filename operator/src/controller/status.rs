@@ -136,6 +136,34 @@ pub fn note_stopped(status: &mut KraftQuorumStatus, stopped: &[(i32, String)]) {
     }
 }
 
+/// `outcome` with the pods the scheduler has not placed (see
+/// [`super::observe::unscheduled_pods`]) added to its message: a pass that
+/// waits or is degraded while a pod cannot be scheduled says so (the wait
+/// for a new voter otherwise reads only "node 4 is not a caught-up observer
+/// yet"). The first pod is named with the scheduler's reason and message,
+/// the others by name. `Ready` is left alone.
+pub fn note_unscheduled(outcome: Outcome, unscheduled: &[(String, String)]) -> Outcome {
+    let Some((first, why)) = unscheduled.first() else {
+        return outcome;
+    };
+    let mut note = format!("pod {first} is not scheduled ({why})");
+    if unscheduled.len() > 1 {
+        let others: Vec<&str> = unscheduled[1..].iter().map(|(n, _)| n.as_str()).collect();
+        note.push_str(&format!("; nor is {}", others.join(", ")));
+    }
+    match outcome {
+        Outcome::Ready => Outcome::Ready,
+        Outcome::Progressing { reason, message } => Outcome::Progressing {
+            reason,
+            message: format!("{message}; {note}"),
+        },
+        Outcome::Degraded { reason, message } => Outcome::Degraded {
+            reason,
+            message: format!("{message}; {note}"),
+        },
+    }
+}
+
 /// Copies what DescribeQuorum said into `status` (leader, epoch, high
 /// watermark, voters, observers). Without an answer the last known voter set
 /// is kept (it is the record of identity) and the leader is cleared.
@@ -206,6 +234,49 @@ mod tests {
             ]
         );
         assert_eq!(flipped[2].reason, "QuorumUnavailable");
+    }
+
+    #[test]
+    fn a_wait_names_the_pods_the_scheduler_has_not_placed() {
+        let waiting = Outcome::Progressing {
+            reason: "WaitingForObserver".into(),
+            message: "node 4 is not a caught-up observer yet".into(),
+        };
+        let unbound = (
+            "q-4".to_string(),
+            "Unschedulable: 0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims."
+                .to_string(),
+        );
+        assert_eq!(note_unscheduled(waiting.clone(), &[]), waiting);
+        assert_eq!(
+            note_unscheduled(waiting, std::slice::from_ref(&unbound)),
+            Outcome::Progressing {
+                reason: "WaitingForObserver".into(),
+                message: "node 4 is not a caught-up observer yet; pod q-4 is not scheduled \
+                          (Unschedulable: 0/1 nodes are available: pod has unbound immediate \
+                          PersistentVolumeClaims.)"
+                    .into(),
+            }
+        );
+        let lost = Outcome::Degraded {
+            reason: "QuorumUnavailable".into(),
+            message: "no voter answered".into(),
+        };
+        let others = [
+            unbound.clone(),
+            ("q-5".to_string(), "Unschedulable".to_string()),
+            ("q-6".to_string(), "Unschedulable".to_string()),
+        ];
+        let Outcome::Degraded { reason, message } = note_unscheduled(lost, &others) else {
+            panic!("a degraded outcome stays degraded");
+        };
+        assert_eq!(reason, "QuorumUnavailable");
+        assert!(
+            message.starts_with("no voter answered; pod q-4 is not scheduled (Unschedulable: ")
+                && message.ends_with("; nor is q-5, q-6"),
+            "{message}"
+        );
+        assert_eq!(note_unscheduled(Outcome::Ready, &others), Outcome::Ready);
     }
 
     #[test]

@@ -479,6 +479,44 @@ fn children_steps(sts_replicas: i32, pods: i32) -> Vec<Step> {
 }
 
 #[tokio::test]
+async fn a_wait_for_a_new_voter_names_its_pod_the_scheduler_has_not_placed() {
+    // spec.replicas 4, the StatefulSet at 4, and pod 3 Pending: the
+    // scheduler's PodScheduled=False (CI, 7 December: quorum-4 waited 5 min
+    // for the scheduler's sweep after its immediate PVC bound).
+    let kq = kq_json(4, true, bootstrapped_status(3));
+    let mut pods = pods_json(4);
+    pods["items"][3]["status"] = json!({
+        "phase": "Pending",
+        "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+                        "message": "0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."}],
+    });
+    let mut steps = children_steps(4, 4);
+    steps[1] = step("GET", PODS, Reply::Json(pods));
+    steps.push(step("PATCH", KQ_STATUS, Reply::KqWithStatus));
+    let (result, seen) = pass(&kq, fake(Some(quorum(3, 0))), steps).await;
+    assert_eq!(
+        result.expect("pass succeeds"),
+        Action::requeue(BUSY_REQUEUE)
+    );
+    let status = &seen.last().expect("a status write").body["status"];
+    assert_eq!(
+        condition(status, "Progressing"),
+        ("True", "WaitingForObserver")
+    );
+    let message = status["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "Progressing"))
+        .and_then(|c| c["message"].as_str())
+        .expect("a Progressing message");
+    assert_eq!(
+        message,
+        "node 3 is not a caught-up observer yet; pod kq-3 is not scheduled (Unschedulable: \
+         0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. \
+         preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.)"
+    );
+}
+
+#[tokio::test]
 async fn scaling_three_to_four_first_grows_the_statefulset() {
     let kq = kq_json(4, true, bootstrapped_status(3));
     let mut steps = children_steps(3, 3);
