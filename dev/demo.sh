@@ -37,7 +37,7 @@ on_exit() {
   local rc=$?
   [[ -z "$load_pid" ]] || kill "$load_pid" 2>/dev/null || true
   if ((rc != 0)); then
-    echo "==== the demo FAILED; the quorum's state and logs follow" >&2
+    echo "==== the demo FAILED; the logs, then the quorum's objects and events follow" >&2
     dump "$ns"
   fi
   exit "$rc"

@@ -53,15 +53,19 @@ wait_for() {
 
 # kube-scheduler: the default scheduler (schedulerName default-scheduler),
 # with the built-in system:kube-scheduler role.
-# --pod-max-in-unschedulable-pods-duration 20s (default 5m): a pod whose
-# immediate PVC binds can miss its last requeue (kubernetes#93552, open):
-# the queue's handler for the PVC update can run before the volume binder's
-# cache has the bound PVC, the retry still sees it unbound, and no event is
-# left to requeue the pod, so it waits for the scheduler's sweep of
-# unschedulable pods, after 5 min by default. In CI (7 December) `make demo`
-# timed out waiting for 5 voters: quorum-4's volume was provisioned 4 s
-# after its pod was created, and the kubelet never saw the pod in the 5 min
-# that followed. The sweep runs every 30 s: such a pod is retried within 50 s.
+# --pod-max-in-unschedulable-pods-duration 20s (default 5m; deprecated in
+# v1.33 but honoured, and a scheduler that refused it would stop `up` with
+# its log): a pod whose immediate PVC binds can miss its requeue
+# (kubernetes#93552, open): the queue's handler for the last of the binding's
+# PV and PVC updates can run before the volume binder's cache has the bound
+# PVC, the retry still reads it unbound, and no event is left to requeue the
+# pod, so it waits for the scheduler's sweep of unschedulable pods, after
+# 5 min by default. In CI (7 December) `make demo` timed out waiting for 5
+# voters: quorum-4's volume was provisioned 4 s after its pod was created,
+# and the kubelet never saw the pod in the 5 min that followed; most likely
+# this race (not reproduced here in 20 scale-ups). The sweep runs every
+# 30 s: such a pod is retried within 50 s. A cluster already up keeps the
+# scheduler it started with until `make cluster-down`.
 scheduler_up() {
   cert kube-scheduler system:kube-scheduler ""
   write_kubeconfig "$rn/kube-scheduler.kubeconfig" system:kube-scheduler kube-scheduler

@@ -113,7 +113,9 @@ dump() {
     done
     echo "==== dump of namespace $ns: objects and events"
     kubectl -n "$ns" get kraftquorums -o yaml || true
+    echo "---- the operator's pods ($operator_ns)"
     kubectl -n "$operator_ns" get pods -o wide || true
+    echo "---- events, pods, PVCs, StatefulSets and Services of $ns"
     kubectl -n "$ns" get events --sort-by=.lastTimestamp || true
     kubectl -n "$ns" get pods,pvc,statefulsets,services -o wide || true
   } >&2

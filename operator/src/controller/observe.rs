@@ -316,12 +316,16 @@ pub fn stopped_controllers(pods: &[Pod]) -> Vec<(i32, String)> {
 }
 
 /// Pods the scheduler has not placed: their `PodScheduled` condition is
-/// `False` (the kube-scheduler's reason, e.g. `Unschedulable`, and its
-/// message, e.g. "0/1 nodes are available: pod has unbound immediate
-/// PersistentVolumeClaims"). `(pod name, "reason: message")` by ordinal,
-/// the message cut to [`MAX_TERMINATION_MESSAGE_BYTES`]. Pods being
-/// deleted are left out. A wait on a node that has no pod running says
-/// why with this, rather than only that the node is not caught up.
+/// `False`, with the kube-scheduler's reason (e.g. `Unschedulable`) and
+/// message (e.g. "0/1 nodes are available: pod has unbound immediate
+/// PersistentVolumeClaims."), its last verdict, which can lag what has
+/// changed since. `(pod name, "reason: message")` by ordinal (pods without
+/// one last); a condition without a reason reads `NotScheduled` (ours, not
+/// the scheduler's). The whole string is cut at a character boundary to
+/// [`MAX_TERMINATION_MESSAGE_BYTES`], the bound kept for every message
+/// the operator copies from a pod into status. Pods being deleted are left
+/// out. A wait on a node that has no pod running says why with this,
+/// rather than only that the node is not caught up.
 pub fn unscheduled_pods(pods: &[Pod]) -> Vec<(String, String)> {
     let mut out: Vec<(i32, String, String)> = pods
         .iter()
@@ -427,8 +431,11 @@ mod tests {
             "metadata: {{name: q-5}}\nstatus: {{conditions: [{{type: PodScheduled, status: 'False', reason: Unschedulable, message: '{}'}}]}}",
             "é".repeat(400)
         ));
+        // "Unschedulable: " (15 bytes) and 248 two-byte "é" fill 511 of the
+        // 512 bytes; the 249th would not fit whole.
         let (_, why) = &unscheduled_pods(&[long])[0];
-        assert!(why.len() <= MAX_TERMINATION_MESSAGE_BYTES && why.starts_with("Unschedulable: é"));
+        assert_eq!(why.len(), 511);
+        assert!(why.starts_with("Unschedulable: é") && why.ends_with('é'));
     }
 
     #[test]

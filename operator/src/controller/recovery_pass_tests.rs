@@ -79,6 +79,44 @@ async fn without_opt_in_a_quorum_loss_is_reported_and_nothing_is_touched() {
 }
 
 #[tokio::test]
+async fn a_reported_quorum_loss_names_the_pods_the_scheduler_has_not_placed() {
+    let kq = leaderless(false, lost_volumes());
+    let mut pods = pods_json(3);
+    for i in [1, 2] {
+        pods["items"][i]["status"] = json!({"phase": "Pending", "conditions": [
+            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
+             "message": "0/1 nodes are available: 1 Insufficient cpu."}]});
+    }
+    let mut steps = children_steps(3, 3);
+    steps[1] = step("GET", PODS, Reply::Json(pods));
+    steps.extend(claims_after_loss());
+    steps.extend([
+        step("POST", EVENTS, Reply::Echo),
+        step("PATCH", KQ_STATUS, Reply::KqWithStatus),
+    ]);
+    let (result, seen) = pass(&kq, fake(None), steps).await;
+    assert_eq!(
+        result.expect("pass succeeds"),
+        Action::requeue(STEADY_REQUEUE)
+    );
+    let status = status_of(seen.last().expect("status"));
+    assert_eq!(condition(status, "Degraded"), ("True", "QuorumLost"));
+    let message = status["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "Degraded"))
+        .and_then(|c| c["message"].as_str())
+        .expect("a Degraded message");
+    assert!(
+        message.contains("voters 1, 2 of 3")
+            && message.ends_with(
+                "; pods kq-1, kq-2 are not scheduled \
+                 (kq-1: Unschedulable: 0/1 nodes are available: 1 Insufficient cpu.)"
+            ),
+        "{message}"
+    );
+}
+
+#[tokio::test]
 async fn with_opt_in_the_phase_is_recorded_before_the_statefulset_is_scaled_to_zero() {
     let kq = leaderless(true, lost_volumes());
     let mut steps = children_steps(3, 3);

@@ -137,20 +137,26 @@ pub fn note_stopped(status: &mut KraftQuorumStatus, stopped: &[(i32, String)]) {
 }
 
 /// `outcome` with the pods the scheduler has not placed (see
-/// [`super::observe::unscheduled_pods`]) added to its message: a pass that
-/// waits or is degraded while a pod cannot be scheduled says so (the wait
-/// for a new voter otherwise reads only "node 4 is not a caught-up observer
-/// yet"). The first pod is named with the scheduler's reason and message,
-/// the others by name. `Ready` is left alone.
+/// [`super::observe::unscheduled_pods`]) added to its message, which the
+/// `Progressing` or `Degraded` condition (and `Ready=False`) then carry: a
+/// pass that waits or is degraded while a pod cannot be scheduled says so
+/// (the wait for a new voter otherwise reads only "node 4 is not a
+/// caught-up observer yet"). One pod: "; pod q-4 is not scheduled (why)";
+/// several: "; pods q-3, q-4 are not scheduled (q-3: why)", the first
+/// pod's why. The `Ready` outcome is returned as it is.
 pub fn note_unscheduled(outcome: Outcome, unscheduled: &[(String, String)]) -> Outcome {
     let Some((first, why)) = unscheduled.first() else {
         return outcome;
     };
-    let mut note = format!("pod {first} is not scheduled ({why})");
-    if unscheduled.len() > 1 {
-        let others: Vec<&str> = unscheduled[1..].iter().map(|(n, _)| n.as_str()).collect();
-        note.push_str(&format!("; nor is {}", others.join(", ")));
-    }
+    let note = if unscheduled.len() == 1 {
+        format!("pod {first} is not scheduled ({why})")
+    } else {
+        let names: Vec<&str> = unscheduled.iter().map(|(n, _)| n.as_str()).collect();
+        format!(
+            "pods {} are not scheduled ({first}: {why})",
+            names.join(", ")
+        )
+    };
     match outcome {
         Outcome::Ready => Outcome::Ready,
         Outcome::Progressing { reason, message } => Outcome::Progressing {
@@ -272,8 +278,9 @@ mod tests {
         };
         assert_eq!(reason, "QuorumUnavailable");
         assert!(
-            message.starts_with("no voter answered; pod q-4 is not scheduled (Unschedulable: ")
-                && message.ends_with("; nor is q-5, q-6"),
+            message.starts_with(
+                "no voter answered; pods q-4, q-5, q-6 are not scheduled (q-4: Unschedulable: "
+            ) && message.ends_with("PersistentVolumeClaims.)"),
             "{message}"
         );
         assert_eq!(note_unscheduled(Outcome::Ready, &others), Outcome::Ready);

@@ -481,8 +481,9 @@ fn children_steps(sts_replicas: i32, pods: i32) -> Vec<Step> {
 #[tokio::test]
 async fn a_wait_for_a_new_voter_names_its_pod_the_scheduler_has_not_placed() {
     // spec.replicas 4, the StatefulSet at 4, and pod 3 Pending: the
-    // scheduler's PodScheduled=False (CI, 7 December: quorum-4 waited 5 min
-    // for the scheduler's sweep after its immediate PVC bound).
+    // scheduler's PodScheduled=False (CI, 7 December: quorum-4 never
+    // reached the node in 5 min, and the wait said only "not a caught-up
+    // observer yet").
     let kq = kq_json(4, true, bootstrapped_status(3));
     let mut pods = pods_json(4);
     pods["items"][3]["status"] = json!({
