@@ -39,10 +39,13 @@ fn claims_after_loss() -> Vec<Step> {
     ]
 }
 
-#[tokio::test]
-async fn without_opt_in_a_quorum_loss_is_reported_and_nothing_is_touched() {
+/// The pass of a quorum loss without opt-in, the pods listed as `pods`:
+/// the children, the claims, a Warning Event and the status; it requeues
+/// at the steady interval. The calls it made.
+async fn reported_loss(pods: Value) -> Vec<Seen> {
     let kq = leaderless(false, lost_volumes());
     let mut steps = children_steps(3, 3);
+    steps[1] = step("GET", PODS, Reply::Json(pods));
     steps.extend(claims_after_loss());
     steps.extend([
         step("POST", EVENTS, Reply::Echo),
@@ -53,6 +56,12 @@ async fn without_opt_in_a_quorum_loss_is_reported_and_nothing_is_touched() {
         result.expect("pass succeeds"),
         Action::requeue(STEADY_REQUEUE)
     );
+    seen
+}
+
+#[tokio::test]
+async fn without_opt_in_a_quorum_loss_is_reported_and_nothing_is_touched() {
+    let seen = reported_loss(pods_json(3)).await;
     // The children applied as always (3 pods), then reads only: no scale,
     // no Job, no delete.
     assert_eq!(seen[4].body["spec"]["replicas"], 3);
@@ -80,32 +89,16 @@ async fn without_opt_in_a_quorum_loss_is_reported_and_nothing_is_touched() {
 
 #[tokio::test]
 async fn a_reported_quorum_loss_names_the_pods_the_scheduler_has_not_placed() {
-    let kq = leaderless(false, lost_volumes());
     let mut pods = pods_json(3);
     for i in [1, 2] {
         pods["items"][i]["status"] = json!({"phase": "Pending", "conditions": [
             {"type": "PodScheduled", "status": "False", "reason": "Unschedulable",
              "message": "0/1 nodes are available: 1 Insufficient cpu."}]});
     }
-    let mut steps = children_steps(3, 3);
-    steps[1] = step("GET", PODS, Reply::Json(pods));
-    steps.extend(claims_after_loss());
-    steps.extend([
-        step("POST", EVENTS, Reply::Echo),
-        step("PATCH", KQ_STATUS, Reply::KqWithStatus),
-    ]);
-    let (result, seen) = pass(&kq, fake(None), steps).await;
-    assert_eq!(
-        result.expect("pass succeeds"),
-        Action::requeue(STEADY_REQUEUE)
-    );
+    let seen = reported_loss(pods).await;
     let status = status_of(seen.last().expect("status"));
     assert_eq!(condition(status, "Degraded"), ("True", "QuorumLost"));
-    let message = status["conditions"]
-        .as_array()
-        .and_then(|cs| cs.iter().find(|c| c["type"] == "Degraded"))
-        .and_then(|c| c["message"].as_str())
-        .expect("a Degraded message");
+    let message = condition_message(status, "Degraded");
     assert!(
         message.contains("voters 1, 2 of 3")
             && message.ends_with(

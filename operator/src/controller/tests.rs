@@ -478,6 +478,15 @@ fn children_steps(sts_replicas: i32, pods: i32) -> Vec<Step> {
     ]
 }
 
+/// The message of the condition `type_` in a written status.
+fn condition_message<'a>(status: &'a Value, type_: &str) -> &'a str {
+    status["conditions"]
+        .as_array()
+        .and_then(|cs| cs.iter().find(|c| c["type"] == type_))
+        .and_then(|c| c["message"].as_str())
+        .unwrap_or_else(|| panic!("no {type_} message in {status}"))
+}
+
 #[tokio::test]
 async fn a_wait_for_a_new_voter_names_its_pod_the_scheduler_has_not_placed() {
     // spec.replicas 4, the StatefulSet at 4, and pod 3 Pending: the
@@ -504,11 +513,7 @@ async fn a_wait_for_a_new_voter_names_its_pod_the_scheduler_has_not_placed() {
         condition(status, "Progressing"),
         ("True", "WaitingForObserver")
     );
-    let message = status["conditions"]
-        .as_array()
-        .and_then(|cs| cs.iter().find(|c| c["type"] == "Progressing"))
-        .and_then(|c| c["message"].as_str())
-        .expect("a Progressing message");
+    let message = condition_message(status, "Progressing");
     assert_eq!(
         message,
         "node 3 is not a caught-up observer yet; pod kq-3 is not scheduled (Unschedulable: \
