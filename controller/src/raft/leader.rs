@@ -40,6 +40,8 @@ use crate::{
         encode_data_batch,
     },
 };
+use parked::ParkedFetches;
+pub(crate) use parked::{ParkedFetch, parked_wait};
 
 /// What the leader knows of one replica (Kafka's `LeaderState.ReplicaState`).
 #[derive(Debug, Clone)]
@@ -92,9 +94,6 @@ impl ReplicaProgress {
         }
     }
 }
-
-use parked::ParkedFetches;
-pub(crate) use parked::{ParkedFetch, parked_wait};
 
 /// Kafka's `LeaderState.OBSERVER_SESSION_TIMEOUT_MS`: an observer (a
 /// replica that is not a voter) that has not fetched for 5 minutes is

@@ -9,7 +9,7 @@ use std::net::{IpAddr, SocketAddr};
 
 use k8s_openapi::api::{
     apps::v1::StatefulSet,
-    core::v1::{ContainerStatus, Pod},
+    core::v1::{ContainerStatus, Pod, PodCondition},
 };
 use tracing::debug;
 use uuid::Uuid;
@@ -37,12 +37,20 @@ pub fn ordinal(pod: &Pod) -> Option<i32> {
     meta.name.as_ref()?.rsplit_once('-')?.1.parse().ok()
 }
 
+/// The pod's condition of type `type_` (`Ready`, `PodScheduled`, …), if
+/// its status has one.
+fn pod_condition<'a>(pod: &'a Pod, type_: &str) -> Option<&'a PodCondition> {
+    pod.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == type_)
+}
+
 /// Whether the pod's `Ready` condition is `True`.
 pub fn is_ready(pod: &Pod) -> bool {
-    pod.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|cs| cs.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+    pod_condition(pod, "Ready").is_some_and(|c| c.status == "True")
 }
 
 /// The pod's IP, if it has one and is not being deleted.
@@ -331,13 +339,7 @@ pub fn unscheduled_pods(pods: &[Pod]) -> Vec<(String, String)> {
         .iter()
         .filter(|p| p.metadata.deletion_timestamp.is_none())
         .filter_map(|p| {
-            let c = p
-                .status
-                .as_ref()?
-                .conditions
-                .as_ref()?
-                .iter()
-                .find(|c| c.type_ == "PodScheduled" && c.status == "False")?;
+            let c = pod_condition(p, "PodScheduled").filter(|c| c.status == "False")?;
             let reason = c.reason.as_deref().unwrap_or("NotScheduled");
             let why = match c.message.as_deref().map(str::trim) {
                 Some(m) if !m.is_empty() => format!("{reason}: {m}"),
